@@ -1,0 +1,131 @@
+"""Domain types for what the advisor answers. `api.py` maps these to the proto response one to one."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Reason:
+    rule_id: str
+    text: str
+
+
+@dataclass(frozen=True)
+class MemoryFit:
+    need_gb: float  # whole configuration
+    capacity_gb: float  # whole configuration (count x per-GPU memory)
+    headroom: float  # 1 - need/capacity
+    breakdown: tuple[tuple[str, float], ...] = ()  # (component, GB), components sum to need_gb
+
+
+@dataclass(frozen=True)
+class Cost:
+    usd_per_hour: float  # whole configuration
+    usd_per_tflop_hour: float  # per dense BF16/FP16 TFLOP-hour
+    usd_per_unit: float  # per accepted unit; 0 when it cannot be computed
+    unit: str  # "accepted response", "training run", ...
+    price_source: str = ""  # "catalog: <source> (as of ...)" or "quote: <provider> (as of ...)"
+    price_as_of: str = ""
+
+
+@dataclass(frozen=True)
+class Ownership:
+    annual_power_usd: float
+    owned_usd_per_hour: float
+    break_even_hours: float
+    break_even_months: float
+    purchase_usd: float = 0.0
+
+
+@dataclass(frozen=True)
+class Candidate:
+    gpu: str
+    name: str
+    count: int
+    score: float
+    memory: MemoryFit
+    cost: Cost
+    ownership: Ownership
+    reasons: tuple[Reason, ...] = ()
+    caveats: tuple[Reason, ...] = ()
+    interconnect: str = ""  # what the interconnect must carry, when count > 1
+    throughput: str = ""  # human-readable estimate, e.g. "1,850 output tokens/s"
+
+
+@dataclass(frozen=True)
+class Exclusion:
+    gpu: str
+    reasons: tuple[Reason, ...]
+
+
+@dataclass(frozen=True)
+class Route:
+    kind: str  # one of brief.ROUTE_KINDS
+    rationale: tuple[Reason, ...] = ()
+
+
+@dataclass(frozen=True)
+class Warning:
+    code: str
+    severity: str  # INFO | WARNING | CRITICAL
+    text: str
+    rule_id: str
+
+
+@dataclass(frozen=True)
+class Question:
+    field: str  # path in the brief, e.g. "model.params_billion"
+    text: str
+    rule_id: str = ""
+
+
+@dataclass(frozen=True)
+class Metric:
+    name: str
+    formula: str
+    rule_id: str = ""
+
+
+@dataclass(frozen=True)
+class BenchmarkStage:
+    name: str
+    steps: tuple[str, ...]
+    record: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ChecklistSection:
+    name: str
+    items: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class TraceEntry:
+    rule_id: str
+    location: str  # file:line
+    fact: str  # "brief", "candidate:h100-sxm", ...
+    fired: bool
+    detail: str  # for a rule that did not fire: the first failing condition and the actual value
+
+
+@dataclass(frozen=True)
+class RulesetRef:
+    revision: str
+    content_hash: str
+
+
+@dataclass(frozen=True)
+class Advice:
+    candidates: tuple[Candidate, ...] = ()
+    excluded: tuple[Exclusion, ...] = ()
+    route: Route | None = None
+    warnings: tuple[Warning, ...] = ()
+    questions: tuple[Question, ...] = ()
+    metric: Metric | None = None
+    benchmark_plan: tuple[BenchmarkStage, ...] = ()
+    procurement_checklist: tuple[ChecklistSection, ...] = ()
+    summary: str = ""
+    ruleset: RulesetRef | None = None
+    trace: tuple[TraceEntry, ...] = ()
+    notes: tuple[Reason, ...] = field(default_factory=tuple)  # brief-level notes (assumptions made, hedges)

@@ -1,0 +1,133 @@
+"""Domain types for what a caller asks: the workload brief, its quotes and request options.
+
+Enum-valued fields hold the proto enum name without its prefix ("REALTIME_INFERENCE", "FP8"); the zero value is
+"UNSPECIFIED". Numeric fields use 0 for "not given" (the contract's convention), so a thin brief is representable
+and turns into questions rather than errors. Tri-state booleans are None when the caller did not say.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import date
+
+UNSPECIFIED = "UNSPECIFIED"
+
+WORKLOADS = (
+    "PRETRAINING",
+    "FULL_FINETUNE",
+    "ADAPTER_FINETUNE",
+    "BATCH_INFERENCE",
+    "REALTIME_INFERENCE",
+    "EMBEDDING",
+    "MEDIA_GENERATION",
+    "EVALUATION",
+    "NOTEBOOK",
+)
+TRAINING_WORKLOADS = ("PRETRAINING", "FULL_FINETUNE", "ADAPTER_FINETUNE")
+PRECISIONS = ("FP32", "BF16", "FP16", "FP8", "INT8", "INT4")
+RUN_CYCLES = ("ALWAYS_ON", "SCHEDULED_BATCH", "BURST", "EXPERIMENTAL")
+BOUNDARIES = ("PUBLIC_CLOUD", "PRIVATE_NETWORK", "DEDICATED_CLUSTER", "ON_PREM", "DATA_RESIDENCY")
+SUCCESS_UNITS = (
+    "TRAINING_RUN",
+    "CHECKPOINT",
+    "RESPONSE",
+    "TOKEN",
+    "TASK",
+    "IMAGE",
+    "VIDEO_SECOND",
+    "RECORD",
+    "EVAL_SUITE",
+)
+DEMANDS = ("UNCERTAIN", "VOLATILE", "STEADY")
+ROUTE_KINDS = (
+    "RENT_ON_DEMAND",
+    "RENT_MARKETPLACE",
+    "RESERVE",
+    "BUY",
+    "MODEL_API",
+    "DEDICATED_CLUSTER",
+    "PRIVATE_CLOUD",
+)
+LOCALES = ("en", "zh-CN")
+
+
+@dataclass(frozen=True)
+class Model:
+    params_billion: float = 0.0
+    active_params_billion: float = 0.0
+    precision: str = UNSPECIFIED
+    context_tokens: int = 0
+    layers: int = 0
+    kv_heads: int = 0
+    head_dim: int = 0
+    hidden_size: int = 0
+
+
+@dataclass(frozen=True)
+class Traffic:
+    concurrent_sessions: int = 0
+    batch_size: int = 0
+    avg_input_tokens: int = 0
+    p95_input_tokens: int = 0
+    avg_output_tokens: int = 0
+    requests_per_second: float = 0.0
+
+
+@dataclass(frozen=True)
+class Latency:
+    p95_ms: float = 0.0
+    p99_ms: float = 0.0
+    ttft_ms: float = 0.0
+
+
+@dataclass(frozen=True)
+class Training:
+    tokens_billion: float = 0.0
+    target_days: float = 0.0
+
+
+@dataclass(frozen=True)
+class Economics:
+    hours_per_month: float = 0.0
+    horizon_months: float = 0.0
+    utilization: float = 0.0
+    budget_usd_per_hour: float = 0.0
+    electricity_usd_per_kwh: float = 0.0
+    needs_hardware_control: bool | None = None
+    demand: str = UNSPECIFIED
+    has_platform_team: bool | None = None
+    acceptance_rate: float = 0.0
+
+
+@dataclass(frozen=True)
+class Brief:
+    workload: str = UNSPECIFIED
+    model: Model = field(default_factory=Model)
+    traffic: Traffic = field(default_factory=Traffic)
+    latency: Latency = field(default_factory=Latency)
+    run_cycle: str = UNSPECIFIED
+    boundary: str = UNSPECIFIED
+    success_unit: str = UNSPECIFIED
+    toolchain: tuple[str, ...] = ()
+    training: Training = field(default_factory=Training)
+    economics: Economics = field(default_factory=Economics)
+
+
+@dataclass(frozen=True)
+class Quote:
+    """A caller's own price: replaces the catalog's rent price of `gpu` for this request only."""
+
+    gpu: str
+    usd_per_hour: float
+    provider: str = ""
+    as_of: str = ""
+
+
+@dataclass(frozen=True)
+class AdviceRequest:
+    brief: Brief = field(default_factory=Brief)
+    quotes: tuple[Quote, ...] = ()
+    locale: str = "en"
+    max_candidates: int = 0  # 0 = the rules' default
+    include_trace: bool = False
+    as_of: date | None = None  # replay prices valid on this date; None = today

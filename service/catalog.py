@@ -1,0 +1,60 @@
+"""The GPU catalog as loaded from rules/catalog/: specs and dated prices."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date
+
+
+@dataclass(frozen=True)
+class Price:
+    kind: str  # "rent" ($/GPU-hour) or "purchase" ($ per GPU)
+    usd: float  # usd_per_hour for rent, usd for purchase
+    as_of: str
+    source: str
+    valid_from: date | None = None
+    valid_until: date | None = None
+    location: str = ""  # file:line of the row, for explanations
+
+    def valid_on(self, day: date) -> bool:
+        if self.valid_from and day < self.valid_from:
+            return False
+        return not (self.valid_until and day > self.valid_until)
+
+
+@dataclass(frozen=True)
+class Gpu:
+    id: str
+    name: str
+    vendor: str
+    gpu_class: str  # datacenter | workstation | consumer
+    memory_gb: float
+    memory_type: str
+    bandwidth_tbs: float
+    tflops_bf16: float  # dense
+    tflops_fp8: float  # dense, 0 = no native FP8
+    tflops_fp4: float
+    tdp_w: float
+    interconnect_kind: str  # nvlink | xgmi | pcie | none
+    interconnect_gbs: float
+    gpus_per_node: int
+    nvlink_domain: int
+    mig: int
+    matmul_efficiency: float
+    software: str
+    notes: str
+    spec_source: str
+    spec_as_of: str
+    prices: tuple[Price, ...] = ()
+    location: str = ""
+
+    def price(self, kind: str, day: date) -> Price | None:
+        """The newest price row of `kind` valid on `day` (rows are dated; the latest valid_from wins)."""
+        rows = [p for p in self.prices if p.kind == kind and p.valid_on(day)]
+        if not rows:
+            return None
+        return max(rows, key=lambda p: (p.valid_from or date.min, p.as_of))
+
+    @property
+    def fast_interconnect(self) -> bool:
+        return self.interconnect_kind in ("nvlink", "xgmi")

@@ -1,0 +1,175 @@
+"""The one module that knows durable_rules. It drives the C extension directly, not the `Host` layer.
+
+Hazards designed around (each has a test in tests/test_durable_hazards.py):
+- joins across facts can segfault → every rule tests ONE flat fact (the caller derives what a rule needs);
+- asserting facts that no rule matches raises, and `delete_state` after a session where no action ran frees an
+  uninitialised pointer → every ruleset carries an always-firing sentinel rule and every session a sentinel fact;
+- numbers written with an exponent are rejected (in a batch, silently dropped) → we write JSON ourselves, never
+  with an exponent, and refuse NaN/infinity;
+- `$or` fires once per true branch → OR only over equality tests on one field (mutually exclusive); ORs of
+  arbitrary branches are separate engine rules, deduplicated here;
+- rules made only of negative tests match the engine's own state fact → every rule tests the fact type first;
+- per-ruleset limits (64 matching conditions per fact, segfault at 256 rules sharing a test) → shards of at most
+  SHARD_SIZE engine rules;
+- sessions are found by a 32-bit hash of the sid and at most 1024 may live → one session at a time per engine
+  (a lock: the extension holds the GIL anyway, so threads lose nothing) and every session is deleted at once;
+- a ruleset cannot be replaced → each rules version gets its own ruleset names and `close()` deletes them.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import threading
+from decimal import Decimal
+from collections.abc import Sequence
+from typing import Any
+
+import durable_rules_engine as _dre
+
+from .ir import Condition, Rule
+
+SHARD_SIZE = 40
+_SENTINEL = "__sentinel__"
+_names = itertools.count(1)
+
+
+class EngineError(RuntimeError):
+    pass
+
+
+def encode(value: Any) -> str:
+    """JSON the engine's parser accepts: no exponents, no NaN/infinity, booleans and strings as usual."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise EngineError(f"cannot give the engine a non-finite number: {value}")
+        text = format(Decimal(repr(value)), "f")  # shortest round-trip digits, written out without an exponent
+        return text if "." in text else text + ".0"  # keep a decimal point: floats stay floats
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, dict):
+        return "{" + ",".join(f"{json.dumps(str(k))}:{encode(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list | tuple):
+        return "[" + ",".join(encode(v) for v in value) + "]"
+    raise EngineError(f"cannot give the engine a {type(value).__name__}")
+
+
+def _test(cond: Condition) -> dict[str, Any]:
+    f, v = cond.field, cond.value
+    match cond.op:
+        case "eq":
+            return {f: v}
+        case "ne":
+            return {"$neq": {f: v}}
+        case "lt":
+            return {"$lt": {f: v}}
+        case "le":
+            return {"$lte": {f: v}}
+        case "gt":
+            return {"$gt": {f: v}}
+        case "ge":
+            return {"$gte": {f: v}}
+        case "in":
+            alts = [{f: x} for x in v]  # type: ignore[union-attr]
+            return alts[0] if len(alts) == 1 else {"$or": alts}
+        case "not_in":
+            return {"$and": [{"$neq": {f: x}} for x in v]}  # type: ignore[union-attr]
+    raise EngineError(f"unknown operator {cond.op}")
+
+
+def _pattern(fact_type: str, branch: Sequence[Condition]) -> dict[str, Any]:
+    # The fact-type test comes first so no rule can ever match the engine's own state fact.
+    return {"$and": [{"t": fact_type}, *(_test(c) for c in branch)]}
+
+
+class _Shard:
+    def __init__(self, name: str, definition: dict[str, Any], keys: dict[str, str]):
+        self.name = name
+        self.keys = keys  # engine rule name → rule id
+        self.handle = _dre.create_ruleset(name, encode(definition))
+
+
+class DurableEngine:
+    """Evaluates one compiled rules version. Thread-safe; `close()` frees the engine's rulesets."""
+
+    def __init__(self, rules: Sequence[Rule], shard_size: int = SHARD_SIZE):
+        if shard_size < 1:
+            raise ValueError("shard_size must be positive")
+        self._lock = threading.Lock()
+        self._sids = itertools.count(1)
+        self._shards: dict[str, list[_Shard]] = {}
+        self._closed = False
+        tag = next(_names)
+        by_fact: dict[str, list[tuple[str, dict[str, Any]]]] = {}
+        for rule in rules:
+            for branch in rule.branches:
+                by_fact.setdefault(rule.fact, []).append((rule.id, {"all": [{"m": _pattern(rule.fact, branch)}]}))
+        try:
+            for fact, entries in by_fact.items():
+                shards = []
+                for s in range(0, len(entries), shard_size):
+                    chunk = entries[s : s + shard_size]
+                    definition: dict[str, Any] = {}
+                    keys: dict[str, str] = {}
+                    for i, (rule_id, body) in enumerate(chunk):
+                        name = f"r{s + i}"
+                        definition[name] = body
+                        keys[name] = rule_id
+                    definition[_SENTINEL] = {"all": [{"m": {"t": _SENTINEL}}]}
+                    shards.append(_Shard(f"ga{tag}_{fact}_{s // shard_size}", definition, keys))
+                self._shards[fact] = shards
+        except BaseException:
+            self.close()
+            raise
+
+    @property
+    def ruleset_count(self) -> int:
+        return sum(len(s) for s in self._shards.values())
+
+    def evaluate(self, fact_type: str, facts: Sequence[dict[str, Any]]) -> dict[str, set[str]]:
+        """Which rule ids matched each fact (keyed by the fact's `id`)."""
+        matched: dict[str, set[str]] = {str(f["id"]): set() for f in facts}
+        with self._lock:
+            if self._closed:
+                raise EngineError("engine is closed")
+            for shard in self._shards.get(fact_type, []) if facts else []:
+                self._run(shard, fact_type, facts, matched)
+        return matched
+
+    def _run(self, shard: _Shard, fact_type: str, facts: Sequence[dict[str, Any]], out: dict[str, set[str]]) -> None:
+        sid = str(next(self._sids))
+        batch = [{**f, "t": fact_type, "sid": sid, "id": str(f["id"])} for f in facts]
+        batch.append({"t": _SENTINEL, "sid": sid, "id": _SENTINEL})
+        try:
+            result = _dre.assert_facts(shard.handle, encode(batch))
+            state_handle = result[1]
+            step = _dre.start_action_for_state(shard.handle, state_handle)
+            while step:
+                for name, match in json.loads(step[1]).items():
+                    rule_id = shard.keys.get(name)
+                    if rule_id is not None:
+                        out[str(match["m"]["id"])].add(rule_id)
+                nxt = _dre.complete_and_start_action(shard.handle, state_handle)
+                step = (None, nxt) if nxt else None
+        except _dre.error as exc:
+            raise EngineError(f"durable_rules failed in {shard.name}: {exc}") from exc
+        finally:
+            try:
+                _dre.delete_state(shard.handle, sid)
+            except _dre.error:
+                pass
+
+    def close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            for shards in self._shards.values():
+                for shard in shards:
+                    _dre.delete_ruleset(shard.handle)
+            self._shards.clear()

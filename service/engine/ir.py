@@ -1,0 +1,160 @@
+"""The engine-neutral intermediate form of the rules.
+
+YAML rule files and decision tables compile to these plain values; an engine backend (durable.py) compiles them
+further. The same values also carry a reference evaluator, used to explain why a rule did NOT fire and, in tests,
+to cross-check the engine. Snapshot tests pin `to_dict()` so a change to the compiler shows up as a diff.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+OPS = ("eq", "ne", "lt", "le", "gt", "ge", "in", "not_in")
+OP_SYMBOL = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">=", "in": "in", "not_in": "not in"}
+
+Scalar = str | int | float | bool
+
+
+@dataclass(frozen=True)
+class Condition:
+    field: str
+    op: str
+    value: Scalar | tuple[Scalar, ...]
+
+    def test(self, fact: dict[str, Any]) -> bool:
+        if self.field not in fact:
+            return False  # a missing field never matches, as in the engine
+        actual = fact[self.field]
+        try:
+            match self.op:
+                case "eq":
+                    return _same(actual, self.value)
+                case "ne":
+                    return not _same(actual, self.value)
+                case "lt":
+                    return actual < self.value
+                case "le":
+                    return actual <= self.value
+                case "gt":
+                    return actual > self.value
+                case "ge":
+                    return actual >= self.value
+                case "in":
+                    return any(_same(actual, v) for v in self.value)  # type: ignore[union-attr]
+                case "not_in":
+                    return not any(_same(actual, v) for v in self.value)  # type: ignore[union-attr]
+        except TypeError:
+            return False
+        raise ValueError(f"unknown operator {self.op}")
+
+    def describe(self) -> str:
+        value = list(self.value) if isinstance(self.value, tuple) else self.value
+        return f"{self.field} {OP_SYMBOL[self.op]} {_show(value)}"
+
+
+def _same(a: Any, b: Any) -> bool:
+    # bool is an int in Python; the engine keeps them apart, so do we.
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a == b
+    return a == b
+
+
+def _show(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, float):
+        return f"{v:g}"
+    return repr(v) if isinstance(v, str) else str(v)
+
+
+@dataclass(frozen=True)
+class Action:
+    kind: str  # score | exclude | caveat | note | warn | route | ask | metric
+    args: tuple[tuple[str, Any], ...]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        for k, v in self.args:
+            if k == key:
+                return v
+        return default
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    fact: str  # brief | candidate | plan | outcome
+    group: str  # the file or decision table the rule belongs to
+    hit_policy: str  # collect: every matching rule applies; first: per fact, only the best matching rule applies
+    priority: int  # higher wins under hit policy "first"; ties go to the earlier rule
+    order: int  # position within its group
+    branches: tuple[tuple[Condition, ...], ...]  # OR of ANDs; one branch is the common case
+    actions: tuple[Action, ...]
+    location: str  # path:line
+    description: str = ""
+
+    def matches(self, fact: dict[str, Any]) -> bool:
+        return any(all(c.test(fact) for c in branch) for branch in self.branches)
+
+    def first_failure(self, fact: dict[str, Any]) -> str:
+        """For a rule that did not fire: the first failing condition of each branch, with the actual value."""
+        parts = []
+        for branch in self.branches:
+            for cond in branch:
+                if not cond.test(fact):
+                    actual = fact.get(cond.field, "<missing>")
+                    parts.append(f"{cond.describe()} was false (actual {_show(actual)})")
+                    break
+        return "; or ".join(parts) or "all conditions held"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "fact": self.fact,
+            "group": self.group,
+            "hit_policy": self.hit_policy,
+            "priority": self.priority,
+            "order": self.order,
+            "location": self.location,
+            "branches": [
+                [
+                    {"field": c.field, "op": c.op, "value": list(c.value) if isinstance(c.value, tuple) else c.value}
+                    for c in branch
+                ]
+                for branch in self.branches
+            ],
+            "actions": [{"kind": a.kind, **{k: v for k, v in a.args}} for a in self.actions],
+        }
+
+
+@dataclass(frozen=True)
+class Program:
+    """All rules of one rules folder, in a stable order."""
+
+    rules: tuple[Rule, ...]
+
+    def for_fact(self, fact: str) -> tuple[Rule, ...]:
+        return tuple(r for r in self.rules if r.fact == fact)
+
+    def by_id(self) -> dict[str, Rule]:
+        return {r.id: r for r in self.rules}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"rules": [r.to_dict() for r in self.rules]}
+
+
+def apply_hit_policies(rules: tuple[Rule, ...], matched: set[str]) -> list[Rule]:
+    """Rules that take effect for ONE fact, given the ids that matched it: `first` groups keep their best rule."""
+    winners: list[Rule] = []
+    best_in_group: dict[str, Rule] = {}
+    for rule in rules:
+        if rule.id not in matched:
+            continue
+        if rule.hit_policy == "collect":
+            winners.append(rule)
+            continue
+        current = best_in_group.get(rule.group)
+        if current is None or (rule.priority, -rule.order) > (current.priority, -current.order):
+            best_in_group[rule.group] = rule
+    winners.extend(best_in_group.values())
+    return sorted(winners, key=lambda r: (-r.priority, r.group, r.order))

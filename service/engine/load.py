@@ -1,0 +1,101 @@
+"""Line-aware YAML loading: every problem a rule author sees points at file:line:col.
+
+ruamel.yaml's round-trip loader keeps the position of every mapping key and sequence item; we keep its nodes
+(CommentedMap/CommentedSeq) and ask them for positions instead of building a parallel position table.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ruamel.yaml import YAML
+from ruamel.yaml.comments import CommentedSeq
+from ruamel.yaml.error import MarkedYAMLError
+
+
+@dataclass(frozen=True, order=True)
+class Problem:
+    """One thing wrong with the rules, in the format `path:line:col [rule-id] message`."""
+
+    path: str
+    line: int
+    col: int
+    rule_id: str
+    message: str
+    severity: str = "error"  # error | warning
+
+    def __str__(self) -> str:
+        rid = f" [{self.rule_id}]" if self.rule_id else ""
+        sev = "" if self.severity == "error" else f" {self.severity}:"
+        return f"{self.path}:{self.line}:{self.col}{rid}{sev} {self.message}"
+
+
+@dataclass(frozen=True)
+class Doc:
+    path: str  # as shown to authors: relative to the rules folder's parent when possible
+    data: Any
+
+
+class RulesError(Exception):
+    """The rules cannot be activated; `problems` lists every reason at once."""
+
+    def __init__(self, problems: list[Problem]):
+        self.problems = sorted(problems)
+        super().__init__("\n".join(str(p) for p in self.problems) or "rules error")
+
+
+def load_yaml(path: Path, shown_as: str) -> tuple[Doc | None, list[Problem]]:
+    yaml = YAML(typ="rt")
+    yaml.allow_duplicate_keys = False
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        return None, [Problem(shown_as, 1, 1, "", f"cannot read file: {exc}")]
+    try:
+        data = yaml.load(text)
+    except MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
+        what = " ".join(x for x in (exc.context, exc.problem) if x)
+        return None, [Problem(shown_as, line, col, "", f"broken YAML: {what}")]
+    except Exception as exc:  # ruamel raises a few unmarked errors (e.g. duplicate keys in old versions)
+        return None, [Problem(shown_as, 1, 1, "", f"broken YAML: {exc}")]
+    return Doc(shown_as, data), []
+
+
+def pos(node: Any, key: Any = None) -> tuple[int, int]:
+    """1-based (line, col) of `key` inside `node` (a mapping key or a sequence index), or of `node` itself."""
+    try:
+        if key is None:
+            return node.lc.line + 1, node.lc.col + 1
+        if isinstance(node, dict):  # CommentedMap, or a view that borrowed one's positions
+            line, col = node.lc.key(key)
+            return line + 1, col + 1
+        if isinstance(node, CommentedSeq):
+            line, col = node.lc.item(key)
+            return line + 1, col + 1
+    except (AttributeError, KeyError, TypeError, IndexError):
+        pass
+    return 1, 1
+
+
+def value_pos(node: Any, key: Any) -> tuple[int, int]:
+    """Position of the value stored under `key` (falls back to the key's position)."""
+    try:
+        if isinstance(node, dict):
+            line, col = node.lc.value(key)
+            return line + 1, col + 1
+    except (AttributeError, KeyError, TypeError):
+        pass
+    return pos(node, key)
+
+
+def plain(node: Any) -> Any:
+    """ruamel nodes → plain dict/list/scalars (dates stay datetime.date)."""
+    if isinstance(node, dict):
+        return {str(k): plain(v) for k, v in node.items()}
+    if isinstance(node, list):
+        return [plain(v) for v in node]
+    return node

@@ -1,0 +1,178 @@
+"""Each durable_rules hazard the design relies on avoiding (shared/design/durable_rules.md), tested through
+the one module that talks to the engine. The reference evaluator in ir.py is the oracle."""
+
+from __future__ import annotations
+
+import math
+import threading
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from service.engine.durable import DurableEngine, EngineError, encode
+from service.engine.ir import Action, Condition, Rule
+
+NOTE = (Action("note", (("message", "m"),)),)
+
+
+def rule(rid: str, *branches: tuple[Condition, ...], fact: str = "candidate") -> Rule:
+    return Rule(rid, fact, "g", "collect", 0, 0, tuple(branches), NOTE, "test.yaml:1")
+
+
+def reference(rules: list[Rule], facts: list[dict]) -> dict[str, set[str]]:
+    return {f["id"]: {r.id for r in rules if r.matches(f)} for f in facts}
+
+
+@pytest.fixture
+def engine_factory():
+    made: list[DurableEngine] = []
+
+    def make(rules: list[Rule], **kw) -> DurableEngine:
+        e = DurableEngine(rules, **kw)
+        made.append(e)
+        return e
+
+    yield make
+    for e in made:
+        e.close()
+
+
+def test_facts_that_match_nothing_do_not_raise(engine_factory):
+    # Without the sentinel, asserting unmatched facts raises and delete_state can free a bad pointer.
+    e = engine_factory([rule("r", (Condition("gpu", "eq", "h100"),))])
+    assert e.evaluate("candidate", [{"id": "a", "gpu": "l4"}]) == {"a": set()}
+    assert e.evaluate("candidate", [{"id": "a", "gpu": "h100"}]) == {"a": {"r"}}
+
+
+def test_numbers_python_writes_with_exponents_still_compare(engine_factory):
+    rules = [rule("tiny", (Condition("x", "lt", 1e-5),)), rule("huge", (Condition("x", "gt", 1e20),))]
+    e = engine_factory(rules)
+    facts = [{"id": "a", "x": 1e-7}, {"id": "b", "x": 3e21}, {"id": "c", "x": 5.0}]
+    assert e.evaluate("candidate", facts) == {"a": {"tiny"}, "b": {"huge"}, "c": set()}
+    assert "e" not in encode({"x": 1e-7, "y": 3e21})
+
+
+def test_non_finite_numbers_are_refused():
+    with pytest.raises(EngineError):
+        encode({"x": math.nan})
+    with pytest.raises(EngineError):
+        encode({"x": math.inf})
+
+
+def test_or_fires_once_per_rule(engine_factory):
+    both_true = rule("either", (Condition("a", "eq", 1),), (Condition("b", "eq", 2),))
+    member = rule("member", (Condition("gpu", "in", ("h100", "h200")),))
+    e = engine_factory([both_true, member])
+    out = e.evaluate("candidate", [{"id": "f", "a": 1, "b": 2, "gpu": "h200"}])
+    assert out == {"f": {"either", "member"}}
+
+
+def test_rule_of_only_negative_tests_terminates_and_ignores_engine_state(engine_factory):
+    e = engine_factory([rule("neg", (Condition("gpu", "ne", "l4"), Condition("gpu", "not_in", ("a", "b"))))])
+    out = e.evaluate("candidate", [{"id": "x", "gpu": "h100"}, {"id": "y", "gpu": "l4"}])
+    assert out == {"x": {"neg"}, "y": set()}
+
+
+def test_text_against_a_number_is_the_hazard_typed_facts_avoid(engine_factory):
+    # The engine compares "100" with 40 as text; the reference evaluator refuses to compare them. Facts are
+    # therefore typed by the fact schema (tests/test_advisor.py checks every derived fact against it).
+    r = rule("gt", (Condition("n", "gt", 40.0),))
+    e = engine_factory([r])
+    out = e.evaluate("candidate", [{"id": "num", "n": 100.0}, {"id": "text", "n": "100"}])
+    assert out["num"] == {"gt"}
+    assert reference([r], [{"id": "text", "n": "100"}])["text"] == set()
+
+
+def test_many_rules_sharing_one_test_are_sharded(engine_factory):
+    # 256 rules sharing one test segfault in one ruleset; sharding keeps each ruleset small.
+    rules = [rule(f"r{i}", (Condition("v", "ge", float(i)),)) for i in range(300)]
+    e = engine_factory(rules)
+    assert e.ruleset_count >= 300 // 40
+    out = e.evaluate("candidate", [{"id": "f", "v": 149.5}])
+    assert out["f"] == {f"r{i}" for i in range(150)}
+
+
+def test_more_sessions_than_the_engine_keeps_alive(engine_factory):
+    # At most 1024 live sessions per ruleset: every evaluation deletes its session.
+    e = engine_factory([rule("r", (Condition("v", "eq", 1),))])
+    for i in range(1500):
+        assert e.evaluate("candidate", [{"id": f"f{i}", "v": 1}]) == {f"f{i}": {"r"}}
+
+
+def test_identical_facts_with_different_ids_both_match(engine_factory):
+    e = engine_factory([rule("r", (Condition("v", "eq", 1),))])
+    assert e.evaluate("candidate", [{"id": "a", "v": 1}, {"id": "b", "v": 1}]) == {"a": {"r"}, "b": {"r"}}
+
+
+def test_concurrent_requests_get_their_own_answers(engine_factory):
+    rules = [rule("low", (Condition("v", "lt", 50.0),)), rule("high", (Condition("v", "ge", 50.0),))]
+    e = engine_factory(rules)
+    errors: list[str] = []
+
+    def worker(seed: int) -> None:
+        for i in range(150):
+            v = float((seed * 37 + i) % 100)
+            fid = f"t{seed}-{i}"
+            got = e.evaluate("candidate", [{"id": fid, "v": v}])
+            want = {fid: {"low"} if v < 50 else {"high"}}
+            if got != want:
+                errors.append(f"{fid}: {got} != {want}")
+
+    threads = [threading.Thread(target=worker, args=(s,)) for s in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+
+
+def test_closed_engine_refuses_and_close_is_idempotent():
+    e = DurableEngine([rule("r", (Condition("v", "eq", 1),))])
+    e.close()
+    e.close()
+    with pytest.raises(EngineError):
+        e.evaluate("candidate", [{"id": "a", "v": 1}])
+
+
+def test_ruleset_names_never_collide_across_versions():
+    # A ruleset cannot be replaced: two live versions of the same rules must coexist.
+    a = DurableEngine([rule("r", (Condition("v", "eq", 1),))])
+    b = DurableEngine([rule("r", (Condition("v", "eq", 2),))])
+    try:
+        assert a.evaluate("candidate", [{"id": "x", "v": 1}]) == {"x": {"r"}}
+        assert b.evaluate("candidate", [{"id": "x", "v": 1}]) == {"x": set()}
+    finally:
+        a.close()
+        b.close()
+
+
+# Facts are typed by the schema (a field is always a number, always text or always a boolean), so the
+# property test draws conditions and facts per field type; mixing types is the hazard tested above.
+numeric = st.one_of(st.integers(-5, 5).map(float), st.floats(-100, 100, allow_nan=False), st.floats(1e-9, 1e-3))
+labels = st.sampled_from(["x", "y", "z"])
+conditions = st.one_of(
+    st.builds(Condition, st.sampled_from(["n1", "n2"]), st.sampled_from(["lt", "le", "gt", "ge", "eq", "ne"]),
+              numeric),
+    st.builds(Condition, st.just("s"), st.sampled_from(["eq", "ne"]), labels),
+    st.builds(Condition, st.just("s"), st.sampled_from(["in", "not_in"]),
+              st.lists(labels, min_size=1, max_size=3, unique=True).map(tuple)),
+    st.builds(Condition, st.just("b"), st.sampled_from(["eq", "ne"]), st.booleans()),
+)
+facts = st.fixed_dictionaries({"n1": numeric, "n2": numeric, "s": labels, "b": st.booleans()})
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    rule_specs=st.lists(st.lists(st.lists(conditions, min_size=1, max_size=3), min_size=1, max_size=2),
+                        min_size=1, max_size=8),
+    fact_list=st.lists(facts, min_size=1, max_size=5),
+)
+def test_engine_agrees_with_the_reference_evaluator(rule_specs, fact_list):
+    rules = [rule(f"r{i}", *(tuple(b) for b in branches)) for i, branches in enumerate(rule_specs)]
+    fs = [{"id": f"f{i}", **f} for i, f in enumerate(fact_list)]
+    e = DurableEngine(rules)
+    try:
+        assert e.evaluate("candidate", fs) == reference(rules, fs)
+    finally:
+        e.close()
