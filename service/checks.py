@@ -1,0 +1,157 @@
+"""Checks that need the whole rules folder: messages and translations, placeholders, rules that can never fire,
+conflicting overlaps, and the age of prices. Errors block a rules version; warnings are reported but served."""
+
+from __future__ import annotations
+
+from datetime import date
+from itertools import combinations
+
+from .brief import ROUTE_KINDS, WORKLOADS
+from .catalog import Gpu
+from .engine.analyze import satisfiable
+from .engine.ir import Rule
+from .engine.load import Problem
+from .engine.parse import FactSchema, did_you_mean
+from .render.messages import placeholders
+
+# Message keys the code itself renders (not named by any rule file).
+CODE_MESSAGE_KEYS = (
+    "note.assumed_default", "note.kv_estimated", "price.from_quote", "price.from_catalog",
+    "interconnect.training", "interconnect.inference", "throughput.training", "throughput.inference",
+    "score.formula", "summary.title", "summary.provisional", "summary.top", "summary.top_no_unit",
+    "summary.alternative", "summary.none_fit", "summary.route", "summary.warnings_header",
+    "summary.questions_header",
+    *(f"route.{k}" for k in ROUTE_KINDS),
+    *(f"workload.{w}" for w in (*WORKLOADS, "UNSPECIFIED")),
+)
+
+# Figures a candidate's messages may use besides the candidate fact's own fields.
+CANDIDATE_EXTRAS = (
+    "name", "usd_per_unit", "unit", "tokens_per_second", "step_ms", "est_ttft_ms", "train_hours", "train_days",
+    "capacity_gb", "per_replica", "replicas", "compute_count", "memory_count", "usd_per_tflop_hour",
+    "break_even_hours", "owned_usd_per_hour", "interconnect_gbs", "tflops",
+)
+
+LOCALES = ("en", "zh-CN")
+
+
+def _where(location: str) -> tuple[str, int]:
+    path, line = location.rsplit(":", 1)
+    return path, int(line)
+
+
+def message_problems(
+    rules: list[Rule],
+    messages: dict[str, dict[str, str]],
+    locations: dict[str, dict[str, str]],
+    content_keys: list[tuple[str, str]],  # (key, where) from benchmark plans and checklists
+    schema: FactSchema,
+) -> list[Problem]:
+    out: list[Problem] = []
+    used: list[tuple[str, str, str, Rule | None]] = []  # key, location, rule id, rule
+    for r in rules:
+        for a in r.actions:
+            keys = [a.get("message")] + ([a.get("name")] if a.kind == "metric" else [])
+            used += [(k, r.location, r.id, r) for k in keys if k]
+    used += [(k, where, "", None) for k, where in content_keys]
+    for locale in LOCALES:
+        if locale not in messages:
+            out.append(Problem("messages", 1, 1, "", f"no messages file for locale {locale}"))
+    for key, location, rid, rule in used:
+        path, line = _where(location)
+        for locale in LOCALES:
+            if locale in messages and key not in messages[locale]:
+                near = did_you_mean(key, messages[locale])
+                out.append(Problem(path, line, 1, rid, f"message key '{key}' is not defined for {locale}{near}"))
+        if rule is not None and key in messages.get("en", {}):
+            allowed = set(schema[rule.fact]) | (set(CANDIDATE_EXTRAS) if rule.fact == "candidate" else set())
+            for name in _safe_placeholders(messages["en"][key]):
+                if name not in allowed:
+                    out.append(Problem(path, line, 1, rid,
+                                       f"message '{key}' uses {{{name}}}, which a {rule.fact} fact does not have"))
+    for key in CODE_MESSAGE_KEYS:
+        for locale in LOCALES:
+            if locale in messages and key not in messages[locale]:
+                out.append(Problem(f"messages/{locale}", 1, 1, "", f"message key '{key}' (used by the service) is "
+                                                                   f"not defined for {locale}"))
+    # translations must cover the same keys with the same placeholders
+    en, zh = messages.get("en", {}), messages.get("zh-CN", {})
+    for key in sorted(set(en) | set(zh)):
+        if key in en and key not in zh:
+            path, line = _where(locations["en"][key])
+            out.append(Problem(path, line, 1, key, "missing zh-CN translation"))
+        elif key in zh and key not in en:
+            path, line = _where(locations["zh-CN"][key])
+            out.append(Problem(path, line, 1, key, "missing en text"))
+        else:
+            for locale, table in (("en", en), ("zh-CN", zh)):
+                try:
+                    placeholders(table[key])
+                except ValueError as exc:
+                    path, line = _where(locations[locale][key])
+                    out.append(Problem(path, line, 1, key, f"bad template: {exc}"))
+            if sorted(_safe_placeholders(en[key])) != sorted(_safe_placeholders(zh[key])):
+                path, line = _where(locations["zh-CN"][key])
+                out.append(Problem(path, line, 1, key, "placeholders differ from the en text"))
+    return out
+
+
+def _safe_placeholders(template: str) -> list[str]:
+    try:
+        return placeholders(template)
+    except ValueError:
+        return []
+
+
+def logic_problems(rules: list[Rule], schema: FactSchema) -> list[Problem]:
+    out: list[Problem] = []
+    for r in rules:
+        fields = schema[r.fact]
+        dead = [i for i, b in enumerate(r.branches) if not satisfiable(b, fields)]
+        if len(dead) == len(r.branches):
+            path, line = _where(r.location)
+            out.append(Problem(path, line, 1, r.id, "rule can never fire: its conditions contradict each other"))
+        elif dead:
+            path, line = _where(r.location)
+            out.append(Problem(path, line, 1, r.id, f"alternative(s) {', '.join(str(i + 1) for i in dead)} of "
+                                                    "when_any can never hold", severity="warning"))
+    # Two rules that can match the same fact at the same priority and decide different things.
+    deciding = [r for r in rules if any(a.kind in ("route", "metric") for a in r.actions)]
+    for a, b in combinations(deciding, 2):
+        if a.fact != b.fact or a.priority != b.priority:
+            continue
+        if a.group == b.group and a.hit_policy == "first":
+            continue  # the table's hit policy resolves it, by row order
+        for kind in ("route", "metric"):
+            va = {x.get("kind") or x.get("name") for x in a.actions if x.kind == kind}
+            vb = {x.get("kind") or x.get("name") for x in b.actions if x.kind == kind}
+            if not va or not vb or va == vb:
+                continue
+            if any(satisfiable(ba + bb, schema[a.fact]) for ba in a.branches for bb in b.branches):
+                path, line = _where(b.location)
+                out.append(Problem(path, line, 1, b.id, f"overlaps with {a.id} ({a.location}) at priority "
+                                                        f"{a.priority} with a different {kind}"))
+    return out
+
+
+def price_problems(catalog: tuple[Gpu, ...], today: date, max_age_days: int) -> list[Problem]:
+    out: list[Problem] = []
+    for g in catalog:
+        path, line = _where(g.location)
+        if g.price("rent", today) is None:
+            out.append(Problem(path, line, 1, g.id, f"no rent price valid on {today.isoformat()}", "warning"))
+        for p in g.prices:
+            if not p.valid_on(today):
+                continue
+            ppath, pline = _where(p.location)
+            try:
+                age = (today - date.fromisoformat(str(p.as_of))).days
+            except ValueError:
+                out.append(Problem(ppath, pline, 1, g.id, f"as_of '{p.as_of}' is not a date (YYYY-MM-DD)"))
+                continue
+            if age > max_age_days:
+                out.append(Problem(ppath, pline, 1, g.id, f"{p.kind} price is {age} days old (limit {max_age_days}):"
+                                                          " refresh it or pass a quote", "warning"))
+            if age < 0:
+                out.append(Problem(ppath, pline, 1, g.id, f"as_of {p.as_of} is in the future"))
+    return out

@@ -1,0 +1,297 @@
+"""request → facts → rules → rank → route → render. One call, no I/O, no shared mutable state.
+
+The engine decides which rules match which fact; hit policies, scoring and ranking are plain Python over the
+matches, so they read the same whatever engine sits behind `Evaluator`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from datetime import date
+from typing import Any, Protocol
+
+from ..advice import (
+    Advice,
+    BenchmarkStage,
+    Candidate,
+    ChecklistSection,
+    Cost,
+    Exclusion,
+    MemoryFit,
+    Metric,
+    Ownership,
+    Question,
+    Reason,
+    Route,
+    RulesetRef,
+    TraceEntry,
+    Warning,
+)
+from ..brief import AdviceRequest
+from ..engine.ir import Rule, apply_hit_policies
+from ..render.messages import Messages
+from ..render.summary import render_summary
+from ..rulebook import Rulebook
+from . import facts as F
+from .sizing import Sizing, shape_of, size
+
+SEVERITY_ORDER = {"CRITICAL": 0, "WARNING": 1, "INFO": 2}
+DEFAULT_MAX_CANDIDATES = 5
+
+
+class Evaluator(Protocol):
+    def evaluate(self, fact_type: str, facts: list[dict[str, Any]]) -> dict[str, set[str]]: ...
+
+
+@dataclass
+class _Scored:
+    sizing: Sizing
+    fact: dict[str, Any]
+    points: float = 0.0
+    reasons: list[Reason] = field(default_factory=list)
+    caveats: list[Reason] = field(default_factory=list)
+    exclusions: list[Reason] = field(default_factory=list)
+    score: float = 0.0
+    basis: float = 0.0
+
+
+class _Run:
+    def __init__(self, book: Rulebook, engine: Evaluator, req: AdviceRequest):
+        self.book, self.engine, self.req = book, engine, req
+        self.msgs = Messages(book.messages)
+        self.locale = req.locale or "en"
+        self.trace: list[TraceEntry] = []
+        self.warnings: list[Warning] = []
+        self.notes: list[Reason] = []
+
+    def text(self, key: str, params: dict[str, Any]) -> str:
+        return self.msgs.text(key, self.locale, params)
+
+    def fire(self, fact_type: str, facts: list[dict[str, Any]]) -> dict[str, list[Rule]]:
+        """Rules in effect per fact id, after hit policies; records the trace when asked."""
+        rules = self.book.program.for_fact(fact_type)
+        matched = self.engine.evaluate(fact_type, facts) if rules else {str(f["id"]): set() for f in facts}
+        out: dict[str, list[Rule]] = {}
+        for fact in facts:
+            fid = str(fact["id"])
+            winners = apply_hit_policies(rules, matched.get(fid, set()))
+            out[fid] = winners
+            if self.req.include_trace:
+                won = {r.id for r in winners}
+                for r in rules:
+                    if r.id in won:
+                        detail = "fired"
+                    elif r.id in matched.get(fid, set()):
+                        detail = f"matched, but a higher-priority row of {r.group} took effect (hit policy first)"
+                    else:
+                        detail = r.first_failure(fact)
+                    self.trace.append(TraceEntry(r.id, r.location, fid, r.id in won, detail))
+        return out
+
+    def common(self, rule: Rule, fact: dict[str, Any]) -> None:
+        """Actions that mean the same on every fact: warn and brief-level notes."""
+        for act in rule.actions:
+            if act.kind == "warn":
+                self.warnings.append(
+                    Warning(act.get("code"), act.get("severity", "WARNING"), self.text(act.get("message"), fact),
+                            rule.id)
+                )
+            elif act.kind == "note" and fact["id"] in ("brief", "plan", "outcome"):
+                self.notes.append(Reason(rule.id, self.text(act.get("message"), fact)))
+
+
+def _params(s: Sizing, fact: dict[str, Any]) -> dict[str, Any]:
+    p = dict(fact)
+    p.update(
+        name=s.gpu.name, usd_per_unit=s.usd_per_unit, unit=s.unit, tokens_per_second=s.tokens_per_second,
+        step_ms=s.step_ms, est_ttft_ms=s.est_ttft_ms, train_hours=s.train_hours, train_days=s.train_hours / 24,
+        capacity_gb=s.capacity_gb, per_replica=s.per_replica, replicas=s.replicas,
+        compute_count=s.compute_count, memory_count=s.memory_count, usd_per_tflop_hour=s.usd_per_tflop_hour,
+        break_even_hours=s.break_even_hours, owned_usd_per_hour=s.owned_usd_per_hour,
+        interconnect_gbs=s.gpu.interconnect_gbs, tflops=s.tflops,
+    )
+    return p
+
+
+def advise(book: Rulebook, engine: Evaluator, req: AdviceRequest, today: date | None = None) -> Advice:
+    run = _Run(book, engine, req)
+    a = book.assumptions
+    brief = req.brief
+    day = req.as_of or today or date.today()
+    shape = shape_of(brief, a)
+    sizings = [size(g, brief, shape, a, req.quotes, day) for g in book.catalog] if shape else []
+    base = F.brief_fact(brief, a.num("default_utilization"), shape, sizings, len(req.quotes))
+
+    # 1. brief rules: questions, the metric, brief-level mistakes
+    questions: list[Question] = []
+    metric: Metric | None = None
+    for rule in run.fire("brief", [base])["brief"]:
+        run.common(rule, base)
+        for act in rule.actions:
+            if act.kind == "ask" and all(q.field != act.get("field") for q in questions):
+                questions.append(Question(act.get("field"), run.text(act.get("message"), base), rule.id))
+            elif act.kind == "metric" and metric is None:
+                metric = Metric(run.text(act.get("name"), base), run.text(act.get("message"), base), rule.id)
+    if shape:
+        for f in shape.defaults_used:
+            run.notes.append(Reason("sizing.defaults", run.text("note.assumed_default", {"field": f})))
+        if not shape.arch.exact:
+            run.notes.append(Reason("sizing.architecture", run.text("note.kv_estimated", {
+                "layers": shape.arch.layers, "kv_heads": shape.arch.kv_heads, "head_dim": shape.arch.head_dim,
+                "params_billion": shape.params_billion})))
+
+    # 2. candidate rules: eligibility, the workload matrix, scoring
+    scored = [_Scored(s, F.candidate_fact(base, s)) for s in sizings]
+    fired = run.fire("candidate", [c.fact for c in scored])
+    for c in scored:
+        params = _params(c.sizing, c.fact)
+        for rule in fired[c.fact["id"]]:
+            run.common(rule, params)
+            for act in rule.actions:
+                reason = Reason(rule.id, run.text(act.get("message"), params)) if act.get("message") else None
+                if act.kind == "exclude":
+                    c.exclusions.append(reason)
+                elif act.kind == "score":
+                    c.points += float(act.get("points"))
+                    c.reasons.append(reason)
+                elif act.kind == "caveat":
+                    c.caveats.append(reason)
+                elif act.kind == "note":
+                    c.reasons.append(reason)
+    survivors = [c for c in scored if not c.exclusions]
+    _rank(survivors)
+    limit = req.max_candidates or int(a.values.get("max_candidates_default", DEFAULT_MAX_CANDIDATES))
+    shown = survivors[:limit]
+
+    # 3. plan rules: the route (hit policy first), plan-level mistakes
+    top = shown[0].sizing if shown else None
+    plan = F.plan_fact(base, top, len(survivors), brief.economics.hours_per_month)
+    route_kind, rationale = "RENT_ON_DEMAND", []
+    for rule in run.fire("plan", [plan])["plan"]:
+        run.common(rule, plan)
+        for act in rule.actions:
+            if act.kind == "route" and not rationale:
+                route_kind = act.get("kind")
+                rationale.append(Reason(rule.id, run.text(act.get("message"), plan)))
+
+    # 4. outcome rules: mistakes that depend on the route
+    outcome = F.outcome_fact(plan, route_kind)
+    for rule in run.fire("outcome", [outcome])["outcome"]:
+        run.common(rule, outcome)
+
+    candidates = tuple(_candidate(c, run) for c in shown)
+    excluded = tuple(Exclusion(c.sizing.gpu.id, tuple(c.exclusions)) for c in scored if c.exclusions)
+    warnings = _dedupe_warnings(run.warnings)
+    advice = Advice(
+        candidates=candidates,
+        excluded=excluded,
+        route=Route(route_kind, tuple(rationale)),
+        warnings=warnings,
+        questions=tuple(questions),
+        metric=metric,
+        benchmark_plan=_benchmark(book, run, brief.workload),
+        procurement_checklist=_checklist(book, run, brief.workload),
+        ruleset=RulesetRef(book.revision, book.content_hash),
+        trace=tuple(run.trace),
+        notes=tuple(run.notes),
+    )
+    summary = render_summary(advice, run.msgs, run.locale, base, shape is not None)
+    return Advice(**{**advice.__dict__, "summary": summary})
+
+
+def _rank(items: list[_Scored]) -> None:
+    """Score = 100 x (best cost / own cost) + rule points. The cost compared is the first that every candidate
+    has: per accepted unit of work; else per million output tokens (inference); else dollars per effective
+    TFLOP-hour of the configuration (peak x utilization this work can reach: the seeds' price/performance)."""
+    if not items:
+        return
+    if all(c.sizing.usd_per_unit > 0 for c in items):
+        def basis(s: Sizing) -> float:
+            return s.usd_per_unit
+    elif all(c.sizing.tokens_per_second > 0 for c in items):
+        def basis(s: Sizing) -> float:
+            return s.usd_per_hour / (s.tokens_per_second * s.replicas * 3600) * 1e6
+    else:
+        def basis(s: Sizing) -> float:
+            delivered = s.count * s.effective_tflops
+            return s.usd_per_hour / delivered if delivered > 0 and s.usd_per_hour > 0 else math.inf
+    for c in items:
+        c.basis = basis(c.sizing)
+    best = min(c.basis for c in items)
+    for c in items:
+        relative = 100.0 * best / c.basis if math.isfinite(c.basis) and c.basis > 0 else 0.0
+        c.score = round(relative + c.points, 2)
+    items.sort(key=lambda c: (-c.score, c.sizing.usd_per_hour, c.sizing.gpu.id))
+
+
+def _candidate(c: _Scored, run: _Run) -> Candidate:
+    s = c.sizing
+    mem = s.memory
+    need = mem.total_gb if mem else 0.0
+    params = _params(s, c.fact)
+    price_src = (
+        run.text("price.from_quote", {"provider": s.quote.provider or "-", "as_of": s.quote.as_of or "-"})
+        if s.quote else (run.text("price.from_catalog", {"source": s.price.source, "as_of": s.price.as_of})
+                         if s.price else "")
+    )
+    interconnect = ""
+    if s.count > 1:
+        key = "interconnect.training" if c.fact["is_training"] else "interconnect.inference"
+        interconnect = run.text(key, params)
+    throughput = ""
+    if s.train_hours > 0:
+        throughput = run.text("throughput.training", params)
+    elif s.tokens_per_second > 0:
+        throughput = run.text("throughput.inference", params)
+    formula = run.text("score.formula", {"score": c.score, "points": c.points, "basis": c.basis})
+    return Candidate(
+        gpu=s.gpu.id,
+        name=s.gpu.name,
+        count=s.count,
+        score=c.score,
+        memory=MemoryFit(round(need, 2), round(s.capacity_gb, 2), round(s.headroom, 4),
+                         tuple((n, round(v, 2)) for n, v in (mem.components if mem else ()))),
+        cost=Cost(round(s.usd_per_hour, 4), round(s.usd_per_tflop_hour, 6), round(s.usd_per_unit, 6), s.unit,
+                  price_src, s.quote.as_of if s.quote else (s.price.as_of if s.price else "")),
+        ownership=Ownership(round(s.annual_power_usd, 2), round(s.owned_usd_per_hour, 4),
+                            round(s.break_even_hours, 1) if math.isfinite(s.break_even_hours) else -1.0,
+                            round(s.break_even_months, 2) if math.isfinite(s.break_even_months) else -1.0,
+                            round(s.purchase.usd * s.count, 2) if s.purchase else 0.0),
+        reasons=(Reason("rank.score", formula), *c.reasons),
+        caveats=tuple(c.caveats),
+        interconnect=interconnect,
+        throughput=throughput,
+    )
+
+
+def _dedupe_warnings(items: list[Warning]) -> tuple[Warning, ...]:
+    best: dict[str, Warning] = {}
+    for w in items:
+        cur = best.get(w.code)
+        if cur is None or SEVERITY_ORDER.get(w.severity, 9) < SEVERITY_ORDER.get(cur.severity, 9):
+            best[w.code] = w
+    return tuple(sorted(best.values(), key=lambda w: (SEVERITY_ORDER.get(w.severity, 9), w.code)))
+
+
+def _applies(step_workloads: tuple[str, ...], workload: str) -> bool:
+    return not step_workloads or workload in step_workloads
+
+
+def _benchmark(book: Rulebook, run: _Run, workload: str) -> tuple[BenchmarkStage, ...]:
+    return tuple(
+        BenchmarkStage(
+            run.text(st.name, {}),
+            tuple(run.text(x.message, {}) for x in st.steps if _applies(x.workloads, workload)),
+            tuple(run.text(x.message, {}) for x in st.record if _applies(x.workloads, workload)),
+        )
+        for st in book.benchmark_plan
+    )
+
+
+def _checklist(book: Rulebook, run: _Run, workload: str) -> tuple[ChecklistSection, ...]:
+    return tuple(
+        ChecklistSection(run.text(sec.name, {}),
+                         tuple(run.text(x.message, {}) for x in sec.items if _applies(x.workloads, workload)))
+        for sec in book.checklist
+    )

@@ -1,0 +1,271 @@
+"""Flat facts for the rules: one `brief` fact, one `candidate` fact per GPU, then `plan` and `outcome`.
+
+Every value a rule tests is derived here into the fact it tests (the engine must never join facts), typed as the
+schema says (a string never stands in for a number), and documented, because the schema is what rule authors
+see in `rules/README.md` and what `rules-check` suggests names from.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from ..brief import (
+    BOUNDARIES,
+    DEMANDS,
+    PRECISIONS,
+    ROUTE_KINDS,
+    RUN_CYCLES,
+    SUCCESS_UNITS,
+    TRAINING_WORKLOADS,
+    UNSPECIFIED,
+    WORKLOADS,
+    Brief,
+)
+from ..engine.parse import FactSchema, FieldSpec
+from .sizing import INFERENCE_WORKLOADS, Shape, Sizing
+
+TRI = ("YES", "NO", "UNKNOWN")
+
+
+def _enum(values: tuple[str, ...], doc: str) -> FieldSpec:
+    return FieldSpec("enum", doc, (UNSPECIFIED, *values))
+
+
+BRIEF_FIELDS: dict[str, FieldSpec] = {
+    "workload": _enum(WORKLOADS, "what the GPUs do"),
+    "precision": _enum(PRECISIONS, "weight precision as given (UNSPECIFIED when not)"),
+    "run_cycle": _enum(RUN_CYCLES, "how the capacity is used over time"),
+    "boundary": _enum(BOUNDARIES, "operating boundary"),
+    "success_unit": _enum(SUCCESS_UNITS, "what an accepted output is"),
+    "demand": _enum(DEMANDS, "how predictable demand is"),
+    "hardware_control": FieldSpec("enum", "topology/runtime/weights/data boundary must be ours", TRI),
+    "platform_team": FieldSpec("enum", "someone owns drivers, CUDA, serving, on-call", TRI),
+    "is_training": FieldSpec("bool", "pretraining, full or adapter fine-tuning"),
+    "is_inference": FieldSpec("bool", "batch/realtime inference, embeddings, evaluation or notebooks"),
+    "params_billion": FieldSpec("number", "total parameters, billions (0 = not given)"),
+    "active_params_billion": FieldSpec("number", "parameters used per token (MoE), billions"),
+    "context_tokens": FieldSpec("int", "context window used (0 = not given)"),
+    "architecture_given": FieldSpec("bool", "layers and KV heads were given: the KV cache is exact"),
+    "concurrent_sessions": FieldSpec("int", "concurrent sessions (0 = not given)"),
+    "batch_size": FieldSpec("int", "batch size (0 = not given)"),
+    "avg_input_tokens": FieldSpec("int", "average input tokens"),
+    "p95_input_tokens": FieldSpec("int", "p95 input tokens"),
+    "avg_output_tokens": FieldSpec("int", "average output tokens"),
+    "requests_per_second": FieldSpec("number", "offered load"),
+    "p95_ms": FieldSpec("number", "p95 latency target (0 = none)"),
+    "p99_ms": FieldSpec("number", "p99 latency target (0 = none)"),
+    "ttft_ms": FieldSpec("number", "time-to-first-token target (0 = none)"),
+    "tokens_billion": FieldSpec("number", "training tokens, billions"),
+    "target_days": FieldSpec("number", "training deadline, days"),
+    "hours_per_month": FieldSpec("number", "GPU hours needed per month (0 = not given)"),
+    "horizon_months": FieldSpec("number", "how long the capacity is needed (0 = not given)"),
+    "utilization": FieldSpec("number", "expected busy fraction (the default when not given)"),
+    "utilization_given": FieldSpec("bool", "the brief gave a utilization"),
+    "budget_usd_per_hour": FieldSpec("number", "cap for the whole configuration (0 = none)"),
+    "acceptance_rate": FieldSpec("number", "share of outputs that pass quality filters (0 = not given)"),
+    "acceptance_given": FieldSpec("bool", "the brief gave an acceptance rate"),
+    "toolchain_given": FieldSpec("bool", "the brief named its toolchain"),
+    "cuda_only_toolchain": FieldSpec("bool", "the toolchain has a CUDA-only part (tensorrt-llm, triton...)"),
+    "quotes_given": FieldSpec("int", "how many price quotes came with the request"),
+    "sized": FieldSpec("bool", "the model size is known, so GPUs could be sized"),
+    "fits_any": FieldSpec("bool", "at least one GPU type can hold the work"),
+    "min_gpus": FieldSpec("int", "fewest GPUs any candidate needs (0 = not sized)"),
+    "latency_met_any": FieldSpec("bool", "some GPU type that fits meets the latency target"),
+}
+
+CANDIDATE_FIELDS: dict[str, FieldSpec] = {
+    **BRIEF_FIELDS,
+    "gpu": FieldSpec("string", "catalog id, e.g. h100-sxm"),
+    "vendor": FieldSpec("enum", "GPU vendor", ("nvidia", "amd")),
+    "gpu_class": FieldSpec("enum", "datacenter, workstation or consumer part", ("datacenter", "workstation",
+                                                                               "consumer")),
+    "software": FieldSpec("enum", "software stack", ("cuda", "rocm")),
+    "memory_gb": FieldSpec("number", "memory per GPU, GB"),
+    "bandwidth_tbs": FieldSpec("number", "memory bandwidth per GPU, TB/s"),
+    "tflops_bf16": FieldSpec("number", "dense BF16/FP16 TFLOPS per GPU"),
+    "fp8_native": FieldSpec("bool", "the GPU has FP8 tensor cores"),
+    "interconnect": FieldSpec("enum", "scale-up link", ("nvlink", "xgmi", "pcie", "none")),
+    "fast_interconnect": FieldSpec("bool", "NVLink or xGMI"),
+    "mig": FieldSpec("int", "MIG partitions (0 = none)"),
+    "count": FieldSpec("int", "GPUs in the configuration"),
+    "nodes": FieldSpec("int", "nodes the configuration spans"),
+    "multi_gpu": FieldSpec("bool", "count > 1"),
+    "multi_node": FieldSpec("bool", "nodes > 1"),
+    "fits": FieldSpec("bool", "the work fits in memory at this count with the safety headroom"),
+    "fits_single": FieldSpec("bool", "one GPU holds one copy of the model"),
+    "need_gb": FieldSpec("number", "memory need of the whole configuration, GB"),
+    "headroom": FieldSpec("number", "1 - need/capacity"),
+    "priced": FieldSpec("bool", "a rent price (catalog or quote) is known"),
+    "price_from_quote": FieldSpec("bool", "the caller's quote set the price"),
+    "usd_per_hour": FieldSpec("number", "rent for the whole configuration, $/h"),
+    "usd_per_gpu_hour": FieldSpec("number", "rent per GPU, $/h"),
+    "within_budget": FieldSpec("bool", "no budget, or usd_per_hour <= budget"),
+    "cost_computable": FieldSpec("bool", "cost per accepted unit could be computed"),
+    "latency_target": FieldSpec("bool", "the brief sets a latency target"),
+    "meets_latency": FieldSpec("bool", "estimated latency meets the target (true when there is none)"),
+    "est_latency_ms": FieldSpec("number", "estimated end-to-end latency at the average request, ms"),
+    "break_even_months": FieldSpec("number", "months until buying beats renting (-1 = never)"),
+}
+
+PLAN_FIELDS: dict[str, FieldSpec] = {
+    **BRIEF_FIELDS,
+    "candidates": FieldSpec("int", "how many GPU configurations survived the rules"),
+    "top_gpu": FieldSpec("string", "first candidate's GPU id ('' when none)"),
+    "top_count": FieldSpec("int", "first candidate's GPU count"),
+    "top_nodes": FieldSpec("int", "nodes the first candidate spans"),
+    "top_multi_gpu": FieldSpec("bool", "first candidate uses more than one GPU"),
+    "top_multi_node": FieldSpec("bool", "first candidate spans nodes"),
+    "top_fast_interconnect": FieldSpec("bool", "first candidate has NVLink/xGMI"),
+    "top_headroom": FieldSpec("number", "first candidate's memory headroom"),
+    "top_usd_per_hour": FieldSpec("number", "first candidate's $/h"),
+    "top_break_even_months": FieldSpec("number", "first candidate's break-even months (-1 = never)"),
+    "break_even_within_horizon": FieldSpec("bool", "buying pays back within horizon_months"),
+    "monthly_usd": FieldSpec("number", "first candidate's rent for hours_per_month"),
+    "api_comparable": FieldSpec("bool", "a model API could do this work (inference-like, no hardware control)"),
+}
+
+OUTCOME_FIELDS: dict[str, FieldSpec] = {
+    **PLAN_FIELDS,
+    "route": _enum(ROUTE_KINDS, "the chosen route"),
+    "self_run": FieldSpec("bool", "the route runs our own GPUs (anything but MODEL_API)"),
+    "commitment": FieldSpec("bool", "the route commits money for months (BUY, RESERVE, DEDICATED_CLUSTER)"),
+}
+
+SCHEMA: FactSchema = {
+    "brief": BRIEF_FIELDS,
+    "candidate": CANDIDATE_FIELDS,
+    "plan": PLAN_FIELDS,
+    "outcome": OUTCOME_FIELDS,
+}
+
+CUDA_ONLY_TOOLS = ("tensorrt-llm", "tensorrt", "triton", "cuda", "flash-attention-3")
+
+
+def _tri(v: bool | None) -> str:
+    return "UNKNOWN" if v is None else ("YES" if v else "NO")
+
+
+def brief_fact(brief: Brief, default_utilization: float, shape: Shape | None,
+               sizings: list[Sizing], quotes: int) -> dict[str, Any]:
+    m, t, lat, tr, e = brief.model, brief.traffic, brief.latency, brief.training, brief.economics
+    tools = [x.strip().lower() for x in brief.toolchain]
+    fitting = [s for s in sizings if s.fits]
+    return {
+        "id": "brief",
+        "workload": brief.workload,
+        "precision": m.precision,
+        "run_cycle": brief.run_cycle,
+        "boundary": brief.boundary,
+        "success_unit": brief.success_unit,
+        "demand": e.demand,
+        "hardware_control": _tri(e.needs_hardware_control),
+        "platform_team": _tri(e.has_platform_team),
+        "is_training": brief.workload in TRAINING_WORKLOADS,
+        "is_inference": brief.workload in INFERENCE_WORKLOADS,
+        "params_billion": float(m.params_billion),
+        "active_params_billion": float(m.active_params_billion or m.params_billion),
+        "context_tokens": int(m.context_tokens),
+        "architecture_given": bool(shape and shape.arch.exact),
+        "concurrent_sessions": int(t.concurrent_sessions),
+        "batch_size": int(t.batch_size),
+        "avg_input_tokens": int(t.avg_input_tokens),
+        "p95_input_tokens": int(t.p95_input_tokens),
+        "avg_output_tokens": int(t.avg_output_tokens),
+        "requests_per_second": float(t.requests_per_second),
+        "p95_ms": float(lat.p95_ms),
+        "p99_ms": float(lat.p99_ms),
+        "ttft_ms": float(lat.ttft_ms),
+        "tokens_billion": float(tr.tokens_billion),
+        "target_days": float(tr.target_days),
+        "hours_per_month": float(e.hours_per_month),
+        "horizon_months": float(e.horizon_months),
+        "utilization": float(e.utilization or default_utilization),
+        "utilization_given": e.utilization > 0,
+        "budget_usd_per_hour": float(e.budget_usd_per_hour),
+        "acceptance_rate": float(e.acceptance_rate),
+        "acceptance_given": e.acceptance_rate > 0,
+        "toolchain_given": bool(tools),
+        "cuda_only_toolchain": any(t in CUDA_ONLY_TOOLS for t in tools),
+        "quotes_given": quotes,
+        "sized": shape is not None,
+        "fits_any": bool(fitting),
+        "min_gpus": min((s.count for s in fitting), default=0),
+        "latency_met_any": any(s.latency_target and s.meets_latency for s in fitting),
+    }
+
+
+def _finite(x: float, never: float = -1.0) -> float:
+    return float(x) if math.isfinite(x) else never
+
+
+def candidate_fact(base: dict[str, Any], s: Sizing) -> dict[str, Any]:
+    g = s.gpu
+    budget = base["budget_usd_per_hour"]
+    return {
+        **base,
+        "id": f"candidate:{g.id}",
+        "gpu": g.id,
+        "vendor": g.vendor,
+        "gpu_class": g.gpu_class,
+        "software": g.software,
+        "memory_gb": float(g.memory_gb),
+        "bandwidth_tbs": float(g.bandwidth_tbs),
+        "tflops_bf16": float(g.tflops_bf16),
+        "fp8_native": g.tflops_fp8 > 0,
+        "interconnect": g.interconnect_kind,
+        "fast_interconnect": g.fast_interconnect,
+        "mig": int(g.mig),
+        "count": int(s.count),
+        "nodes": int(s.nodes),
+        "multi_gpu": s.count > 1,
+        "multi_node": s.nodes > 1,
+        "fits": bool(s.fits),
+        "fits_single": s.memory_count == 1 and s.fits,
+        "need_gb": round(s.memory.total_gb if s.memory else 0.0, 3),
+        "headroom": round(s.headroom, 4),
+        "priced": s.usd_per_gpu_hour > 0,
+        "price_from_quote": s.price_from_quote,
+        "usd_per_hour": round(s.usd_per_hour, 4),
+        "usd_per_gpu_hour": round(s.usd_per_gpu_hour, 4),
+        "within_budget": budget <= 0 or s.usd_per_hour <= budget,
+        "cost_computable": s.usd_per_unit > 0,
+        "latency_target": s.latency_target,
+        "meets_latency": bool(s.meets_latency),
+        "est_latency_ms": round(s.est_latency_ms, 1),
+        "break_even_months": round(_finite(s.break_even_months), 2) if s.break_even_months else -1.0,
+    }
+
+
+def plan_fact(base: dict[str, Any], top: Sizing | None, candidates: int, hours_per_month: float) -> dict[str, Any]:
+    horizon = base["horizon_months"]
+    be = _finite(top.break_even_months) if top and top.break_even_months else -1.0
+    return {
+        **base,
+        "id": "plan",
+        "candidates": candidates,
+        "top_gpu": top.gpu.id if top else "",
+        "top_count": top.count if top else 0,
+        "top_nodes": top.nodes if top else 0,
+        "top_multi_gpu": bool(top and top.count > 1),
+        "top_multi_node": bool(top and top.nodes > 1),
+        "top_fast_interconnect": bool(top and top.gpu.fast_interconnect),
+        "top_headroom": round(top.headroom, 4) if top else 0.0,
+        "top_usd_per_hour": round(top.usd_per_hour, 4) if top else 0.0,
+        "top_break_even_months": round(be, 2),
+        "break_even_within_horizon": be >= 0 and horizon > 0 and be <= horizon,
+        "monthly_usd": round(top.usd_per_hour * hours_per_month, 2) if top else 0.0,
+        "api_comparable": base["workload"] in ("BATCH_INFERENCE", "REALTIME_INFERENCE", "EMBEDDING",
+                                               "MEDIA_GENERATION", "EVALUATION")
+        and base["hardware_control"] != "YES",
+    }
+
+
+def outcome_fact(plan: dict[str, Any], route: str) -> dict[str, Any]:
+    return {
+        **plan,
+        "id": "outcome",
+        "route": route,
+        "self_run": route != "MODEL_API",
+        "commitment": route in ("BUY", "RESERVE", "DEDICATED_CLUSTER"),
+    }

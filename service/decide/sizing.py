@@ -1,0 +1,437 @@
+"""Size one GPU type for one brief: how many, how much memory, how fast, what it costs, what owning it costs.
+
+Pure computation over the physics/money functions and the rules' constants; no rules are applied here. Every
+figure it produces is a fact the rules can test and a number the answer prints, with the formula beside it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from datetime import date
+
+from ..assumptions import Assumptions
+from ..brief import TRAINING_WORKLOADS, Brief, Quote
+from ..catalog import Gpu, Price
+from ..money import cost as money
+from ..money import ownership as own
+from ..physics import compute
+from ..physics import memory as mem
+
+INFERENCE_WORKLOADS = ("BATCH_INFERENCE", "REALTIME_INFERENCE", "EMBEDDING", "EVALUATION", "NOTEBOOK")
+
+UNIT_BY_SUCCESS = {
+    "TRAINING_RUN": "training run",
+    "CHECKPOINT": "checkpoint",
+    "RESPONSE": "response",
+    "TOKEN": "1M output tokens",
+    "TASK": "task",
+    "IMAGE": "image",
+    "VIDEO_SECOND": "video second",
+    "RECORD": "record",
+    "EVAL_SUITE": "eval suite",
+}
+
+
+@dataclass(frozen=True)
+class Shape:
+    """What the brief implies about the model and the traffic, with defaults filled in (and noted)."""
+
+    params_billion: float
+    active_params_billion: float
+    precision: str
+    bytes_per_param: float
+    arch: mem.Architecture
+    tokens_per_sequence: int  # memory is sized at this context (p95 input + output, else the context window)
+    avg_tokens_per_sequence: int  # average context read per decode step
+    sequences: int  # concurrent sequences per replica (sessions or batch)
+    input_tokens: int
+    output_tokens: int
+    defaults_used: tuple[str, ...]  # brief fields we had to assume
+
+
+@dataclass
+class Sizing:
+    gpu: Gpu
+    count: int = 0
+    per_replica: int = 1  # GPUs holding one copy of the model (tensor/pipeline parallel)
+    replicas: int = 1
+    nodes: int = 1
+    fits: bool = False
+    memory: mem.MemoryBreakdown | None = None
+    capacity_gb: float = 0.0
+    headroom: float = 0.0
+    price: Price | None = None
+    quote: Quote | None = None
+    usd_per_gpu_hour: float = 0.0
+    usd_per_hour: float = 0.0
+    tflops: float = 0.0  # dense TFLOPS per GPU at the precision used for compute
+    effective_tflops: float = 0.0  # what one GPU delivers on this work: peak x MFU-scaling x saturation
+    usd_per_tflop_hour: float = 0.0
+    unit: str = ""
+    units_per_hour: float = 0.0  # accepted-or-not outputs per hour; 0 = cannot be computed
+    usd_per_unit: float = 0.0  # per ACCEPTED unit
+    tokens_per_second: float = 0.0
+    step_ms: float = 0.0
+    est_latency_ms: float = 0.0
+    est_ttft_ms: float = 0.0
+    latency_target: bool = False
+    meets_latency: bool = True
+    train_hours: float = 0.0
+    compute_count: int = 0
+    memory_count: int = 0
+    purchase: Price | None = None
+    annual_power_usd: float = 0.0
+    owned_usd_per_hour: float = 0.0
+    break_even_hours: float = 0.0
+    break_even_months: float = 0.0
+    formulas: list[str] = field(default_factory=list)
+
+    @property
+    def price_from_quote(self) -> bool:
+        return self.quote is not None
+
+
+def shape_of(brief: Brief, a: Assumptions) -> Shape | None:
+    m, t = brief.model, brief.traffic
+    if m.params_billion <= 0:
+        return None
+    defaults: list[str] = []
+    precision = m.precision
+    if precision == "UNSPECIFIED":
+        precision = "BF16"
+        defaults.append("model.precision")
+    arch = mem.resolve_architecture(m.params_billion, m.layers, m.kv_heads, m.head_dim, m.hidden_size, a.bands())
+    context = m.context_tokens
+    if context <= 0:
+        context = int(a.num("default_context_tokens"))
+        defaults.append("model.context_tokens")
+    inp = t.avg_input_tokens or 0
+    out = t.avg_output_tokens or 0
+    if t.p95_input_tokens > 0:
+        size_tokens = min(context, t.p95_input_tokens + (out or 0)) if m.context_tokens > 0 else (
+            t.p95_input_tokens + out)
+    else:
+        size_tokens = context
+    if inp <= 0:
+        inp = max(1, int(context * 0.5)) if out <= 0 else max(1, min(context - out, int(context * 0.5)))
+        defaults.append("traffic.avg_input_tokens")
+    if out <= 0:
+        out = max(1, min(512, context // 4))
+        defaults.append("traffic.avg_output_tokens")
+    avg_tokens = min(size_tokens, inp + out // 2)
+    if brief.workload == "REALTIME_INFERENCE":
+        seqs = t.concurrent_sessions or t.batch_size
+    else:
+        seqs = t.batch_size or t.concurrent_sessions
+    if seqs <= 0:
+        seqs = 1
+        defaults.append("traffic.concurrent_sessions" if brief.workload == "REALTIME_INFERENCE" else "traffic.batch_size")
+    active = m.active_params_billion if 0 < m.active_params_billion <= m.params_billion else m.params_billion
+    return Shape(
+        params_billion=m.params_billion,
+        active_params_billion=active,
+        precision=precision,
+        bytes_per_param=a.bytes_per_param(precision),
+        arch=arch,
+        tokens_per_sequence=size_tokens,
+        avg_tokens_per_sequence=avg_tokens,
+        sequences=seqs,
+        input_tokens=inp,
+        output_tokens=out,
+        defaults_used=tuple(defaults),
+    )
+
+
+MAX_TENSOR_PARALLEL = 8  # attention heads split evenly up to 8 ways in practice; beyond that, pipeline stages
+
+
+def _scale_up(gpu: Gpu) -> int:
+    """GPUs one model copy can span before crossing a node boundary (an NVL72 rack counts as one domain)."""
+    return max(1, gpu.gpus_per_node, gpu.nvlink_domain if gpu.fast_interconnect else 1)
+
+
+def _tp_sizes(gpu: Gpu, a: Assumptions) -> list[int]:
+    """GPU counts that can hold one model copy: powers of two up to 8 inside the scale-up domain, then whole
+    nodes of pipeline stages."""
+    domain = min(_scale_up(gpu), MAX_TENSOR_PARALLEL)
+    sizes = [n for n in (1, 2, 4, 8) if n <= domain]
+    node = max(1, gpu.gpus_per_node)
+    sizes += [max(node, domain) * k for k in range(2, int(a.num("max_inference_nodes")) + 1)]
+    return sorted(set(sizes))
+
+
+def _usable(gpu: Gpu, a: Assumptions) -> float:
+    return gpu.memory_gb * (1.0 - a.num("safety_headroom"))
+
+
+def _par_eff(gpu: Gpu, n: int, a: Assumptions) -> float:
+    if n <= 1:
+        return 1.0
+    if gpu.fast_interconnect and n <= max(gpu.nvlink_domain, 1):
+        return a.num("parallel_efficiency_fast_link")
+    return a.num("parallel_efficiency_pcie")
+
+
+def _mbu(gpu: Gpu, a: Assumptions) -> float:
+    return a.num("mbu_decode_consumer") if gpu.gpu_class == "consumer" else a.num("mbu_decode")
+
+
+def compute_tflops(gpu: Gpu, precision: str) -> float:
+    """Dense TFLOPS used for compute: FP8 where the GPU has it and the model runs in 8 bits, else BF16/FP16."""
+    if precision in ("FP8", "INT8") and gpu.tflops_fp8 > 0:
+        return gpu.tflops_fp8
+    return gpu.tflops_bf16
+
+
+def _price(gpu: Gpu, quotes: tuple[Quote, ...], day: date) -> tuple[Price | None, Quote | None, float]:
+    quote = next((q for q in quotes if q.gpu == gpu.id), None)
+    row = gpu.price("rent", day)
+    if quote is not None:
+        return row, quote, quote.usd_per_hour
+    return row, None, row.usd if row else 0.0
+
+
+def size(
+    gpu: Gpu, brief: Brief, shape: Shape, a: Assumptions, quotes: tuple[Quote, ...], day: date
+) -> Sizing:
+    s = Sizing(gpu=gpu)
+    s.price, s.quote, s.usd_per_gpu_hour = _price(gpu, quotes, day)
+    s.purchase = gpu.price("purchase", day)
+    s.tflops = compute_tflops(gpu, shape.precision)
+    w = brief.workload
+    if w in ("PRETRAINING", "FULL_FINETUNE"):
+        _size_full_training(s, brief, shape, a)
+    elif w == "ADAPTER_FINETUNE":
+        _size_adapter(s, brief, shape, a)
+    else:
+        _size_inference(s, brief, shape, a)
+    s.capacity_gb = s.count * gpu.memory_gb
+    need = s.memory.total_gb if s.memory else 0.0
+    s.headroom = 1.0 - need / s.capacity_gb if s.capacity_gb > 0 else 0.0
+    s.nodes = max(1, math.ceil(s.count / max(1, gpu.gpus_per_node)))
+    s.usd_per_hour = s.usd_per_gpu_hour * s.count
+    s.usd_per_tflop_hour = money.usd_per_tflop_hour(s.usd_per_gpu_hour, gpu.tflops_bf16) if gpu.tflops_bf16 else 0.0
+    _unit_cost(s, brief, shape, a)
+    _ownership(s, brief, a)
+    return s
+
+
+def _size_full_training(s: Sizing, brief: Brief, shape: Shape, a: Assumptions) -> None:
+    gpu = s.gpu
+    micro = max(1, brief.traffic.batch_size or 1)
+    recompute = a.text("recompute_full_finetune")
+
+    def need(n: int) -> mem.MemoryBreakdown:
+        return mem.full_training_memory(
+            shape.params_billion, shape.arch, shape.tokens_per_sequence, micro,
+            a.num("adam_state_bytes_per_param"), recompute, a.num("engine_overhead_gb"), gpus=n,
+        )
+
+    usable = _usable(gpu, a)
+    # Model states shard over GPUs (ZeRO-3/FSDP) and activations split over data-parallel replicas, so the
+    # whole-configuration total must fit in n x usable memory; what grows per GPU is only the engine overhead.
+    n = 1
+    while need(n).total_gb > n * usable and n < 100_000:
+        n = max(n + 1, math.ceil(need(n).total_gb / usable))
+    s.memory_count = n
+    s.fits = need(n).total_gb <= n * usable
+    flops = compute.training_flops(shape.active_params_billion, brief.training.tokens_billion)
+    mfu = _mfu(gpu, a, s.tflops, micro * shape.tokens_per_sequence, shape.arch.hidden_size)
+    s.effective_tflops = s.tflops * mfu
+    if brief.training.tokens_billion > 0 and brief.training.target_days > 0:
+        s.compute_count = compute.gpus_for_deadline(flops, s.tflops, mfu, brief.training.target_days)
+    count = max(s.memory_count, s.compute_count, 1)
+    if count > 1 and gpu.gpus_per_node > 1 and count > gpu.gpus_per_node:
+        count = math.ceil(count / gpu.gpus_per_node) * gpu.gpus_per_node
+    elif count > 1:
+        count = 1 << (count - 1).bit_length() if count <= gpu.gpus_per_node else count
+    s.count = s.per_replica = count
+    s.memory = need(count)
+    if brief.training.tokens_billion > 0:
+        s.train_hours = compute.training_seconds(flops, count, s.tflops, mfu * _par_eff(gpu, count, a)) / 3600
+    s.formulas.append(
+        f"training FLOPs = 6 x {shape.active_params_billion:g}e9 params x {brief.training.tokens_billion:g}e9 tokens"
+        f" = {flops:.3g}; GPUs for the deadline = FLOPs / ({s.tflops:g} TFLOPS x MFU {mfu:.2f} x days)"
+    )
+
+
+def _mfu(gpu: Gpu, a: Assumptions, tflops: float, tokens_per_step: int, hidden: int) -> float:
+    """mfu_training is what a well-tuned run reaches on the reference GPU. GPUs whose achievable matmul
+    fraction (MAMF) is lower reach proportionally less, and a step too small to keep a big GPU busy reaches
+    less again: one layer's forward matmuls (24·t·h² FLOPs) must last `kernel_saturation_ms` at peak."""
+    base = a.num("mfu_training") * gpu.matmul_efficiency / a.num("reference_matmul_efficiency")
+    return base * saturation(tflops, tokens_per_step, hidden, a.num("kernel_saturation_ms"))
+
+
+def saturation(tflops: float, tokens_per_step: int, hidden: int, saturation_ms: float) -> float:
+    layer_flops = 24.0 * tokens_per_step * hidden * hidden
+    needed = tflops * 1e12 * saturation_ms / 1000
+    return min(1.0, layer_flops / needed) if needed > 0 else 1.0
+
+
+def _size_adapter(s: Sizing, brief: Brief, shape: Shape, a: Assumptions) -> None:
+    gpu = s.gpu
+    micro = max(1, brief.traffic.batch_size or 1)
+    breakdown = mem.adapter_training_memory(
+        shape.params_billion, shape.bytes_per_param, shape.arch, shape.tokens_per_sequence, micro,
+        int(a.num("lora_rank")), int(a.num("lora_targets_per_layer")), a.text("recompute_adapter"),
+        a.num("engine_overhead_gb"),
+    )
+    usable = _usable(gpu, a)
+    n = next((k for k in _tp_sizes(gpu, a) if breakdown.total_gb + (k - 1) * a.num("engine_overhead_gb")
+              <= k * usable), 0)
+    s.fits = n > 0
+    n = n or _tp_sizes(gpu, a)[-1]
+    s.memory_count = n
+    flops = compute.training_flops(
+        shape.active_params_billion, brief.training.tokens_billion, a.num("adapter_flops_per_param_token")
+    )
+    mfu = _mfu(gpu, a, s.tflops, micro * shape.tokens_per_sequence, shape.arch.hidden_size)
+    s.effective_tflops = s.tflops * mfu
+    if brief.training.tokens_billion > 0 and brief.training.target_days > 0:
+        s.compute_count = compute.gpus_for_deadline(flops, s.tflops, mfu, brief.training.target_days)
+    s.count = s.per_replica = max(n, s.compute_count)
+    s.memory = _with_engine(breakdown, s.count, a)
+    if brief.training.tokens_billion > 0:
+        s.train_hours = compute.training_seconds(flops, s.count, s.tflops, mfu * _par_eff(gpu, s.count, a)) / 3600
+    s.formulas.append(
+        f"adapter training FLOPs = {a.num('adapter_flops_per_param_token'):g} x {shape.active_params_billion:g}e9"
+        f" x {brief.training.tokens_billion:g}e9 tokens = {flops:.3g} (frozen base: no weight gradients,"
+        " plus recomputation)"
+    )
+
+
+def _with_engine(b: mem.MemoryBreakdown, gpus: int, a: Assumptions) -> mem.MemoryBreakdown:
+    """Engine overhead is per GPU: a breakdown sized for one GPU gains it once per extra GPU."""
+    if gpus <= 1:
+        return b
+    extra = (gpus - 1) * a.num("engine_overhead_gb")
+    return mem.MemoryBreakdown(tuple((n, v + extra if n == "engine" else v) for n, v in b.components))
+
+
+def _inference_need(gpu: Gpu, brief: Brief, shape: Shape, a: Assumptions, n: int) -> mem.MemoryBreakdown:
+    if brief.workload == "MEDIA_GENERATION":
+        return mem.MemoryBreakdown((
+            ("weights", mem.weights_gb(shape.params_billion, shape.bytes_per_param)),
+            ("activations", a.num("media_activation_peak_gb") * max(1, brief.traffic.batch_size or 1)),
+            ("engine", a.num("engine_overhead_gb") * n),
+        ))
+    return mem.inference_memory(
+        shape.params_billion, shape.bytes_per_param, shape.arch, shape.tokens_per_sequence, shape.sequences,
+        a.num("kv_cache_bytes"), a.num("inference_activation_peak_gb"), a.num("engine_overhead_gb"),
+        tensor_parallel=n,
+    )
+
+
+def _size_inference(s: Sizing, brief: Brief, shape: Shape, a: Assumptions) -> None:
+    gpu = s.gpu
+    usable = _usable(gpu, a)
+    sizes = _tp_sizes(gpu, a)
+    n = next((k for k in sizes if _inference_need(gpu, brief, shape, a, k).total_gb <= k * usable), 0)
+    s.fits = n > 0
+    n = n or sizes[-1]
+    s.memory_count = n
+    lat = brief.latency
+    s.latency_target = lat.p95_ms > 0 or lat.ttft_ms > 0
+    _speed(s, brief, shape, a, n)
+    if s.latency_target and brief.workload == "REALTIME_INFERENCE":
+        # More tensor parallelism inside the fast-link domain shortens each decode step; stop at the node.
+        for k in sizes:
+            if k <= n or k > min(_scale_up(gpu), MAX_TENSOR_PARALLEL):
+                continue
+            if _meets(s, lat):
+                break
+            n = k
+            _speed(s, brief, shape, a, n)
+        s.meets_latency = _meets(s, lat)
+    s.per_replica = n
+    per_replica_rate = s.tokens_per_second / max(1, shape.output_tokens)  # responses/s one replica sustains
+    offered = brief.traffic.requests_per_second
+    s.replicas = max(1, math.ceil(offered / per_replica_rate)) if offered > 0 and per_replica_rate > 0 else 1
+    s.count = n * s.replicas
+    s.memory = _inference_need(gpu, brief, shape, a, n)
+    if s.replicas > 1:
+        s.memory = mem.MemoryBreakdown(tuple((c, v * s.replicas) for c, v in s.memory.components))
+
+
+def _meets(s: Sizing, lat) -> bool:  # noqa: ANN001 - Latency
+    ok = True
+    if lat.p95_ms > 0:
+        ok = ok and s.est_latency_ms <= lat.p95_ms
+    if lat.ttft_ms > 0:
+        ok = ok and s.est_ttft_ms <= lat.ttft_ms
+    return ok
+
+
+def _speed(s: Sizing, brief: Brief, shape: Shape, a: Assumptions, n: int) -> None:
+    """Decode is memory-bound (bytes read per step / bandwidth), prefill compute-bound (2·N per token)."""
+    gpu = s.gpu
+    weights = mem.weights_gb(shape.params_billion, shape.bytes_per_param)
+    kv_read = mem.kv_cache_gb(shape.arch, shape.avg_tokens_per_sequence, shape.sequences, a.num("kv_cache_bytes"))
+    eff = _par_eff(gpu, n, a)
+    s.effective_tflops = s.tflops * a.num("mfu_prefill")
+    if brief.workload in ("EMBEDDING", "MEDIA_GENERATION"):
+        tps = compute.compute_bound_tokens_per_second(shape.active_params_billion, s.tflops * n, a.num("mfu_prefill"))
+        s.tokens_per_second = tps * eff
+        s.step_ms = 0.0
+        s.est_ttft_ms = s.est_latency_ms = 0.0
+        return
+    step = compute.decode_step_seconds(weights, kv_read, gpu.bandwidth_tbs * n, _mbu(gpu, a), eff)
+    # Reading weights once serves every sequence in the batch; compute caps it when the batch is very large.
+    decode_tps = compute.decode_tokens_per_second(shape.sequences, step)
+    cap = compute.compute_bound_tokens_per_second(shape.active_params_billion, s.tflops * n, a.num("mfu_prefill"))
+    s.tokens_per_second = min(decode_tps, cap * eff)
+    s.step_ms = step * 1000
+    s.est_ttft_ms = compute.prefill_seconds(
+        shape.active_params_billion, brief.traffic.p95_input_tokens or shape.input_tokens, s.tflops * n * eff,
+        a.num("mfu_prefill"),
+    ) * 1000
+    s.est_latency_ms = s.est_ttft_ms + shape.output_tokens * s.step_ms
+
+
+def _unit_cost(s: Sizing, brief: Brief, shape: Shape, a: Assumptions) -> None:
+    acceptance = brief.economics.acceptance_rate
+    unit_kind = brief.success_unit
+    if unit_kind == "UNSPECIFIED":
+        unit_kind = "TRAINING_RUN" if brief.workload in TRAINING_WORKLOADS else "TOKEN"
+    s.unit = UNIT_BY_SUCCESS.get(unit_kind, unit_kind.lower())
+    if brief.workload in TRAINING_WORKLOADS:
+        if s.train_hours > 0 and unit_kind in ("TRAINING_RUN", "CHECKPOINT"):
+            s.units_per_hour = 1.0 / s.train_hours
+    elif s.tokens_per_second > 0:
+        out = shape.output_tokens
+        util = brief.economics.utilization or a.num("default_utilization")
+        offered = brief.traffic.requests_per_second
+        capacity_rps = s.tokens_per_second * s.replicas / out
+        # Offered load when the brief gives it (capacity beyond it idles and is still paid for); otherwise the
+        # capacity at the expected utilization.
+        served_rps = min(offered, capacity_rps) if offered > 0 else capacity_rps * util
+        if unit_kind == "TOKEN":
+            s.units_per_hour = served_rps * out * 3600 / 1e6
+        elif unit_kind in ("RESPONSE", "TASK", "RECORD", "IMAGE"):
+            s.units_per_hour = served_rps * 3600
+    if s.units_per_hour > 0 and s.usd_per_hour > 0:
+        s.usd_per_unit = money.usd_per_accepted_unit(s.usd_per_hour, s.units_per_hour, acceptance)
+
+
+def _ownership(s: Sizing, brief: Brief, a: Assumptions) -> None:
+    e = brief.economics
+    util = e.utilization or a.num("default_utilization")
+    kwh = e.electricity_usd_per_kwh or a.num("electricity_usd_per_kwh")
+    pue = a.num("pue")
+    years = a.num("ownership_years")
+    n = s.count
+    s.annual_power_usd = own.annual_power_usd(s.gpu.tdp_w * n, util, kwh, pue)
+    if s.purchase is None:
+        return
+    purchase = s.purchase.usd * n
+    maintenance = a.num("maintenance_fraction_per_year") * purchase
+    running = own.running_usd_per_busy_hour(s.gpu.tdp_w * n, kwh, pue, maintenance, util)
+    s.owned_usd_per_hour = own.owned_usd_per_hour(purchase, years, 0.0, running, util)
+    if s.usd_per_hour > 0:
+        s.break_even_hours = own.break_even_hours(purchase, s.usd_per_hour, running)
+        if math.isfinite(s.break_even_hours):
+            s.break_even_months = own.break_even_months(s.break_even_hours, util, a.num("hours_per_month"))
+        else:
+            s.break_even_months = math.inf

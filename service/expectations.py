@@ -1,0 +1,103 @@
+"""The `expect:` vocabulary of golden cases (shared/cases/README.md), checked against a Recommend answer.
+
+Works on the response in protobuf's JSON form with proto field names, so the same checker serves the shared
+cases (through a real server) and the rule authors' tests in rules/tests (in-process), plus `fired` /
+`not_fired` for rule ids, which need the trace.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+KEYS = (
+    "status", "violations_include", "top1_in", "not_top1", "top3_any", "not_candidates", "count", "not_single",
+    "memory_need_gb", "route_in", "route_not", "warnings_include", "warnings_exclude", "questions_include",
+    "questions_nonempty", "cost_per_hour", "break_even_hours", "summary_has_cjk", "fired", "not_fired",
+)
+CJK = re.compile(r"[\u4e00-\u9fff]")
+
+
+def _in(v: float, rng: list[float]) -> bool:
+    return rng[0] <= v <= rng[1]
+
+
+def check(expect: dict[str, Any], status: str, response: dict[str, Any] | None,
+          violations: list[str] | None = None) -> list[str]:
+    """Every failed expectation, as a sentence; an empty list means the answer is right."""
+    fails: list[str] = []
+    unknown = set(expect) - set(KEYS)
+    if unknown:
+        fails.append(f"unknown expect keys: {sorted(unknown)}")
+    want_status = expect.get("status", "OK")
+    if status != want_status:
+        return fails + [f"status {status}, expected {want_status}"]
+    if want_status != "OK":
+        for path in expect.get("violations_include", []):
+            if path not in (violations or []):
+                fails.append(f"no field violation for {path} (got {violations})")
+        return fails
+    r = response or {}
+    cands = r.get("candidates", [])
+    ids = [c.get("gpu") for c in cands]
+    by_id = {c.get("gpu"): c for c in cands}
+    top = cands[0] if cands else None
+    route = str(r.get("route", {}).get("kind", "ROUTE_KIND_UNSPECIFIED")).removeprefix("ROUTE_KIND_")
+    codes = [w.get("code") for w in r.get("warnings", [])]
+    fields = [q.get("field") for q in r.get("questions", [])]
+    fired = {t.get("rule_id") for t in r.get("trace", []) if t.get("fired")}
+
+    if "top1_in" in expect and (top is None or top["gpu"] not in expect["top1_in"]):
+        fails.append(f"top candidate {top and top['gpu']} not in {expect['top1_in']}")
+    if "not_top1" in expect and top is not None and top["gpu"] in expect["not_top1"]:
+        fails.append(f"top candidate {top['gpu']} is one of {expect['not_top1']}")
+    if "top3_any" in expect and not set(ids[:3]) & set(expect["top3_any"]):
+        fails.append(f"none of {expect['top3_any']} in the first three {ids[:3]}")
+    for gpu in expect.get("not_candidates", []):
+        if gpu in by_id:
+            fails.append(f"{gpu} is a candidate")
+    for gpu, rng in expect.get("count", {}).items():
+        if gpu not in by_id:
+            fails.append(f"{gpu} is not a candidate (count expected in {rng})")
+        elif not _in(int(by_id[gpu].get("count", 0)), rng):
+            fails.append(f"{gpu} count {by_id[gpu].get('count')} not in {rng}")
+    for gpu in expect.get("not_single", []):
+        if gpu in by_id and int(by_id[gpu].get("count", 0)) == 1:
+            fails.append(f"{gpu} is a candidate with count 1")
+    if "memory_need_gb" in expect:
+        need = top and top.get("memory", {}).get("need_gb", 0.0)
+        if top is None or not _in(float(need), expect["memory_need_gb"]):
+            fails.append(f"top memory.need_gb {need} not in {expect['memory_need_gb']}")
+    if "route_in" in expect and route not in expect["route_in"]:
+        fails.append(f"route {route} not in {expect['route_in']}")
+    if "route_not" in expect and route in expect["route_not"]:
+        fails.append(f"route {route} is one of {expect['route_not']}")
+    for code in expect.get("warnings_include", []):
+        if code not in codes:
+            fails.append(f"warning {code} missing (got {codes})")
+    for code in expect.get("warnings_exclude", []):
+        if code in codes:
+            fails.append(f"warning {code} present")
+    for f in expect.get("questions_include", []):
+        if f not in fields:
+            fails.append(f"question about {f} missing (got {fields})")
+    if expect.get("questions_nonempty") and not fields:
+        fails.append("no questions")
+    for key, attr in (("cost_per_hour", ("cost", "usd_per_hour")), ("break_even_hours", ("ownership",
+                                                                                         "break_even_hours"))):
+        for gpu, rng in expect.get(key, {}).items():
+            if gpu not in by_id:
+                fails.append(f"{gpu} is not a candidate ({key} expected in {rng})")
+                continue
+            v = float(by_id[gpu].get(attr[0], {}).get(attr[1], 0.0))
+            if not _in(v, rng):
+                fails.append(f"{gpu} {'.'.join(attr)} {v} not in {rng}")
+    if expect.get("summary_has_cjk") and not CJK.search(r.get("summary", "")):
+        fails.append("summary has no Chinese characters")
+    for rid in expect.get("fired", []):
+        if rid not in fired:
+            fails.append(f"rule {rid} did not fire")
+    for rid in expect.get("not_fired", []):
+        if rid in fired:
+            fails.append(f"rule {rid} fired")
+    return fails

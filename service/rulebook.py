@@ -1,0 +1,316 @@
+"""Load a rules folder into one immutable Rulebook, or report every problem with file:line:col.
+
+A rules folder holds YAML documents of these kinds (the `kind:` key says which):
+catalog, assumptions, rules, decision_table, benchmark_plan, checklist, messages. `schema/` holds their JSON
+Schemas and `tests/` the rule authors' golden cases; neither is part of the logic. Nothing in a rules folder is
+executed: actions are a fixed vocabulary and messages are templates filled from facts.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+
+from .assumptions import Assumptions, missing_keys
+from .brief import ROUTE_KINDS
+from .catalog import Gpu, Price
+from .checks import logic_problems, message_problems, price_problems
+from .decide.facts import SCHEMA
+from .engine.ir import Program
+from .engine.load import Doc, Problem, load_yaml, plain, pos
+from .engine.parse import compile_docs
+
+KINDS = ("catalog", "assumptions", "rules", "decision_table", "benchmark_plan", "checklist", "messages")
+LOCALES = ("en", "zh-CN")
+SKIP_DIRS = ("schema", "tests")
+
+
+@dataclass(frozen=True)
+class Step:
+    message: str
+    workloads: tuple[str, ...] = ()  # empty = every workload
+
+
+@dataclass(frozen=True)
+class Stage:
+    id: str
+    name: str  # message key
+    steps: tuple[Step, ...]
+    record: tuple[Step, ...]
+
+
+@dataclass(frozen=True)
+class Section:
+    id: str
+    name: str  # message key
+    items: tuple[Step, ...]
+
+
+@dataclass(frozen=True)
+class Rulebook:
+    source_dir: str
+    content_hash: str
+    revision: str
+    catalog: tuple[Gpu, ...]
+    assumptions: Assumptions
+    program: Program
+    messages: dict[str, dict[str, str]]  # locale → key → template
+    message_locations: dict[str, dict[str, str]]  # locale → key → path:line
+    benchmark_plan: tuple[Stage, ...]
+    checklist: tuple[Section, ...]
+    files: tuple[str, ...]
+    warnings: tuple[Problem, ...] = field(default_factory=tuple)
+
+    def counts(self) -> dict[str, int]:
+        out = {"gpus": len(self.catalog), "rules": len(self.program.rules), "files": len(self.files)}
+        for fact in SCHEMA:
+            out[f"rules_{fact}"] = len(self.program.for_fact(fact))
+        out["messages_en"] = len(self.messages.get("en", {}))
+        out["messages_zh_CN"] = len(self.messages.get("zh-CN", {}))
+        out["benchmark_stages"] = len(self.benchmark_plan)
+        out["checklist_sections"] = len(self.checklist)
+        return out
+
+
+def _schemas(root: Path) -> dict[str, dict[str, Any]]:
+    out = {}
+    folder = root / "schema"
+    for kind in KINDS:
+        f = folder / f"{kind}.schema.json"
+        if f.exists():
+            out[kind] = json.loads(f.read_text(encoding="utf-8"))
+    return out
+
+
+def _jsonable(v: Any) -> Any:
+    if isinstance(v, dict):
+        return {k: _jsonable(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_jsonable(x) for x in v]
+    if isinstance(v, date | datetime):
+        return v.isoformat()
+    return v
+
+
+def _node_at(data: Any, path: list[Any]) -> tuple[Any, Any]:
+    """The deepest (container, key) along `path` that exists in the ruamel tree, for positions."""
+    parent, key, node = data, None, data
+    for step in path:
+        try:
+            child = node[step]
+        except (KeyError, IndexError, TypeError):
+            break
+        parent, key, node = node, step, child
+    return parent, key
+
+
+def schema_problems(doc: Doc, schema: dict[str, Any]) -> list[Problem]:
+    validator = jsonschema.Draft202012Validator(schema)
+    out = []
+    for err in validator.iter_errors(_jsonable(plain(doc.data))):
+        parent, key = _node_at(doc.data, list(err.absolute_path))
+        line, col = pos(parent, key) if key is not None else pos(doc.data)
+        rid = _rule_id_near(doc.data, list(err.absolute_path))
+        where = "/".join(str(p) for p in err.absolute_path) or "(top)"
+        out.append(Problem(doc.path, line, col, rid, f"{where}: {err.message}"))
+    return out
+
+
+def _rule_id_near(data: Any, path: list[Any]) -> str:
+    node, rid = data, ""
+    for step in path:
+        try:
+            node = node[step]
+        except (KeyError, IndexError, TypeError):
+            break
+        if isinstance(node, dict) and isinstance(node.get("id"), str):
+            rid = node["id"]
+    return rid
+
+
+def _date(v: Any) -> date | None:
+    if v is None or v == "":
+        return None
+    if isinstance(v, datetime):
+        return v.date()
+    if isinstance(v, date):
+        return v
+    return date.fromisoformat(str(v))
+
+
+def _gpus(doc: Doc) -> list[Gpu]:
+    out = []
+    for i, g in enumerate(doc.data.get("gpus", [])):
+        line, _ = pos(doc.data["gpus"], i)
+        prices = []
+        for j, p in enumerate(g.get("prices", [])):
+            pl, _ = pos(g["prices"], j)
+            prices.append(
+                Price(
+                    kind=str(p["kind"]),
+                    usd=float(p.get("usd_per_hour", p.get("usd", 0.0))),
+                    as_of=_jsonable(p["as_of"]),
+                    source=str(p["source"]),
+                    valid_from=_date(p.get("valid_from")),
+                    valid_until=_date(p.get("valid_until")),
+                    location=f"{doc.path}:{pl}",
+                )
+            )
+        ic = g.get("interconnect", {}) or {}
+        out.append(
+            Gpu(
+                id=str(g["id"]), name=str(g["name"]), vendor=str(g["vendor"]), gpu_class=str(g["class"]),
+                memory_gb=float(g["memory_gb"]), memory_type=str(g.get("memory_type", "")),
+                bandwidth_tbs=float(g["bandwidth_tbs"]), tflops_bf16=float(g["tflops_bf16"]),
+                tflops_fp8=float(g.get("tflops_fp8", 0) or 0), tflops_fp4=float(g.get("tflops_fp4", 0) or 0),
+                tdp_w=float(g["tdp_w"]), interconnect_kind=str(ic.get("kind", "none")),
+                interconnect_gbs=float(ic.get("gbs", 0) or 0), gpus_per_node=int(g.get("gpus_per_node", 8)),
+                nvlink_domain=int(g.get("nvlink_domain", 1)), mig=int(g.get("mig", 0) or 0),
+                matmul_efficiency=float(g.get("matmul_efficiency", 0.7)), software=str(g.get("software", "cuda")),
+                notes=str(g.get("notes", "")), spec_source=str(g.get("spec_source", "")),
+                spec_as_of=str(_jsonable(g.get("spec_as_of", ""))), prices=tuple(prices),
+                location=f"{doc.path}:{line}",
+            )
+        )
+    return out
+
+
+def _steps(items: Any) -> tuple[Step, ...]:
+    out = []
+    for it in items or []:
+        if isinstance(it, str):
+            out.append(Step(it))
+        else:
+            out.append(Step(str(it["message"]), tuple(str(w) for w in it.get("workloads", []) or [])))
+    return tuple(out)
+
+
+def content_hash(root: Path) -> tuple[str, list[Path]]:
+    files = sorted(p for p in root.rglob("*") if p.is_file() and not p.name.startswith("."))
+    h = hashlib.sha256()
+    for p in files:
+        h.update(p.relative_to(root).as_posix().encode())
+        h.update(b"\0")
+        h.update(p.read_bytes())
+        h.update(b"\0")
+    return h.hexdigest(), files
+
+
+def _content_file(by_kind: dict[str, list[Doc]], kind: str) -> str:
+    return by_kind[kind][0].path if by_kind.get(kind) else kind
+
+
+def load_rulebook(
+    root: str | Path, today: date | None = None, max_price_age_days: int | None = None
+) -> tuple[Rulebook | None, list[Problem]]:
+    """Every problem at once; a Rulebook only when there are no errors (warnings ride along)."""
+    root = Path(root)
+    problems: list[Problem] = []
+    if not root.is_dir():
+        return None, [Problem(str(root), 1, 1, "", "rules folder does not exist")]
+    digest, files = content_hash(root)
+    schemas = _schemas(root)
+    docs: list[Doc] = []
+    yaml_files = [p for p in files if p.suffix in (".yaml", ".yml")
+                  and p.relative_to(root).parts[0] not in SKIP_DIRS]
+    for p in yaml_files:
+        shown = (Path(root.name) / p.relative_to(root)).as_posix()
+        doc, errs = load_yaml(p, shown)
+        problems += errs
+        if doc is None:
+            continue
+        if not isinstance(doc.data, dict) or doc.data.get("kind") not in KINDS:
+            kind = doc.data.get("kind") if isinstance(doc.data, dict) else None
+            problems.append(Problem(shown, 1, 1, "", f"'kind' must be one of {', '.join(KINDS)}; got {kind!r}"))
+            continue
+        if doc.data["kind"] in schemas:
+            problems += schema_problems(doc, schemas[doc.data["kind"]])
+        docs.append(doc)
+    if problems:
+        return None, problems  # structural errors first: later stages assume well-formed documents
+
+    by_kind: dict[str, list[Doc]] = {k: [] for k in KINDS}
+    for d in docs:
+        by_kind[d.data["kind"]].append(d)
+
+    catalog: list[Gpu] = []
+    for d in by_kind["catalog"]:
+        catalog += _gpus(d)
+    ids = [g.id for g in catalog]
+    for g in catalog:
+        if ids.count(g.id) > 1:
+            path, line = g.location.rsplit(":", 1)
+            problems.append(Problem(path, int(line), 1, g.id, "GPU id defined more than once"))
+    if not catalog:
+        problems.append(Problem(root.name, 1, 1, "", "no GPU catalog (a file with kind: catalog)"))
+
+    values: dict[str, Any] = {}
+    sources: dict[str, str] = {}
+    for d in by_kind["assumptions"]:
+        for k, v in d.data.get("values", {}).items():
+            values[str(k)] = plain(v["value"])
+            sources[str(k)] = str(v.get("source", ""))
+    for k in missing_keys(values):
+        where = by_kind["assumptions"][0].path if by_kind["assumptions"] else root.name
+        problems.append(Problem(where, 1, 1, k, f"assumption '{k}' is missing"))
+
+    messages: dict[str, dict[str, str]] = {}
+    locations: dict[str, dict[str, str]] = {}
+    for d in by_kind["messages"]:
+        loc = str(d.data.get("locale"))
+        table = d.data.get("messages", {})
+        for k, v in table.items():
+            line, _ = pos(table, k)
+            if k in messages.get(loc, {}):
+                problems.append(Problem(d.path, line, 1, str(k), f"message defined twice (first at "
+                                                                 f"{locations[loc][k]})"))
+            messages.setdefault(loc, {})[str(k)] = str(v)
+            locations.setdefault(loc, {})[str(k)] = f"{d.path}:{line}"
+
+    stages = tuple(
+        Stage(str(s["id"]), str(s["name"]), _steps(s.get("steps")), _steps(s.get("record")))
+        for d in by_kind["benchmark_plan"] for s in d.data.get("stages", [])
+    )
+    sections = tuple(
+        Section(str(s["id"]), str(s["name"]), _steps(s.get("items")))
+        for d in by_kind["checklist"] for s in d.data.get("sections", [])
+    )
+
+    rules, rule_problems = compile_docs(docs, SCHEMA, ROUTE_KINDS)
+    problems += rule_problems
+    content_keys = [(st.name, "benchmark_plan") for st in stages] + [
+        (x.message, "benchmark_plan") for st in stages for x in (*st.steps, *st.record)
+    ] + [(sec.name, "checklist") for sec in sections] + [(x.message, "checklist") for sec in sections
+                                                         for x in sec.items]
+    problems += message_problems(rules, messages, locations,
+                                 [(k, f"{_content_file(by_kind, w)}:1") for k, w in content_keys], SCHEMA)
+    problems += logic_problems(rules, SCHEMA)
+    max_age = int(max_price_age_days if max_price_age_days is not None else values.get("max_price_age_days", 540))
+    problems += price_problems(tuple(catalog), today or date.today(), max_age)
+    if any(p.severity == "error" for p in problems):
+        return None, problems
+    book = Rulebook(
+        source_dir=str(root),
+        content_hash=digest,
+        revision=digest[:12],
+        catalog=tuple(catalog),
+        assumptions=Assumptions(values, sources),
+        program=Program(tuple(rules)),
+        messages=messages,
+        message_locations=locations,
+        benchmark_plan=stages,
+        checklist=sections,
+        files=tuple((Path(root.name) / p.relative_to(root)).as_posix() for p in yaml_files),
+        warnings=tuple(p for p in problems if p.severity != "error"),
+    )
+    return book, problems
+
+
+def now() -> datetime:
+    return datetime.now(UTC)

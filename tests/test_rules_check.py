@@ -1,0 +1,178 @@
+"""`rules-check`: each check gets a broken copy of the shipped rules that it must catch, at the right file:line."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from datetime import date
+from pathlib import Path
+
+import pytest
+
+from service.rulebook import load_rulebook
+from service.rules_cli import main as rules_cli
+
+RULES = Path(__file__).parents[1] / "rules"
+TODAY = date(2026, 12, 1)
+
+
+@pytest.fixture
+def rules(tmp_path: Path) -> Path:
+    dst = tmp_path / "rules"
+    shutil.copytree(RULES, dst)
+    return dst
+
+
+def line_of(path: Path, needle: str, occurrence: int = 1) -> int:
+    seen = 0
+    for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if needle in line:
+            seen += 1
+            if seen == occurrence:
+                return i
+    raise AssertionError(f"{needle!r} not in {path}")
+
+
+def edit(path: Path, old: str, new: str) -> None:
+    text = path.read_text(encoding="utf-8")
+    assert old in text, f"{old!r} not in {path.name}"
+    path.write_text(text.replace(old, new, 1), encoding="utf-8")
+
+
+def problems(root: Path) -> list[str]:
+    _, found = load_rulebook(root, today=TODAY)
+    return [str(p) for p in found]
+
+
+def assert_reported(found: list[str], where: str, *words: str) -> None:
+    hits = [p for p in found if p.startswith(where) and all(w in p for w in words)]
+    assert hits, f"expected a problem at {where} mentioning {words}; got:\n" + "\n".join(found)
+
+
+def test_shipped_rules_are_clean():
+    book, found = load_rulebook(RULES, today=TODAY)
+    assert [p for p in found if p.severity == "error"] == []
+    assert book is not None and len(book.catalog) == 14
+
+
+def test_broken_yaml(rules: Path):
+    f = rules / "eligibility.yaml"
+    edit(f, "    when: {sized: true, fits: false}", "    when: {sized: true, fits: false")
+    found = problems(rules)
+    assert any(p.startswith("rules/eligibility.yaml:") and "broken YAML" in p for p in found), found
+
+
+def test_unknown_fact_with_did_you_mean(rules: Path):
+    f = rules / "eligibility.yaml"
+    edit(f, "when: {within_budget: false}", "when: {within_budjet: false}")
+    line = line_of(f, "within_budjet")
+    assert_reported(problems(rules), f"rules/eligibility.yaml:{line}:", "[eligibility.over-budget]",
+                    "unknown candidate fact 'within_budjet'", "did you mean 'within_budget'")
+
+
+def test_unknown_key_in_rule(rules: Path):
+    f = rules / "mistakes.yaml"
+    edit(f, "    fact: brief\n    when: {success_unit: UNSPECIFIED}",
+         "    fact: brief\n    wen: {success_unit: UNSPECIFIED}")
+    line = line_of(f, "wen:")
+    assert_reported(problems(rules), f"rules/mistakes.yaml:{line}:", "unknown key 'wen'", "did you mean 'when'")
+
+
+def test_wrong_type(rules: Path):
+    f = rules / "eligibility.yaml"
+    edit(f, "headroom: {lt: 0.15}", "headroom: {lt: low}")
+    line = line_of(f, "headroom: {lt: low}")
+    assert_reported(problems(rules), f"rules/eligibility.yaml:{line}:", "[eligibility.thin-headroom]")
+
+
+def test_unknown_enum_value(rules: Path):
+    f = rules / "routing.yaml"
+    edit(f, "demand: VOLATILE", "demand: VOLATLE")
+    line = line_of(f, "VOLATLE")
+    assert_reported(problems(rules), f"rules/routing.yaml:{line}:", "'VOLATLE'", "did you mean 'VOLATILE'")
+
+
+def test_duplicate_rule_id(rules: Path):
+    f = rules / "eligibility.yaml"
+    edit(f, "- id: eligibility.unpriced", "- id: eligibility.no-fit")
+    line = line_of(f, "- id: eligibility.no-fit", 2)
+    assert_reported(problems(rules), f"rules/eligibility.yaml:{line}:", "[eligibility.no-fit]", "duplicate rule id")
+
+
+def test_message_key_not_defined(rules: Path):
+    f = rules / "eligibility.yaml"
+    edit(f, "exclude: {message: eligibility.unpriced}", "exclude: {message: eligibility.unpriced_typo}")
+    line = line_of(f, "- id: eligibility.unpriced")
+    assert_reported(problems(rules), f"rules/eligibility.yaml:{line}:", "'eligibility.unpriced_typo'",
+                    "not defined for en")
+
+
+def test_missing_translation(rules: Path):
+    f = rules / "messages" / "zh-CN.yaml"
+    text = f.read_text(encoding="utf-8").splitlines()
+    kept = [ln for ln in text if not ln.strip().startswith("route.low_hours:")]
+    assert len(kept) == len(text) - 1
+    f.write_text("\n".join(kept) + "\n", encoding="utf-8")
+    line = line_of(rules / "messages" / "en.yaml", "route.low_hours:")
+    assert_reported(problems(rules), f"rules/messages/en.yaml:{line}:", "[route.low_hours]", "missing zh-CN")
+
+
+def test_placeholder_the_fact_does_not_have(rules: Path):
+    f = rules / "messages" / "en.yaml"
+    edit(f, 'route.default: "Rent on demand until usage is known."',
+         'route.default: "Rent on demand until usage is known ({gpu})."')
+    found = problems(rules)
+    line = line_of(rules / "routing.yaml", "- id: routing.default")
+    assert_reported(found, f"rules/routing.yaml:{line}:", "uses {gpu}", "plan fact")
+    assert any("placeholders differ" in p for p in found)
+
+
+def test_rule_that_can_never_fire(rules: Path):
+    f = rules / "eligibility.yaml"
+    edit(f, "when: {fits: true, headroom: {lt: 0.15}}", "when: {fits: true, headroom: {lt: 0.15, gt: 0.5}}")
+    line = line_of(f, "- id: eligibility.thin-headroom")
+    assert_reported(problems(rules), f"rules/eligibility.yaml:{line}:", "can never fire")
+
+
+def test_overlapping_routes_at_the_same_priority(rules: Path):
+    (rules / "extra_routes.yaml").write_text(
+        "kind: rules\nfact: plan\nrules:\n"
+        "  - id: extra.buy-everything\n"
+        "    when: {hours_per_month: {ge: 0.0}}\n"
+        "    then: {route: {kind: BUY, message: route.buy}}\n",
+        encoding="utf-8",
+    )
+    assert_reported(problems(rules), "rules/extra_routes.yaml:4:", "[extra.buy-everything]", "overlaps with",
+                    "different route")
+
+
+def test_price_without_as_of(rules: Path):
+    f = rules / "catalog" / "gpus.yaml"
+    text = f.read_text(encoding="utf-8")
+    first = text.index("as_of:", text.index("prices:"))
+    end = text.index("\n", first)
+    f.write_text(text[:first] + "note_as_of_removed: true" + text[end:], encoding="utf-8")
+    found = problems(rules)
+    assert any(p.startswith("rules/catalog/gpus.yaml:") and "as_of" in p for p in found), found
+
+
+def test_stale_price_is_reported(rules: Path):
+    _, found = load_rulebook(rules, today=date(2031, 1, 1), max_price_age_days=365)
+    stale = [str(p) for p in found if "days old" in p.message]
+    assert stale and all(p.startswith("rules/catalog/gpus.yaml:") for p in stale)
+
+
+def test_every_problem_at_once(rules: Path):
+    edit(rules / "routing.yaml", "demand: VOLATILE", "demand: VOLATLE")
+    edit(rules / "eligibility.yaml", "when: {within_budget: false}", "when: {within_budjet: false}")
+    found = problems(rules)
+    assert any("VOLATLE" in p for p in found) and any("within_budjet" in p for p in found)
+
+
+def test_cli_exit_codes_and_json(rules: Path, capsys):
+    assert rules_cli(["check", str(RULES), "--today", "2026-12-01"]) == 0
+    edit(rules / "routing.yaml", "demand: VOLATILE", "demand: VOLATLE")
+    capsys.readouterr()
+    assert rules_cli(["check", str(rules), "--format", "json", "--today", "2026-12-01"]) == 1
+    data = json.loads(capsys.readouterr().out)
+    assert data["ok"] is False and any("VOLATLE" in p["message"] for p in data["problems"])
