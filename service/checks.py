@@ -128,9 +128,11 @@ def logic_problems(rules: list[Rule], schema: FactSchema) -> list[Problem]:
             if not va or not vb or va == vb:
                 continue
             if any(satisfiable(ba + bb, schema[a.fact]) for ba in a.branches for bb in b.branches):
-                path, line = _where(b.location)
-                out.append(Problem(path, line, 1, b.id, f"overlaps with {a.id} ({a.location}) at priority "
-                                                        f"{a.priority} with a different {kind}"))
+                # Blame the rule outside a first-hit table when there is one: that is usually the newcomer.
+                here, other = (a, b) if b.hit_policy == "first" and a.hit_policy != "first" else (b, a)
+                path, line = _where(here.location)
+                out.append(Problem(path, line, 1, here.id, f"overlaps with {other.id} ({other.location}) at "
+                                                           f"priority {a.priority} with a different {kind}"))
     return out
 
 

@@ -24,7 +24,7 @@ from .checks import logic_problems, message_problems, price_problems
 from .decide.facts import SCHEMA
 from .engine.ir import Program
 from .engine.load import Doc, Problem, load_yaml, plain, pos
-from .engine.parse import compile_docs
+from .engine.parse import compile_docs, did_you_mean
 
 KINDS = ("catalog", "assumptions", "rules", "decision_table", "benchmark_plan", "checklist", "messages")
 LOCALES = ("en", "zh-CN")
@@ -114,11 +114,23 @@ def schema_problems(doc: Doc, schema: dict[str, Any]) -> list[Problem]:
     validator = jsonschema.Draft202012Validator(schema)
     out = []
     for err in validator.iter_errors(_jsonable(plain(doc.data))):
-        parent, key = _node_at(doc.data, list(err.absolute_path))
+        path = list(err.absolute_path)
+        parent, key = _node_at(doc.data, path)
         line, col = pos(parent, key) if key is not None else pos(doc.data)
-        rid = _rule_id_near(doc.data, list(err.absolute_path))
-        where = "/".join(str(p) for p in err.absolute_path) or "(top)"
-        out.append(Problem(doc.path, line, col, rid, f"{where}: {err.message}"))
+        rid = _rule_id_near(doc.data, path)
+        where = "/".join(str(p) for p in path) or "(top)"
+        message = f"{where}: {err.message}"
+        if err.validator == "additionalProperties" and isinstance(err.instance, dict):
+            # Point at the unknown key itself and suggest the nearest allowed one.
+            allowed = list(err.schema.get("properties", {}))
+            node = parent[key] if key is not None else doc.data
+            for name in err.instance:
+                if name not in allowed and not isinstance(err.schema.get("additionalProperties"), dict):
+                    line, col = pos(node, name)
+                    out.append(Problem(doc.path, line, col, rid,
+                                       f"{where}: unknown key '{name}'{did_you_mean(name, allowed)}"))
+            continue
+        out.append(Problem(doc.path, line, col, rid, message))
     return out
 
 
@@ -144,13 +156,18 @@ def _date(v: Any) -> date | None:
     return date.fromisoformat(str(v))
 
 
-def _gpus(doc: Doc) -> list[Gpu]:
+def _gpus(doc: Doc, problems: list[Problem]) -> list[Gpu]:
     out = []
     for i, g in enumerate(doc.data.get("gpus", [])):
         line, _ = pos(doc.data["gpus"], i)
         prices = []
         for j, p in enumerate(g.get("prices", [])):
-            pl, _ = pos(g["prices"], j)
+            pl, pc = pos(g["prices"], j)
+            missing = [k for k in ("kind", "as_of", "source") if not p.get(k)]
+            if missing:  # the schema says so too; this keeps a folder without schemas honest
+                problems.append(Problem(doc.path, pl, pc, str(g.get("id", "")),
+                                        f"price row without {', '.join(missing)}"))
+                continue
             prices.append(
                 Price(
                     kind=str(p["kind"]),
@@ -241,7 +258,7 @@ def load_rulebook(
 
     catalog: list[Gpu] = []
     for d in by_kind["catalog"]:
-        catalog += _gpus(d)
+        catalog += _gpus(d, problems)
     ids = [g.id for g in catalog]
     for g in catalog:
         if ids.count(g.id) > 1:

@@ -148,12 +148,9 @@ def test_overlapping_routes_at_the_same_priority(rules: Path):
 
 def test_price_without_as_of(rules: Path):
     f = rules / "catalog" / "gpus.yaml"
-    text = f.read_text(encoding="utf-8")
-    first = text.index("as_of:", text.index("prices:"))
-    end = text.index("\n", first)
-    f.write_text(text[:first] + "note_as_of_removed: true" + text[end:], encoding="utf-8")
-    found = problems(rules)
-    assert any(p.startswith("rules/catalog/gpus.yaml:") and "as_of" in p for p in found), found
+    edit(f, "usd_per_hour: 4.7, as_of: 2025-12-01,", "usd_per_hour: 4.7,")
+    line = line_of(f, "usd_per_hour: 4.7,")
+    assert_reported(problems(rules), f"rules/catalog/gpus.yaml:{line}:", "as_of")
 
 
 def test_stale_price_is_reported(rules: Path):

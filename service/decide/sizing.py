@@ -232,7 +232,7 @@ def _size_full_training(s: Sizing, brief: Brief, shape: Shape, a: Assumptions) -
     # Model states shard over GPUs (ZeRO-3/FSDP) and activations split over data-parallel replicas, so the
     # whole-configuration total must fit in n x usable memory; what grows per GPU is only the engine overhead.
     n = 1
-    while need(n).total_gb > n * usable and n < 100_000:
+    while need(n).total_gb > n * usable and n < MAX_GPUS:
         n = max(n + 1, math.ceil(need(n).total_gb / usable))
     s.memory_count = n
     s.fits = need(n).total_gb <= n * usable
@@ -240,8 +240,10 @@ def _size_full_training(s: Sizing, brief: Brief, shape: Shape, a: Assumptions) -
     mfu = _mfu(gpu, a, s.tflops, micro * shape.tokens_per_sequence, shape.arch.hidden_size)
     s.effective_tflops = s.tflops * mfu
     if brief.training.tokens_billion > 0 and brief.training.target_days > 0:
-        s.compute_count = compute.gpus_for_deadline(flops, s.tflops, mfu, brief.training.target_days)
-    count = max(s.memory_count, s.compute_count, 1)
+        s.compute_count = _deadline_count(flops, s.tflops, mfu, brief.training.target_days)
+    count = min(max(s.memory_count, s.compute_count, 1), MAX_GPUS)
+    if s.compute_count >= MAX_GPUS:
+        s.fits = False  # no cluster we would size finishes by the deadline
     if count > 1 and gpu.gpus_per_node > 1 and count > gpu.gpus_per_node:
         count = math.ceil(count / gpu.gpus_per_node) * gpu.gpus_per_node
     elif count > 1:
@@ -254,6 +256,16 @@ def _size_full_training(s: Sizing, brief: Brief, shape: Shape, a: Assumptions) -
         f"training FLOPs = 6 x {shape.active_params_billion:g}e9 params x {brief.training.tokens_billion:g}e9 tokens"
         f" = {flops:.3g}; GPUs for the deadline = FLOPs / ({s.tflops:g} TFLOPS x MFU {mfu:.2f} x days)"
     )
+
+
+MAX_GPUS = 1_000_000  # beyond any real cluster: a brief that needs more is infeasible, not a number to print
+
+
+def _deadline_count(flops: float, tflops: float, mfu: float, days: float) -> int:
+    try:
+        return min(compute.gpus_for_deadline(flops, tflops, mfu, days), MAX_GPUS)
+    except (OverflowError, ValueError):
+        return MAX_GPUS
 
 
 def _mfu(gpu: Gpu, a: Assumptions, tflops: float, tokens_per_step: int, hidden: int) -> float:
@@ -290,8 +302,10 @@ def _size_adapter(s: Sizing, brief: Brief, shape: Shape, a: Assumptions) -> None
     mfu = _mfu(gpu, a, s.tflops, micro * shape.tokens_per_sequence, shape.arch.hidden_size)
     s.effective_tflops = s.tflops * mfu
     if brief.training.tokens_billion > 0 and brief.training.target_days > 0:
-        s.compute_count = compute.gpus_for_deadline(flops, s.tflops, mfu, brief.training.target_days)
-    s.count = s.per_replica = max(n, s.compute_count)
+        s.compute_count = _deadline_count(flops, s.tflops, mfu, brief.training.target_days)
+    s.count = s.per_replica = min(max(n, s.compute_count), MAX_GPUS)
+    if s.compute_count >= MAX_GPUS:
+        s.fits = False
     s.memory = _with_engine(breakdown, s.count, a)
     if brief.training.tokens_billion > 0:
         s.train_hours = compute.training_seconds(flops, s.count, s.tflops, mfu * _par_eff(gpu, s.count, a)) / 3600
@@ -370,9 +384,14 @@ def _speed(s: Sizing, brief: Brief, shape: Shape, a: Assumptions, n: int) -> Non
     weights = mem.weights_gb(shape.params_billion, shape.bytes_per_param)
     kv_read = mem.kv_cache_gb(shape.arch, shape.avg_tokens_per_sequence, shape.sequences, a.num("kv_cache_bytes"))
     eff = _par_eff(gpu, n, a)
-    s.effective_tflops = s.tflops * a.num("mfu_prefill")
+    # Compute-bound work (prefill, embeddings, diffusion steps) keeps a big GPU busy only with enough tokens
+    # per step; the same saturation model as training applies.
+    busy = saturation(s.tflops, shape.sequences * shape.tokens_per_sequence, shape.arch.hidden_size,
+                      a.num("kernel_saturation_ms"))
+    s.effective_tflops = s.tflops * a.num("mfu_prefill") * busy
     if brief.workload in ("EMBEDDING", "MEDIA_GENERATION"):
-        tps = compute.compute_bound_tokens_per_second(shape.active_params_billion, s.tflops * n, a.num("mfu_prefill"))
+        tps = compute.compute_bound_tokens_per_second(shape.active_params_billion, s.tflops * n,
+                                                      a.num("mfu_prefill") * busy)
         s.tokens_per_second = tps * eff
         s.step_ms = 0.0
         s.est_ttft_ms = s.est_latency_ms = 0.0

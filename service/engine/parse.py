@@ -93,30 +93,29 @@ class _Compiler:
 
     def test(self, doc: Doc, node: Any, field: Any, spec: FieldSpec, test: Any, rid: str) -> list[Condition]:
         if isinstance(test, dict):
-            pairs = list(test.items())
-            holder = test
+            pairs = [(op, v, test, op) for op, v in test.items()]
         elif isinstance(test, list):
-            pairs, holder = [("in", test)], node
+            pairs = [("in", test, node, field)]
         else:
-            pairs, holder = [("eq", test)], node
+            pairs = [("eq", test, node, field)]  # problems point at the field for scalar tests
         out = []
-        for op, value in pairs:
+        for op, value, holder, where in pairs:
             if op not in OPS:
                 self.problem(doc, holder, op, rid, f"unknown operator '{op}'{did_you_mean(op, OPS)}")
                 continue
             if op in ("in", "not_in"):
                 if not isinstance(value, list) or not value:
-                    self.problem(doc, holder, op, rid, f"'{op}' takes a non-empty list")
+                    self.problem(doc, holder, where, rid, f"'{op}' takes a non-empty list")
                     continue
-                values = [self.typed(doc, holder, op, spec, field, v, rid) for v in value]
+                values = [self.typed(doc, holder, where, spec, field, v, rid) for v in value]
                 if any(v is _BAD for v in values):
                     continue
                 out.append(Condition(str(field), op, tuple(values)))
             else:
                 if op in ("lt", "le", "gt", "ge") and spec.type not in ("number", "int"):
-                    self.problem(doc, holder, op, rid, f"'{op}' needs a numeric field; '{field}' is {spec.type}")
+                    self.problem(doc, holder, where, rid, f"'{op}' needs a numeric field; '{field}' is {spec.type}")
                     continue
-                v = self.typed(doc, holder, op, spec, field, value, rid)
+                v = self.typed(doc, holder, where, spec, field, value, rid)
                 if v is not _BAD:
                     out.append(Condition(str(field), op, v))
         return out

@@ -1,0 +1,203 @@
+"""The decision pipeline in-process, on the shipped rules: facts are typed as the schema says, answers keep
+their invariants for any brief, and the seeds' worked examples come out as published."""
+
+from __future__ import annotations
+
+import math
+from datetime import date
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from service.brief import (
+    BOUNDARIES,
+    DEMANDS,
+    PRECISIONS,
+    RUN_CYCLES,
+    SUCCESS_UNITS,
+    WORKLOADS,
+    AdviceRequest,
+    Brief,
+    Economics,
+    Latency,
+    Model,
+    Quote,
+    Traffic,
+    Training,
+)
+from service.decide import facts as F
+from service.decide.sizing import shape_of, size
+from service.rulebook import load_rulebook
+from service.store import Bundle
+
+RULES = Path(__file__).parents[1] / "rules"
+TODAY = date(2026, 12, 1)
+
+
+@pytest.fixture(scope="module")
+def bundle():
+    book, problems = load_rulebook(RULES, today=TODAY)
+    assert book is not None, [str(p) for p in problems]
+    b = Bundle(book, loaded_at=None)  # type: ignore[arg-type]
+    yield b
+    b.retire(None)
+
+
+def _typed(value, spec) -> bool:
+    if spec.type == "number":
+        return isinstance(value, float) and math.isfinite(value)
+    if spec.type == "int":
+        return isinstance(value, int) and not isinstance(value, bool)
+    if spec.type == "bool":
+        return isinstance(value, bool)
+    if spec.type == "enum":
+        return value in spec.values
+    return isinstance(value, str)
+
+
+def brief_strategy():
+    return st.builds(
+        Brief,
+        workload=st.sampled_from(("UNSPECIFIED", *WORKLOADS)),
+        model=st.builds(
+            Model,
+            params_billion=st.one_of(st.just(0.0), st.floats(0.1, 1000)),
+            precision=st.sampled_from(("UNSPECIFIED", *PRECISIONS)),
+            context_tokens=st.one_of(st.just(0), st.integers(128, 262144)),
+            layers=st.one_of(st.just(0), st.integers(1, 128)),
+            kv_heads=st.one_of(st.just(0), st.integers(1, 64)),
+            head_dim=st.one_of(st.just(0), st.sampled_from([64, 128, 256])),
+        ),
+        traffic=st.builds(
+            Traffic,
+            concurrent_sessions=st.integers(0, 512),
+            batch_size=st.integers(0, 256),
+            avg_input_tokens=st.integers(0, 32000),
+            p95_input_tokens=st.integers(0, 64000),
+            avg_output_tokens=st.integers(0, 4000),
+            requests_per_second=st.floats(0, 200),
+        ),
+        latency=st.builds(Latency, p95_ms=st.floats(0, 60000), ttft_ms=st.floats(0, 5000)),
+        run_cycle=st.sampled_from(("UNSPECIFIED", *RUN_CYCLES)),
+        boundary=st.sampled_from(("UNSPECIFIED", *BOUNDARIES)),
+        success_unit=st.sampled_from(("UNSPECIFIED", *SUCCESS_UNITS)),
+        training=st.builds(Training, tokens_billion=st.floats(0, 20000),
+                           target_days=st.one_of(st.just(0.0), st.floats(0.01, 365))),
+        economics=st.builds(
+            Economics,
+            hours_per_month=st.floats(0, 744),
+            horizon_months=st.floats(0, 120),
+            utilization=st.one_of(st.just(0.0), st.floats(0.01, 1)),  # validate.py rejects the rest
+            budget_usd_per_hour=st.one_of(st.just(0.0), st.floats(0.1, 5000)),
+            needs_hardware_control=st.sampled_from([None, True, False]),
+            demand=st.sampled_from(("UNSPECIFIED", *DEMANDS)),
+            has_platform_team=st.sampled_from([None, True, False]),
+            acceptance_rate=st.one_of(st.just(0.0), st.floats(0.001, 1)),
+        ),
+    )
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                  HealthCheck.function_scoped_fixture])
+@given(brief=brief_strategy())
+def test_every_fact_is_typed_as_the_schema_says(bundle, brief):
+    # The engine compares a string with a number as text: a mistyped fact would silently misfire.
+    a = bundle.book.assumptions
+    shape = shape_of(brief, a)
+    sizings = [size(g, brief, shape, a, (), TODAY) for g in bundle.catalog] if shape else []
+    base = F.brief_fact(brief, a.num("default_utilization"), shape, sizings, 0)
+    facts = [("brief", base)] + [("candidate", F.candidate_fact(base, s)) for s in sizings]
+    plan = F.plan_fact(base, sizings[0] if sizings else None, len(sizings), brief.economics.hours_per_month)
+    facts += [("plan", plan), ("outcome", F.outcome_fact(plan, "BUY"))]
+    for kind, fact in facts:
+        fields = F.SCHEMA[kind]
+        assert set(fact) - {"id"} == set(fields), kind
+        for name, spec in fields.items():
+            assert _typed(fact[name], spec), f"{kind}.{name} = {fact[name]!r} is not {spec.type}"
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                  HealthCheck.function_scoped_fixture])
+@given(brief=brief_strategy(), locale=st.sampled_from(["en", "zh-CN"]))
+def test_answers_keep_their_invariants(bundle, brief, locale):
+    advice = bundle.advise(AdviceRequest(brief=brief, locale=locale, include_trace=True, as_of=TODAY))
+    scores = [c.score for c in advice.candidates]
+    assert scores == sorted(scores, reverse=True)
+    safety = bundle.book.assumptions.num("safety_headroom")
+    for c in advice.candidates:
+        assert c.count >= 1 and c.cost.usd_per_hour > 0
+        assert c.reasons and all(r.rule_id for r in c.reasons)
+        assert c.memory.need_gb <= c.memory.capacity_gb * (1 - safety) + 1e-6
+        assert abs(sum(v for _, v in c.memory.breakdown) - c.memory.need_gb) < 0.05
+        for v in (c.cost.usd_per_unit, c.ownership.annual_power_usd, c.ownership.owned_usd_per_hour):
+            assert math.isfinite(v) and v >= 0
+    for x in advice.excluded:
+        assert x.reasons and all(r.rule_id for r in x.reasons)
+    assert not {c.gpu for c in advice.candidates} & {x.gpu for x in advice.excluded}
+    assert advice.route is not None and advice.route.rationale and advice.route.rationale[0].rule_id
+    assert advice.summary and "{" not in advice.summary
+    if brief.model.params_billion <= 0:
+        assert "model.params_billion" in [q.field for q in advice.questions]
+        assert not advice.candidates
+
+
+def req(**kw) -> AdviceRequest:
+    return AdviceRequest(brief=Brief(**kw), include_trace=True, as_of=TODAY)
+
+
+def test_seed_break_even_for_an_h100(bundle):
+    # Seed 000: H100 bought at ~$25,000 vs ~$3.15/h breaks even near 7,937 h; with power ($0.07/h), cooling
+    # ($0.02/h) and maintenance the hours grow a little.
+    advice = bundle.advise(AdviceRequest(
+        brief=Brief(workload="FULL_FINETUNE", model=Model(13, precision="BF16", context_tokens=4096),
+                    traffic=Traffic(batch_size=8),
+                    economics=Economics(hours_per_month=730, horizon_months=36, utilization=1.0, demand="STEADY",
+                                        needs_hardware_control=True, has_platform_team=True)),
+        max_candidates=20, as_of=TODAY))
+    h100 = next(c for c in advice.candidates if c.gpu == "h100-sxm")
+    assert 7937 < h100.ownership.break_even_hours < 8800
+    assert h100.ownership.break_even_months == pytest.approx(h100.ownership.break_even_hours / 730, rel=1e-3)
+    assert advice.route.kind == "BUY"
+
+
+def test_a_quote_replaces_the_catalog_price(bundle):
+    r = AdviceRequest(brief=Brief(workload="REALTIME_INFERENCE", model=Model(8, precision="BF16", context_tokens=8192),
+                                  traffic=Traffic(concurrent_sessions=8)),
+                      quotes=(Quote("h100-sxm", 1.10, "example-cloud", "2026-11-20"),), max_candidates=20,
+                      as_of=TODAY)
+    h100 = next(c for c in bundle.advise(r).candidates if c.gpu == "h100-sxm")
+    assert h100.cost.usd_per_hour == pytest.approx(1.10)
+    assert "example-cloud" in h100.cost.price_source
+
+
+def test_as_of_replays_an_older_price(bundle):
+    brief = Brief(workload="REALTIME_INFERENCE", model=Model(8, precision="BF16", context_tokens=8192),
+                  traffic=Traffic(concurrent_sessions=8))
+    old = bundle.advise(AdviceRequest(brief=brief, max_candidates=20, as_of=date(2025, 1, 15)))
+    new = bundle.advise(AdviceRequest(brief=brief, max_candidates=20, as_of=TODAY))
+    price = {a: next(c for c in x.candidates if c.gpu == "h100-sxm").cost.usd_per_hour
+             for a, x in (("old", old), ("new", new))}
+    assert price == {"old": pytest.approx(4.00), "new": pytest.approx(3.15)}
+
+
+def test_seventy_b_in_fp8_does_not_fit_one_h100(bundle):
+    advice = bundle.advise(req(workload="REALTIME_INFERENCE", model=Model(70, precision="FP8", context_tokens=8192),
+                               traffic=Traffic(concurrent_sessions=1)))
+    h100 = [c for c in advice.candidates if c.gpu == "h100-sxm"]
+    assert not h100 or h100[0].count >= 2
+
+
+def test_trace_names_rules_with_locations_and_failed_conditions(bundle):
+    advice = bundle.advise(req(workload="REALTIME_INFERENCE", model=Model(8, precision="BF16")))
+    fired = [t for t in advice.trace if t.fired]
+    assert fired and all(":" in t.location for t in fired)
+    not_fired = [t for t in advice.trace if not t.fired and t.rule_id == "routing.buy"]
+    assert not_fired and "actual" in not_fired[0].detail
+
+
+def test_chinese_summary(bundle):
+    advice = bundle.advise(AdviceRequest(brief=Brief(workload="ADAPTER_FINETUNE", model=Model(7, precision="BF16")),
+                                         locale="zh-CN", as_of=TODAY))
+    assert any("\u4e00" <= ch <= "\u9fff" for ch in advice.summary)
