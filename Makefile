@@ -43,7 +43,7 @@ rules-check: $(GEN)
 	$(PY) -m service.rules_cli check $(RULES)
 
 rules-test: $(GEN)
-	$(PY) -m service.rules_cli test $(RULES)
+	$(PY) -m service.rules_cli test $(RULES) --require-coverage
 
 clean:
 	rm -rf $(VENV) service/gen .pytest_cache .ruff_cache

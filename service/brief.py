@@ -130,4 +130,5 @@ class AdviceRequest:
     locale: str = "en"
     max_candidates: int = 0  # 0 = the rules' default
     include_trace: bool = False
+    trace_fired_only: bool = False  # rule tests need which rules fired, not why the others did not
     as_of: date | None = None  # replay prices valid on this date; None = today

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from pathlib import Path
@@ -208,8 +209,18 @@ def _steps(items: Any) -> tuple[Step, ...]:
     return tuple(out)
 
 
+def rule_files(root: Path) -> list[Path]:
+    """Every file of a rules folder, following symlinks (a Kubernetes ConfigMap mounts links through `..data`)
+    and skipping hidden entries (`..data`, `..2026_…` timestamp folders, editor swap files)."""
+    out = []
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=True):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        out += [Path(dirpath) / f for f in filenames if not f.startswith(".")]
+    return sorted(out)
+
+
 def content_hash(root: Path) -> tuple[str, list[Path]]:
-    files = sorted(p for p in root.rglob("*") if p.is_file() and not p.name.startswith("."))
+    files = rule_files(root)
     h = hashlib.sha256()
     for p in files:
         h.update(p.relative_to(root).as_posix().encode())

@@ -7,7 +7,7 @@ runs the same cases before it activates a reloaded version, so a version that br
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -107,7 +107,8 @@ def run_case(bundle: Bundle, case: dict[str, Any]) -> tuple[list[str], frozenset
     violations = validate(request, bundle.known_gpu_ids())
     if violations:
         return check(case["expect"], "INVALID_ARGUMENT", None, [v[0] for v in violations]), frozenset()
-    advice = bundle.advise(api.request_from_proto(request))
+    domain = api.request_from_proto(request)
+    advice = bundle.advise(replace(domain, trace_fired_only=True))
     response = api.response_to_dict(api.advice_to_proto(advice))
     fired = frozenset(t.get("rule_id") for t in response.get("trace", []) if t.get("fired"))
     return check(case["expect"], "OK", response), fired

@@ -80,6 +80,8 @@ class _Run:
             if self.req.include_trace:
                 won = {r.id for r in winners}
                 for r in rules:
+                    if self.req.trace_fired_only and r.id not in won:
+                        continue
                     if r.id in won:
                         detail = "fired"
                     elif r.id in matched.get(fid, set()):

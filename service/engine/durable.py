@@ -39,6 +39,14 @@ class EngineError(RuntimeError):
     pass
 
 
+_PLAIN = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.:$ ")
+
+
+def _string(s: str) -> str:
+    # Ids, enum names and keys are plain; only the rare string with quotes or non-ASCII needs json.dumps.
+    return f'"{s}"' if _PLAIN.issuperset(s) else json.dumps(s, ensure_ascii=False)
+
+
 def encode(value: Any) -> str:
     """JSON the engine's parser accepts: no exponents, no NaN/infinity, booleans and strings as usual."""
     if isinstance(value, bool):
@@ -48,12 +56,14 @@ def encode(value: Any) -> str:
     if isinstance(value, float):
         if not math.isfinite(value):
             raise EngineError(f"cannot give the engine a non-finite number: {value}")
-        text = format(Decimal(repr(value)), "f")  # shortest round-trip digits, written out without an exponent
+        text = repr(value)
+        if "e" in text or "E" in text:
+            text = format(Decimal(text), "f")  # shortest round-trip digits, written out without an exponent
         return text if "." in text else text + ".0"  # keep a decimal point: floats stay floats
     if isinstance(value, str):
-        return json.dumps(value, ensure_ascii=False)
+        return _string(value)
     if isinstance(value, dict):
-        return "{" + ",".join(f"{json.dumps(str(k))}:{encode(v)}" for k, v in value.items()) + "}"
+        return "{" + ",".join(f"{_string(str(k))}:{encode(v)}" for k, v in value.items()) + "}"
     if isinstance(value, list | tuple):
         return "[" + ",".join(encode(v) for v in value) + "]"
     raise EngineError(f"cannot give the engine a {type(value).__name__}")

@@ -6,6 +6,7 @@ ruamel.yaml's round-trip loader keeps the position of every mapping key and sequ
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -46,13 +47,33 @@ class RulesError(Exception):
         super().__init__("\n".join(str(p) for p in self.problems) or "rules error")
 
 
+_CACHE: dict[tuple[str, str], Doc] = {}
+_CACHE_LIMIT = 256
+
+
 def load_yaml(path: Path, shown_as: str) -> tuple[Doc | None, list[Problem]]:
-    yaml = YAML(typ="rt")
-    yaml.allow_duplicate_keys = False
+    """Parse one file. Parsed documents are cached by content (callers never mutate them), so a reload after a
+    one-file edit re-parses one file: the round-trip parser is pure Python and dominates reload time."""
     try:
-        text = path.read_text(encoding="utf-8")
+        raw = path.read_bytes()
+        text = raw.decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         return None, [Problem(shown_as, 1, 1, "", f"cannot read file: {exc}")]
+    key = (shown_as, hashlib.sha256(raw).hexdigest())
+    cached = _CACHE.get(key)
+    if cached is not None:
+        return cached, []
+    doc, problems = _parse(text, shown_as)
+    if doc is not None:
+        if len(_CACHE) >= _CACHE_LIMIT:
+            _CACHE.pop(next(iter(_CACHE)))
+        _CACHE[key] = doc
+    return doc, problems
+
+
+def _parse(text: str, shown_as: str) -> tuple[Doc | None, list[Problem]]:
+    yaml = YAML(typ="rt")
+    yaml.allow_duplicate_keys = False
     try:
         data = yaml.load(text)
     except MarkedYAMLError as exc:
