@@ -75,6 +75,11 @@ class Assumptions:
 
 
 def missing_keys(values: dict[str, Any]) -> list[str]:
-    need = [*REQUIRED_NUMBERS, "bytes_per_param", "architecture_bands", "recompute_full_finetune",
-            "recompute_adapter"]
+    need = [
+        *REQUIRED_NUMBERS,
+        "bytes_per_param",
+        "architecture_bands",
+        "recompute_full_finetune",
+        "recompute_adapter",
+    ]
     return [k for k in need if k not in values]

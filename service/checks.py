@@ -16,10 +16,23 @@ from .render.messages import placeholders
 
 # Message keys the code itself renders (not named by any rule file).
 CODE_MESSAGE_KEYS = (
-    "note.assumed_default", "note.kv_estimated", "price.from_quote", "price.from_catalog",
-    "interconnect.training", "interconnect.inference", "throughput.training", "throughput.inference",
-    "score.formula", "summary.title", "summary.provisional", "summary.top", "summary.top_no_unit",
-    "summary.alternative", "summary.none_fit", "summary.route", "summary.warnings_header",
+    "note.assumed_default",
+    "note.kv_estimated",
+    "price.from_quote",
+    "price.from_catalog",
+    "interconnect.training",
+    "interconnect.inference",
+    "throughput.training",
+    "throughput.inference",
+    "score.formula",
+    "summary.title",
+    "summary.provisional",
+    "summary.top",
+    "summary.top_no_unit",
+    "summary.alternative",
+    "summary.none_fit",
+    "summary.route",
+    "summary.warnings_header",
     "summary.questions_header",
     *(f"route.{k}" for k in ROUTE_KINDS),
     *(f"workload.{w}" for w in (*WORKLOADS, "UNSPECIFIED")),
@@ -27,9 +40,24 @@ CODE_MESSAGE_KEYS = (
 
 # Figures a candidate's messages may use besides the candidate fact's own fields.
 CANDIDATE_EXTRAS = (
-    "name", "usd_per_unit", "unit", "tokens_per_second", "step_ms", "est_ttft_ms", "train_hours", "train_days",
-    "capacity_gb", "per_replica", "replicas", "compute_count", "memory_count", "usd_per_tflop_hour",
-    "break_even_hours", "owned_usd_per_hour", "interconnect_gbs", "tflops",
+    "name",
+    "usd_per_unit",
+    "unit",
+    "tokens_per_second",
+    "step_ms",
+    "est_ttft_ms",
+    "train_hours",
+    "train_days",
+    "capacity_gb",
+    "per_replica",
+    "replicas",
+    "compute_count",
+    "memory_count",
+    "usd_per_tflop_hour",
+    "break_even_hours",
+    "owned_usd_per_hour",
+    "interconnect_gbs",
+    "tflops",
 )
 
 LOCALES = ("en", "zh-CN")
@@ -62,18 +90,34 @@ def message_problems(
         for locale in LOCALES:
             if locale in messages and key not in messages[locale]:
                 near = did_you_mean(key, messages[locale])
-                out.append(Problem(path, line, 1, rid, f"message key '{key}' is not defined for {locale}{near}"))
+                out.append(
+                    Problem(path, line, 1, rid, f"message key '{key}' is not defined for {locale}{near}")
+                )
         if rule is not None and key in messages.get("en", {}):
             allowed = set(schema[rule.fact]) | (set(CANDIDATE_EXTRAS) if rule.fact == "candidate" else set())
             for name in _safe_placeholders(messages["en"][key]):
                 if name not in allowed:
-                    out.append(Problem(path, line, 1, rid,
-                                       f"message '{key}' uses {{{name}}}, which a {rule.fact} fact does not have"))
+                    out.append(
+                        Problem(
+                            path,
+                            line,
+                            1,
+                            rid,
+                            f"message '{key}' uses {{{name}}}, which a {rule.fact} fact does not have",
+                        )
+                    )
     for key in CODE_MESSAGE_KEYS:
         for locale in LOCALES:
             if locale in messages and key not in messages[locale]:
-                out.append(Problem(f"messages/{locale}", 1, 1, "", f"message key '{key}' (used by the service) is "
-                                                                   f"not defined for {locale}"))
+                out.append(
+                    Problem(
+                        f"messages/{locale}",
+                        1,
+                        1,
+                        "",
+                        f"message key '{key}' (used by the service) is not defined for {locale}",
+                    )
+                )
     # translations must cover the same keys with the same placeholders
     en, zh = messages.get("en", {}), messages.get("zh-CN", {})
     for key in sorted(set(en) | set(zh)):
@@ -110,11 +154,21 @@ def logic_problems(rules: list[Rule], schema: FactSchema) -> list[Problem]:
         dead = [i for i, b in enumerate(r.branches) if not satisfiable(b, fields)]
         if len(dead) == len(r.branches):
             path, line = _where(r.location)
-            out.append(Problem(path, line, 1, r.id, "rule can never fire: its conditions contradict each other"))
+            out.append(
+                Problem(path, line, 1, r.id, "rule can never fire: its conditions contradict each other")
+            )
         elif dead:
             path, line = _where(r.location)
-            out.append(Problem(path, line, 1, r.id, f"alternative(s) {', '.join(str(i + 1) for i in dead)} of "
-                                                    "when_any can never hold", severity="warning"))
+            out.append(
+                Problem(
+                    path,
+                    line,
+                    1,
+                    r.id,
+                    f"alternative(s) {', '.join(str(i + 1) for i in dead)} of when_any can never hold",
+                    severity="warning",
+                )
+            )
     # Two rules that can match the same fact at the same priority and decide different things.
     deciding = [r for r in rules if any(a.kind in ("route", "metric") for a in r.actions)]
     for a, b in combinations(deciding, 2):
@@ -131,8 +185,16 @@ def logic_problems(rules: list[Rule], schema: FactSchema) -> list[Problem]:
                 # Blame the rule outside a first-hit table when there is one: that is usually the newcomer.
                 here, other = (a, b) if b.hit_policy == "first" and a.hit_policy != "first" else (b, a)
                 path, line = _where(here.location)
-                out.append(Problem(path, line, 1, here.id, f"overlaps with {other.id} ({other.location}) at "
-                                                           f"priority {a.priority} with a different {kind}"))
+                out.append(
+                    Problem(
+                        path,
+                        line,
+                        1,
+                        here.id,
+                        f"overlaps with {other.id} ({other.location}) at "
+                        f"priority {a.priority} with a different {kind}",
+                    )
+                )
     return out
 
 
@@ -152,8 +214,17 @@ def price_problems(catalog: tuple[Gpu, ...], today: date, max_age_days: int) -> 
                 out.append(Problem(ppath, pline, 1, g.id, f"as_of '{p.as_of}' is not a date (YYYY-MM-DD)"))
                 continue
             if age > max_age_days:
-                out.append(Problem(ppath, pline, 1, g.id, f"{p.kind} price is {age} days old (limit {max_age_days}):"
-                                                          " refresh it or pass a quote", "warning"))
+                out.append(
+                    Problem(
+                        ppath,
+                        pline,
+                        1,
+                        g.id,
+                        f"{p.kind} price is {age} days old (limit {max_age_days}):"
+                        " refresh it or pass a quote",
+                        "warning",
+                    )
+                )
             if age < 0:
                 out.append(Problem(ppath, pline, 1, g.id, f"as_of {p.as_of} is in the future"))
     return out

@@ -11,9 +11,26 @@ import re
 from typing import Any
 
 KEYS = (
-    "status", "violations_include", "top1_in", "not_top1", "top3_any", "not_candidates", "count", "not_single",
-    "memory_need_gb", "route_in", "route_not", "warnings_include", "warnings_exclude", "questions_include",
-    "questions_nonempty", "cost_per_hour", "break_even_hours", "summary_has_cjk", "fired", "not_fired",
+    "status",
+    "violations_include",
+    "top1_in",
+    "not_top1",
+    "top3_any",
+    "not_candidates",
+    "count",
+    "not_single",
+    "memory_need_gb",
+    "route_in",
+    "route_not",
+    "warnings_include",
+    "warnings_exclude",
+    "questions_include",
+    "questions_nonempty",
+    "cost_per_hour",
+    "break_even_hours",
+    "summary_has_cjk",
+    "fired",
+    "not_fired",
 )
 CJK = re.compile(r"[\u4e00-\u9fff]")
 
@@ -22,8 +39,9 @@ def _in(v: float, rng: list[float]) -> bool:
     return rng[0] <= v <= rng[1]
 
 
-def check(expect: dict[str, Any], status: str, response: dict[str, Any] | None,
-          violations: list[str] | None = None) -> list[str]:
+def check(
+    expect: dict[str, Any], status: str, response: dict[str, Any] | None, violations: list[str] | None = None
+) -> list[str]:
     """Every failed expectation, as a sentence; an empty list means the answer is right."""
     fails: list[str] = []
     unknown = set(expect) - set(KEYS)
@@ -83,8 +101,10 @@ def check(expect: dict[str, Any], status: str, response: dict[str, Any] | None,
             fails.append(f"question about {f} missing (got {fields})")
     if expect.get("questions_nonempty") and not fields:
         fails.append("no questions")
-    for key, attr in (("cost_per_hour", ("cost", "usd_per_hour")), ("break_even_hours", ("ownership",
-                                                                                         "break_even_hours"))):
+    for key, attr in (
+        ("cost_per_hour", ("cost", "usd_per_hour")),
+        ("break_even_hours", ("ownership", "break_even_hours")),
+    ):
         for gpu, rng in expect.get(key, {}).items():
             if gpu not in by_id:
                 fails.append(f"{gpu} is not a candidate ({key} expected in {rng})")

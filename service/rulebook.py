@@ -128,8 +128,15 @@ def schema_problems(doc: Doc, schema: dict[str, Any]) -> list[Problem]:
             for name in err.instance:
                 if name not in allowed and not isinstance(err.schema.get("additionalProperties"), dict):
                     line, col = pos(node, name)
-                    out.append(Problem(doc.path, line, col, rid,
-                                       f"{where}: unknown key '{name}'{did_you_mean(name, allowed)}"))
+                    out.append(
+                        Problem(
+                            doc.path,
+                            line,
+                            col,
+                            rid,
+                            f"{where}: unknown key '{name}'{did_you_mean(name, allowed)}",
+                        )
+                    )
             continue
         out.append(Problem(doc.path, line, col, rid, message))
     return out
@@ -166,8 +173,9 @@ def _gpus(doc: Doc, problems: list[Problem]) -> list[Gpu]:
             pl, pc = pos(g["prices"], j)
             missing = [k for k in ("kind", "as_of", "source") if not p.get(k)]
             if missing:  # the schema says so too; this keeps a folder without schemas honest
-                problems.append(Problem(doc.path, pl, pc, str(g.get("id", "")),
-                                        f"price row without {', '.join(missing)}"))
+                problems.append(
+                    Problem(doc.path, pl, pc, str(g.get("id", "")), f"price row without {', '.join(missing)}")
+                )
                 continue
             prices.append(
                 Price(
@@ -183,16 +191,28 @@ def _gpus(doc: Doc, problems: list[Problem]) -> list[Gpu]:
         ic = g.get("interconnect", {}) or {}
         out.append(
             Gpu(
-                id=str(g["id"]), name=str(g["name"]), vendor=str(g["vendor"]), gpu_class=str(g["class"]),
-                memory_gb=float(g["memory_gb"]), memory_type=str(g.get("memory_type", "")),
-                bandwidth_tbs=float(g["bandwidth_tbs"]), tflops_bf16=float(g["tflops_bf16"]),
-                tflops_fp8=float(g.get("tflops_fp8", 0) or 0), tflops_fp4=float(g.get("tflops_fp4", 0) or 0),
-                tdp_w=float(g["tdp_w"]), interconnect_kind=str(ic.get("kind", "none")),
-                interconnect_gbs=float(ic.get("gbs", 0) or 0), gpus_per_node=int(g.get("gpus_per_node", 8)),
-                nvlink_domain=int(g.get("nvlink_domain", 1)), mig=int(g.get("mig", 0) or 0),
-                matmul_efficiency=float(g.get("matmul_efficiency", 0.7)), software=str(g.get("software", "cuda")),
-                notes=str(g.get("notes", "")), spec_source=str(g.get("spec_source", "")),
-                spec_as_of=str(_jsonable(g.get("spec_as_of", ""))), prices=tuple(prices),
+                id=str(g["id"]),
+                name=str(g["name"]),
+                vendor=str(g["vendor"]),
+                gpu_class=str(g["class"]),
+                memory_gb=float(g["memory_gb"]),
+                memory_type=str(g.get("memory_type", "")),
+                bandwidth_tbs=float(g["bandwidth_tbs"]),
+                tflops_bf16=float(g["tflops_bf16"]),
+                tflops_fp8=float(g.get("tflops_fp8", 0) or 0),
+                tflops_fp4=float(g.get("tflops_fp4", 0) or 0),
+                tdp_w=float(g["tdp_w"]),
+                interconnect_kind=str(ic.get("kind", "none")),
+                interconnect_gbs=float(ic.get("gbs", 0) or 0),
+                gpus_per_node=int(g.get("gpus_per_node", 8)),
+                nvlink_domain=int(g.get("nvlink_domain", 1)),
+                mig=int(g.get("mig", 0) or 0),
+                matmul_efficiency=float(g.get("matmul_efficiency", 0.7)),
+                software=str(g.get("software", "cuda")),
+                notes=str(g.get("notes", "")),
+                spec_source=str(g.get("spec_source", "")),
+                spec_as_of=str(_jsonable(g.get("spec_as_of", ""))),
+                prices=tuple(prices),
                 location=f"{doc.path}:{line}",
             )
         )
@@ -245,8 +265,9 @@ def load_rulebook(
     digest, files = content_hash(root)
     schemas = _schemas(root)
     docs: list[Doc] = []
-    yaml_files = [p for p in files if p.suffix in (".yaml", ".yml")
-                  and p.relative_to(root).parts[0] not in SKIP_DIRS]
+    yaml_files = [
+        p for p in files if p.suffix in (".yaml", ".yml") and p.relative_to(root).parts[0] not in SKIP_DIRS
+    ]
     for p in yaml_files:
         shown = (Path(root.name) / p.relative_to(root)).as_posix()
         doc, errs = load_yaml(p, shown)
@@ -255,7 +276,9 @@ def load_rulebook(
             continue
         if not isinstance(doc.data, dict) or doc.data.get("kind") not in KINDS:
             kind = doc.data.get("kind") if isinstance(doc.data, dict) else None
-            problems.append(Problem(shown, 1, 1, "", f"'kind' must be one of {', '.join(KINDS)}; got {kind!r}"))
+            problems.append(
+                Problem(shown, 1, 1, "", f"'kind' must be one of {', '.join(KINDS)}; got {kind!r}")
+            )
             continue
         if doc.data["kind"] in schemas:
             problems += schema_problems(doc, schemas[doc.data["kind"]])
@@ -296,30 +319,38 @@ def load_rulebook(
         for k, v in table.items():
             line, _ = pos(table, k)
             if k in messages.get(loc, {}):
-                problems.append(Problem(d.path, line, 1, str(k), f"message defined twice (first at "
-                                                                 f"{locations[loc][k]})"))
+                problems.append(
+                    Problem(d.path, line, 1, str(k), f"message defined twice (first at {locations[loc][k]})")
+                )
             messages.setdefault(loc, {})[str(k)] = str(v)
             locations.setdefault(loc, {})[str(k)] = f"{d.path}:{line}"
 
     stages = tuple(
         Stage(str(s["id"]), str(s["name"]), _steps(s.get("steps")), _steps(s.get("record")))
-        for d in by_kind["benchmark_plan"] for s in d.data.get("stages", [])
+        for d in by_kind["benchmark_plan"]
+        for s in d.data.get("stages", [])
     )
     sections = tuple(
         Section(str(s["id"]), str(s["name"]), _steps(s.get("items")))
-        for d in by_kind["checklist"] for s in d.data.get("sections", [])
+        for d in by_kind["checklist"]
+        for s in d.data.get("sections", [])
     )
 
     rules, rule_problems = compile_docs(docs, SCHEMA, ROUTE_KINDS)
     problems += rule_problems
-    content_keys = [(st.name, "benchmark_plan") for st in stages] + [
-        (x.message, "benchmark_plan") for st in stages for x in (*st.steps, *st.record)
-    ] + [(sec.name, "checklist") for sec in sections] + [(x.message, "checklist") for sec in sections
-                                                         for x in sec.items]
-    problems += message_problems(rules, messages, locations,
-                                 [(k, f"{_content_file(by_kind, w)}:1") for k, w in content_keys], SCHEMA)
+    content_keys = (
+        [(st.name, "benchmark_plan") for st in stages]
+        + [(x.message, "benchmark_plan") for st in stages for x in (*st.steps, *st.record)]
+        + [(sec.name, "checklist") for sec in sections]
+        + [(x.message, "checklist") for sec in sections for x in sec.items]
+    )
+    problems += message_problems(
+        rules, messages, locations, [(k, f"{_content_file(by_kind, w)}:1") for k, w in content_keys], SCHEMA
+    )
     problems += logic_problems(rules, SCHEMA)
-    max_age = int(max_price_age_days if max_price_age_days is not None else values.get("max_price_age_days", 540))
+    max_age = int(
+        max_price_age_days if max_price_age_days is not None else values.get("max_price_age_days", 540)
+    )
     problems += price_problems(tuple(catalog), today or date.today(), max_age)
     if any(p.severity == "error" for p in problems):
         return None, problems

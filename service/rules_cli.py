@@ -1,8 +1,8 @@
 """`gpu-advisor-rules`: the rule authors' toolchain.
 
-  check DIR   every problem at once, as `path:line:col [rule-id] message`; exit 1 on any error or warning
-  test DIR    run DIR/tests/*.yaml in-process; coverage of rules no case fires; `--format json|junit`
-  facts       the facts (and their fields) rules can test
+check DIR   every problem at once, as `path:line:col [rule-id] message`; exit 1 on any error or warning
+test DIR    run DIR/tests/*.yaml in-process; coverage of rules no case fires; `--format json|junit`
+facts       the facts (and their fields) rules can test
 """
 
 from __future__ import annotations
@@ -23,15 +23,25 @@ def _check(args: argparse.Namespace) -> int:
     errors = [p for p in problems if p.severity == "error"]
     warnings = [p for p in problems if p.severity != "error"]
     if args.format == "json":
-        print(json.dumps({"ok": not errors and (args.allow_warnings or not warnings),
-                          "problems": [p.__dict__ for p in problems]}, indent=2))
+        print(
+            json.dumps(
+                {
+                    "ok": not errors and (args.allow_warnings or not warnings),
+                    "problems": [p.__dict__ for p in problems],
+                },
+                indent=2,
+            )
+        )
     else:
         for p in problems:
             print(p)
         if book is not None:
             counts = book.counts()
-            print(f"{args.dir}: {counts['rules']} rules, {counts['gpus']} GPUs, {counts['files']} files; "
-                  f"{len(errors)} errors, {len(warnings)} warnings", file=sys.stderr)
+            print(
+                f"{args.dir}: {counts['rules']} rules, {counts['gpus']} GPUs, {counts['files']} files; "
+                f"{len(errors)} errors, {len(warnings)} warnings",
+                file=sys.stderr,
+            )
         else:
             print(f"{args.dir}: {len(errors)} errors, {len(warnings)} warnings", file=sys.stderr)
     if errors or (warnings and not args.allow_warnings):
@@ -81,12 +91,18 @@ def _junit(report) -> str:  # noqa: ANN001 - ruletests.Report
     cases = []
     for r in report.results:
         body = "".join(f"<failure message={quoteattr(f)}/>" for f in r.failures)
-        cases.append(f"<testcase classname={quoteattr(r.location)} name={quoteattr(r.name)}>{body}</testcase>")
+        cases.append(
+            f"<testcase classname={quoteattr(r.location)} name={quoteattr(r.name)}>{body}</testcase>"
+        )
     for p in report.problems:
-        cases.append(f"<testcase classname=\"rules\" name={quoteattr(str(p))}><error message="
-                     f"{quoteattr(escape(str(p)))}/></testcase>")
-    return (f'<?xml version="1.0" encoding="utf-8"?>\n<testsuite name="rules" tests="{len(cases)}" '
-            f'failures="{report.failed}">' + "".join(cases) + "</testsuite>")
+        cases.append(
+            f'<testcase classname="rules" name={quoteattr(str(p))}><error message='
+            f"{quoteattr(escape(str(p)))}/></testcase>"
+        )
+    return (
+        f'<?xml version="1.0" encoding="utf-8"?>\n<testsuite name="rules" tests="{len(cases)}" '
+        f'failures="{report.failed}">' + "".join(cases) + "</testsuite>"
+    )
 
 
 def _facts(args: argparse.Namespace) -> int:
@@ -103,14 +119,19 @@ def _facts(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="gpu-advisor-rules", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="gpu-advisor-rules", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     c = sub.add_parser("check", help="validate a rules folder")
     c.add_argument("dir", nargs="?", default="rules")
     c.add_argument("--format", choices=("text", "json"), default="text")
-    c.add_argument("--max-price-age-days", type=int, default=None,
-                   help="prices older than this are reported (default: assumptions max_price_age_days)")
+    c.add_argument(
+        "--max-price-age-days",
+        type=int,
+        default=None,
+        help="prices older than this are reported (default: assumptions max_price_age_days)",
+    )
     c.add_argument("--today", help="judge price dates as of this day (YYYY-MM-DD)")
     c.add_argument("--allow-warnings", action="store_true", help="exit 0 when there are only warnings")
     c.set_defaults(func=_check)

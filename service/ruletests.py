@@ -70,7 +70,9 @@ class Report:
         }
 
 
-def load_cases(tests_dir: Path, shown_root: str) -> tuple[list[tuple[str, str, dict[str, Any]]], list[Problem]]:
+def load_cases(
+    tests_dir: Path, shown_root: str
+) -> tuple[list[tuple[str, str, dict[str, Any]]], list[Problem]]:
     cases: list[tuple[str, str, dict[str, Any]]] = []
     problems: list[Problem] = []
     for path in sorted(tests_dir.glob("*.yaml")):
@@ -80,8 +82,14 @@ def load_cases(tests_dir: Path, shown_root: str) -> tuple[list[tuple[str, str, d
         if doc is None:
             continue
         data = doc.data
-        if not isinstance(data, dict) or data.get("kind") != "rule_test" or not isinstance(data.get("cases"), list):
-            problems.append(Problem(shown, 1, 1, "", "a rule test file needs kind: rule_test and a list of cases"))
+        if (
+            not isinstance(data, dict)
+            or data.get("kind") != "rule_test"
+            or not isinstance(data.get("cases"), list)
+        ):
+            problems.append(
+                Problem(shown, 1, 1, "", "a rule test file needs kind: rule_test and a list of cases")
+            )
             continue
         for i, case in enumerate(data["cases"]):
             line, _ = pos(data["cases"], i)

@@ -172,14 +172,22 @@ class RuleStore:
                 current.retire(bundle)
             for hook in self.on_activate:
                 hook(bundle)
-            log.info("rules_activated", revision=book.revision, rules=len(book.program.rules),
-                     previous=current.revision if current else None)
+            log.info(
+                "rules_activated",
+                revision=book.revision,
+                rules=len(book.program.rules),
+                previous=current.revision if current else None,
+            )
             return ReloadResult(True, True, book.revision)
 
     def _fail(self, revision: str, problems: list[str]) -> ReloadResult:
         self._status.last_error = "\n".join(problems)
-        log.warning("rules_rejected", attempted_revision=revision or None, problems=problems[:20],
-                    serving=self._active.revision if self._active else None)
+        log.warning(
+            "rules_rejected",
+            attempted_revision=revision or None,
+            problems=problems[:20],
+            serving=self._active.revision if self._active else None,
+        )
         return ReloadResult(False, False, revision, tuple(problems))
 
     # -- watching --------------------------------------------------------------------------------------------

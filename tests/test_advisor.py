@@ -83,8 +83,11 @@ def brief_strategy():
         run_cycle=st.sampled_from(("UNSPECIFIED", *RUN_CYCLES)),
         boundary=st.sampled_from(("UNSPECIFIED", *BOUNDARIES)),
         success_unit=st.sampled_from(("UNSPECIFIED", *SUCCESS_UNITS)),
-        training=st.builds(Training, tokens_billion=st.floats(0, 20000),
-                           target_days=st.one_of(st.just(0.0), st.floats(0.01, 365))),
+        training=st.builds(
+            Training,
+            tokens_billion=st.floats(0, 20000),
+            target_days=st.one_of(st.just(0.0), st.floats(0.01, 365)),
+        ),
         economics=st.builds(
             Economics,
             hours_per_month=st.floats(0, 744),
@@ -99,8 +102,11 @@ def brief_strategy():
     )
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow,
-                                                                  HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=80,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 @given(brief=brief_strategy())
 def test_every_fact_is_typed_as_the_schema_says(bundle, brief):
     # The engine compares a string with a number as text: a mistyped fact would silently misfire.
@@ -118,8 +124,11 @@ def test_every_fact_is_typed_as_the_schema_says(bundle, brief):
             assert _typed(fact[name], spec), f"{kind}.{name} = {fact[name]!r} is not {spec.type}"
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow,
-                                                                  HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 @given(brief=brief_strategy(), locale=st.sampled_from(["en", "zh-CN"]))
 def test_answers_keep_their_invariants(bundle, brief, locale):
     advice = bundle.advise(AdviceRequest(brief=brief, locale=locale, include_trace=True, as_of=TODAY))
@@ -150,12 +159,25 @@ def req(**kw) -> AdviceRequest:
 def test_seed_break_even_for_an_h100(bundle):
     # Seed 000: H100 bought at ~$25,000 vs ~$3.15/h breaks even near 7,937 h; with power ($0.07/h), cooling
     # ($0.02/h) and maintenance the hours grow a little.
-    advice = bundle.advise(AdviceRequest(
-        brief=Brief(workload="FULL_FINETUNE", model=Model(13, precision="BF16", context_tokens=4096),
-                    traffic=Traffic(batch_size=8),
-                    economics=Economics(hours_per_month=730, horizon_months=36, utilization=1.0, demand="STEADY",
-                                        needs_hardware_control=True, has_platform_team=True)),
-        max_candidates=20, as_of=TODAY))
+    advice = bundle.advise(
+        AdviceRequest(
+            brief=Brief(
+                workload="FULL_FINETUNE",
+                model=Model(13, precision="BF16", context_tokens=4096),
+                traffic=Traffic(batch_size=8),
+                economics=Economics(
+                    hours_per_month=730,
+                    horizon_months=36,
+                    utilization=1.0,
+                    demand="STEADY",
+                    needs_hardware_control=True,
+                    has_platform_team=True,
+                ),
+            ),
+            max_candidates=20,
+            as_of=TODAY,
+        )
+    )
     h100 = next(c for c in advice.candidates if c.gpu == "h100-sxm")
     assert 7937 < h100.ownership.break_even_hours < 8800
     assert h100.ownership.break_even_months == pytest.approx(h100.ownership.break_even_hours / 730, rel=1e-3)
@@ -163,28 +185,44 @@ def test_seed_break_even_for_an_h100(bundle):
 
 
 def test_a_quote_replaces_the_catalog_price(bundle):
-    r = AdviceRequest(brief=Brief(workload="REALTIME_INFERENCE", model=Model(8, precision="BF16", context_tokens=8192),
-                                  traffic=Traffic(concurrent_sessions=8)),
-                      quotes=(Quote("h100-sxm", 1.10, "example-cloud", "2026-11-20"),), max_candidates=20,
-                      as_of=TODAY)
+    r = AdviceRequest(
+        brief=Brief(
+            workload="REALTIME_INFERENCE",
+            model=Model(8, precision="BF16", context_tokens=8192),
+            traffic=Traffic(concurrent_sessions=8),
+        ),
+        quotes=(Quote("h100-sxm", 1.10, "example-cloud", "2026-11-20"),),
+        max_candidates=20,
+        as_of=TODAY,
+    )
     h100 = next(c for c in bundle.advise(r).candidates if c.gpu == "h100-sxm")
     assert h100.cost.usd_per_hour == pytest.approx(1.10)
     assert "example-cloud" in h100.cost.price_source
 
 
 def test_as_of_replays_an_older_price(bundle):
-    brief = Brief(workload="REALTIME_INFERENCE", model=Model(8, precision="BF16", context_tokens=8192),
-                  traffic=Traffic(concurrent_sessions=8))
+    brief = Brief(
+        workload="REALTIME_INFERENCE",
+        model=Model(8, precision="BF16", context_tokens=8192),
+        traffic=Traffic(concurrent_sessions=8),
+    )
     old = bundle.advise(AdviceRequest(brief=brief, max_candidates=20, as_of=date(2025, 1, 15)))
     new = bundle.advise(AdviceRequest(brief=brief, max_candidates=20, as_of=TODAY))
-    price = {a: next(c for c in x.candidates if c.gpu == "h100-sxm").cost.usd_per_hour
-             for a, x in (("old", old), ("new", new))}
+    price = {
+        a: next(c for c in x.candidates if c.gpu == "h100-sxm").cost.usd_per_hour
+        for a, x in (("old", old), ("new", new))
+    }
     assert price == {"old": pytest.approx(4.00), "new": pytest.approx(3.15)}
 
 
 def test_seventy_b_in_fp8_does_not_fit_one_h100(bundle):
-    advice = bundle.advise(req(workload="REALTIME_INFERENCE", model=Model(70, precision="FP8", context_tokens=8192),
-                               traffic=Traffic(concurrent_sessions=1)))
+    advice = bundle.advise(
+        req(
+            workload="REALTIME_INFERENCE",
+            model=Model(70, precision="FP8", context_tokens=8192),
+            traffic=Traffic(concurrent_sessions=1),
+        )
+    )
     h100 = [c for c in advice.candidates if c.gpu == "h100-sxm"]
     assert not h100 or h100[0].count >= 2
 
@@ -198,6 +236,11 @@ def test_trace_names_rules_with_locations_and_failed_conditions(bundle):
 
 
 def test_chinese_summary(bundle):
-    advice = bundle.advise(AdviceRequest(brief=Brief(workload="ADAPTER_FINETUNE", model=Model(7, precision="BF16")),
-                                         locale="zh-CN", as_of=TODAY))
+    advice = bundle.advise(
+        AdviceRequest(
+            brief=Brief(workload="ADAPTER_FINETUNE", model=Model(7, precision="BF16")),
+            locale="zh-CN",
+            as_of=TODAY,
+        )
+    )
     assert any("\u4e00" <= ch <= "\u9fff" for ch in advice.summary)

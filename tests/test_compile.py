@@ -47,14 +47,20 @@ def test_shipped_rule_snapshots(path: Path):
     assert [str(p) for p in problems] == []
     if not rules:
         pytest.skip("data file, no rules")
-    check_golden(Path(__file__).parent / "golden" / f"{path.stem}.ir.json", {"rules": [r.to_dict() for r in rules]})
+    check_golden(
+        Path(__file__).parent / "golden" / f"{path.stem}.ir.json", {"rules": [r.to_dict() for r in rules]}
+    )
 
 
 def test_or_branches_and_operators_compile_as_documented():
     rules, _ = compile_file(FIXTURES / "rules_basic.yaml", "fixtures/rules_basic.yaml")
     first, second = rules
     assert [(c.field, c.op) for c in first.branches[0]] == [
-        ("workload", "eq"), ("gpu", "in"), ("headroom", "ge"), ("headroom", "lt")]
+        ("workload", "eq"),
+        ("gpu", "in"),
+        ("headroom", "ge"),
+        ("headroom", "lt"),
+    ]
     assert len(second.branches) == 2 and all(b[0].field == "is_training" for b in second.branches)
     assert first.location == "fixtures/rules_basic.yaml:4"
 

@@ -149,14 +149,24 @@ def test_ruleset_names_never_collide_across_versions():
 
 # Facts are typed by the schema (a field is always a number, always text or always a boolean), so the
 # property test draws conditions and facts per field type; mixing types is the hazard tested above.
-numeric = st.one_of(st.integers(-5, 5).map(float), st.floats(-100, 100, allow_nan=False), st.floats(1e-9, 1e-3))
+numeric = st.one_of(
+    st.integers(-5, 5).map(float), st.floats(-100, 100, allow_nan=False), st.floats(1e-9, 1e-3)
+)
 labels = st.sampled_from(["x", "y", "z"])
 conditions = st.one_of(
-    st.builds(Condition, st.sampled_from(["n1", "n2"]), st.sampled_from(["lt", "le", "gt", "ge", "eq", "ne"]),
-              numeric),
+    st.builds(
+        Condition,
+        st.sampled_from(["n1", "n2"]),
+        st.sampled_from(["lt", "le", "gt", "ge", "eq", "ne"]),
+        numeric,
+    ),
     st.builds(Condition, st.just("s"), st.sampled_from(["eq", "ne"]), labels),
-    st.builds(Condition, st.just("s"), st.sampled_from(["in", "not_in"]),
-              st.lists(labels, min_size=1, max_size=3, unique=True).map(tuple)),
+    st.builds(
+        Condition,
+        st.just("s"),
+        st.sampled_from(["in", "not_in"]),
+        st.lists(labels, min_size=1, max_size=3, unique=True).map(tuple),
+    ),
     st.builds(Condition, st.just("b"), st.sampled_from(["eq", "ne"]), st.booleans()),
 )
 facts = st.fixed_dictionaries({"n1": numeric, "n2": numeric, "s": labels, "b": st.booleans()})
@@ -164,8 +174,9 @@ facts = st.fixed_dictionaries({"n1": numeric, "n2": numeric, "s": labels, "b": s
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
-    rule_specs=st.lists(st.lists(st.lists(conditions, min_size=1, max_size=3), min_size=1, max_size=2),
-                        min_size=1, max_size=8),
+    rule_specs=st.lists(
+        st.lists(st.lists(conditions, min_size=1, max_size=3), min_size=1, max_size=2), min_size=1, max_size=8
+    ),
     fact_list=st.lists(facts, min_size=1, max_size=5),
 )
 def test_engine_agrees_with_the_reference_evaluator(rule_specs, fact_list):

@@ -40,8 +40,12 @@ def set_h100_rent(rules: Path, usd: float) -> None:
     text = f.read_text(encoding="utf-8")
     start = text.index("  - id: h100-sxm")
     end = text.index("  - id: ", start + 10)
-    block = re.sub(r"(kind: rent, usd_per_hour: )3\.15|(kind: rent, usd_per_hour: )[0-9.]+(?=, as_of: 2025-12-01)",
-                   lambda m: (m.group(1) or m.group(2)) + f"{usd}", text[start:end], count=1)
+    block = re.sub(
+        r"(kind: rent, usd_per_hour: )3\.15|(kind: rent, usd_per_hour: )[0-9.]+(?=, as_of: 2025-12-01)",
+        lambda m: (m.group(1) or m.group(2)) + f"{usd}",
+        text[start:end],
+        count=1,
+    )
     assert block != text[start:end], "price row not found"
     f.write_text(text[:start] + block + text[end:], encoding="utf-8")
 
@@ -69,7 +73,9 @@ def test_broken_edit_never_reaches_a_user(rules_copy, start_server):
     running = start_server(rules_copy, watch=True, poll_seconds=0.2)
     before = running.stub.GetRuleset(pb.GetRulesetRequest())
     f = rules_copy / "routing.yaml"
-    f.write_text(f.read_text(encoding="utf-8").replace("demand: VOLATILE", "demand: VOLATLE"), encoding="utf-8")
+    f.write_text(
+        f.read_text(encoding="utf-8").replace("demand: VOLATILE", "demand: VOLATLE"), encoding="utf-8"
+    )
     wait_for(lambda: running.stub.GetRuleset(pb.GetRulesetRequest()).last_error != "", timeout=3.0)
     info = running.stub.GetRuleset(pb.GetRulesetRequest())
     assert info.revision == before.revision, "the last good version must keep serving"
@@ -82,8 +88,9 @@ def test_a_failing_rule_test_blocks_activation(rules_copy, start_server):
     running = start_server(rules_copy, watch=False)
     before = running.store.status().revision
     f = rules_copy / "tests" / "routing.yaml"
-    f.write_text(f.read_text(encoding="utf-8").replace("route_in: [BUY]", "route_in: [MODEL_API]", 1),
-                 encoding="utf-8")
+    f.write_text(
+        f.read_text(encoding="utf-8").replace("route_in: [BUY]", "route_in: [MODEL_API]", 1), encoding="utf-8"
+    )
     info = running.stub.ReloadRules(pb.ReloadRulesRequest())
     assert not info.reloaded and info.revision == before and "rule test failed" in info.last_error
 

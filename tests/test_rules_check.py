@@ -66,16 +66,26 @@ def test_unknown_fact_with_did_you_mean(rules: Path):
     f = rules / "eligibility.yaml"
     edit(f, "when: {within_budget: false}", "when: {within_budjet: false}")
     line = line_of(f, "within_budjet")
-    assert_reported(problems(rules), f"rules/eligibility.yaml:{line}:", "[eligibility.over-budget]",
-                    "unknown candidate fact 'within_budjet'", "did you mean 'within_budget'")
+    assert_reported(
+        problems(rules),
+        f"rules/eligibility.yaml:{line}:",
+        "[eligibility.over-budget]",
+        "unknown candidate fact 'within_budjet'",
+        "did you mean 'within_budget'",
+    )
 
 
 def test_unknown_key_in_rule(rules: Path):
     f = rules / "mistakes.yaml"
-    edit(f, "    fact: brief\n    when: {success_unit: UNSPECIFIED}",
-         "    fact: brief\n    wen: {success_unit: UNSPECIFIED}")
+    edit(
+        f,
+        "    fact: brief\n    when: {success_unit: UNSPECIFIED}",
+        "    fact: brief\n    wen: {success_unit: UNSPECIFIED}",
+    )
     line = line_of(f, "wen:")
-    assert_reported(problems(rules), f"rules/mistakes.yaml:{line}:", "unknown key 'wen'", "did you mean 'when'")
+    assert_reported(
+        problems(rules), f"rules/mistakes.yaml:{line}:", "unknown key 'wen'", "did you mean 'when'"
+    )
 
 
 def test_wrong_type(rules: Path):
@@ -96,15 +106,21 @@ def test_duplicate_rule_id(rules: Path):
     f = rules / "eligibility.yaml"
     edit(f, "- id: eligibility.unpriced", "- id: eligibility.no-fit")
     line = line_of(f, "- id: eligibility.no-fit", 2)
-    assert_reported(problems(rules), f"rules/eligibility.yaml:{line}:", "[eligibility.no-fit]", "duplicate rule id")
+    assert_reported(
+        problems(rules), f"rules/eligibility.yaml:{line}:", "[eligibility.no-fit]", "duplicate rule id"
+    )
 
 
 def test_message_key_not_defined(rules: Path):
     f = rules / "eligibility.yaml"
     edit(f, "exclude: {message: eligibility.unpriced}", "exclude: {message: eligibility.unpriced_typo}")
     line = line_of(f, "- id: eligibility.unpriced")
-    assert_reported(problems(rules), f"rules/eligibility.yaml:{line}:", "'eligibility.unpriced_typo'",
-                    "not defined for en")
+    assert_reported(
+        problems(rules),
+        f"rules/eligibility.yaml:{line}:",
+        "'eligibility.unpriced_typo'",
+        "not defined for en",
+    )
 
 
 def test_missing_translation(rules: Path):
@@ -119,8 +135,11 @@ def test_missing_translation(rules: Path):
 
 def test_placeholder_the_fact_does_not_have(rules: Path):
     f = rules / "messages" / "en.yaml"
-    edit(f, 'route.default: "Rent on demand until usage is known."',
-         'route.default: "Rent on demand until usage is known ({gpu})."')
+    edit(
+        f,
+        'route.default: "Rent on demand until usage is known."',
+        'route.default: "Rent on demand until usage is known ({gpu})."',
+    )
     found = problems(rules)
     line = line_of(rules / "routing.yaml", "- id: routing.default")
     assert_reported(found, f"rules/routing.yaml:{line}:", "uses {gpu}", "plan fact")
@@ -142,8 +161,13 @@ def test_overlapping_routes_at_the_same_priority(rules: Path):
         "    then: {route: {kind: BUY, message: route.buy}}\n",
         encoding="utf-8",
     )
-    assert_reported(problems(rules), "rules/extra_routes.yaml:4:", "[extra.buy-everything]", "overlaps with",
-                    "different route")
+    assert_reported(
+        problems(rules),
+        "rules/extra_routes.yaml:4:",
+        "[extra.buy-everything]",
+        "overlaps with",
+        "different route",
+    )
 
 
 def test_price_without_as_of(rules: Path):

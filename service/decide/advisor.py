@@ -85,7 +85,9 @@ class _Run:
                     if r.id in won:
                         detail = "fired"
                     elif r.id in matched.get(fid, set()):
-                        detail = f"matched, but a higher-priority row of {r.group} took effect (hit policy first)"
+                        detail = (
+                            f"matched, but a higher-priority row of {r.group} took effect (hit policy first)"
+                        )
                     else:
                         detail = r.first_failure(fact)
                     self.trace.append(TraceEntry(r.id, r.location, fid, r.id in won, detail))
@@ -96,8 +98,12 @@ class _Run:
         for act in rule.actions:
             if act.kind == "warn":
                 self.warnings.append(
-                    Warning(act.get("code"), act.get("severity", "WARNING"), self.text(act.get("message"), fact),
-                            rule.id)
+                    Warning(
+                        act.get("code"),
+                        act.get("severity", "WARNING"),
+                        self.text(act.get("message"), fact),
+                        rule.id,
+                    )
                 )
             elif act.kind == "note" and fact["id"] in ("brief", "plan", "outcome"):
                 self.notes.append(Reason(rule.id, self.text(act.get("message"), fact)))
@@ -106,12 +112,24 @@ class _Run:
 def _params(s: Sizing, fact: dict[str, Any]) -> dict[str, Any]:
     p = dict(fact)
     p.update(
-        name=s.gpu.name, usd_per_unit=s.usd_per_unit, unit=s.unit, tokens_per_second=s.tokens_per_second,
-        step_ms=s.step_ms, est_ttft_ms=s.est_ttft_ms, train_hours=s.train_hours, train_days=s.train_hours / 24,
-        capacity_gb=s.capacity_gb, per_replica=s.per_replica, replicas=s.replicas,
-        compute_count=s.compute_count, memory_count=s.memory_count, usd_per_tflop_hour=s.usd_per_tflop_hour,
-        break_even_hours=s.break_even_hours, owned_usd_per_hour=s.owned_usd_per_hour,
-        interconnect_gbs=s.gpu.interconnect_gbs, tflops=s.tflops,
+        name=s.gpu.name,
+        usd_per_unit=s.usd_per_unit,
+        unit=s.unit,
+        tokens_per_second=s.tokens_per_second,
+        step_ms=s.step_ms,
+        est_ttft_ms=s.est_ttft_ms,
+        train_hours=s.train_hours,
+        train_days=s.train_hours / 24,
+        capacity_gb=s.capacity_gb,
+        per_replica=s.per_replica,
+        replicas=s.replicas,
+        compute_count=s.compute_count,
+        memory_count=s.memory_count,
+        usd_per_tflop_hour=s.usd_per_tflop_hour,
+        break_even_hours=s.break_even_hours,
+        owned_usd_per_hour=s.owned_usd_per_hour,
+        interconnect_gbs=s.gpu.interconnect_gbs,
+        tflops=s.tflops,
     )
     return p
 
@@ -139,9 +157,20 @@ def advise(book: Rulebook, engine: Evaluator, req: AdviceRequest, today: date | 
         for f in shape.defaults_used:
             run.notes.append(Reason("sizing.defaults", run.text("note.assumed_default", {"field": f})))
         if not shape.arch.exact:
-            run.notes.append(Reason("sizing.architecture", run.text("note.kv_estimated", {
-                "layers": shape.arch.layers, "kv_heads": shape.arch.kv_heads, "head_dim": shape.arch.head_dim,
-                "params_billion": shape.params_billion})))
+            run.notes.append(
+                Reason(
+                    "sizing.architecture",
+                    run.text(
+                        "note.kv_estimated",
+                        {
+                            "layers": shape.arch.layers,
+                            "kv_heads": shape.arch.kv_heads,
+                            "head_dim": shape.arch.head_dim,
+                            "params_billion": shape.params_billion,
+                        },
+                    ),
+                )
+            )
 
     # 2. candidate rules: eligibility, the workload matrix, scoring
     scored = [_Scored(s, F.candidate_fact(base, s)) for s in sizings]
@@ -209,15 +238,19 @@ def _rank(items: list[_Scored]) -> None:
     if not items:
         return
     if all(c.sizing.usd_per_unit > 0 for c in items):
+
         def basis(s: Sizing) -> float:
             return s.usd_per_unit
     elif all(c.sizing.tokens_per_second > 0 for c in items):
+
         def basis(s: Sizing) -> float:
             return s.usd_per_hour / (s.tokens_per_second * s.replicas * 3600) * 1e6
     else:
+
         def basis(s: Sizing) -> float:
             delivered = s.count * s.effective_tflops
             return s.usd_per_hour / delivered if delivered > 0 and s.usd_per_hour > 0 else math.inf
+
     for c in items:
         c.basis = basis(c.sizing)
     best = min(c.basis for c in items)
@@ -234,8 +267,12 @@ def _candidate(c: _Scored, run: _Run) -> Candidate:
     params = _params(s, c.fact)
     price_src = (
         run.text("price.from_quote", {"provider": s.quote.provider or "-", "as_of": s.quote.as_of or "-"})
-        if s.quote else (run.text("price.from_catalog", {"source": s.price.source, "as_of": s.price.as_of})
-                         if s.price else "")
+        if s.quote
+        else (
+            run.text("price.from_catalog", {"source": s.price.source, "as_of": s.price.as_of})
+            if s.price
+            else ""
+        )
     )
     interconnect = ""
     if s.count > 1:
@@ -252,14 +289,27 @@ def _candidate(c: _Scored, run: _Run) -> Candidate:
         name=s.gpu.name,
         count=s.count,
         score=c.score,
-        memory=MemoryFit(round(need, 2), round(s.capacity_gb, 2), round(s.headroom, 4),
-                         tuple((n, round(v, 2)) for n, v in (mem.components if mem else ()))),
-        cost=Cost(round(s.usd_per_hour, 4), round(s.usd_per_tflop_hour, 6), round(s.usd_per_unit, 6), s.unit,
-                  price_src, s.quote.as_of if s.quote else (s.price.as_of if s.price else "")),
-        ownership=Ownership(round(s.annual_power_usd, 2), round(s.owned_usd_per_hour, 4),
-                            round(s.break_even_hours, 1) if math.isfinite(s.break_even_hours) else -1.0,
-                            round(s.break_even_months, 2) if math.isfinite(s.break_even_months) else -1.0,
-                            round(s.purchase.usd * s.count, 2) if s.purchase else 0.0),
+        memory=MemoryFit(
+            round(need, 2),
+            round(s.capacity_gb, 2),
+            round(s.headroom, 4),
+            tuple((n, round(v, 2)) for n, v in (mem.components if mem else ())),
+        ),
+        cost=Cost(
+            round(s.usd_per_hour, 4),
+            round(s.usd_per_tflop_hour, 6),
+            round(s.usd_per_unit, 6),
+            s.unit,
+            price_src,
+            s.quote.as_of if s.quote else (s.price.as_of if s.price else ""),
+        ),
+        ownership=Ownership(
+            round(s.annual_power_usd, 2),
+            round(s.owned_usd_per_hour, 4),
+            round(s.break_even_hours, 1) if math.isfinite(s.break_even_hours) else -1.0,
+            round(s.break_even_months, 2) if math.isfinite(s.break_even_months) else -1.0,
+            round(s.purchase.usd * s.count, 2) if s.purchase else 0.0,
+        ),
         reasons=(Reason("rank.score", formula), *c.reasons),
         caveats=tuple(c.caveats),
         interconnect=interconnect,
@@ -293,7 +343,9 @@ def _benchmark(book: Rulebook, run: _Run, workload: str) -> tuple[BenchmarkStage
 
 def _checklist(book: Rulebook, run: _Run, workload: str) -> tuple[ChecklistSection, ...]:
     return tuple(
-        ChecklistSection(run.text(sec.name, {}),
-                         tuple(run.text(x.message, {}) for x in sec.items if _applies(x.workloads, workload)))
+        ChecklistSection(
+            run.text(sec.name, {}),
+            tuple(run.text(x.message, {}) for x in sec.items if _applies(x.workloads, workload)),
+        )
         for sec in book.checklist
     )

@@ -78,8 +78,9 @@ CANDIDATE_FIELDS: dict[str, FieldSpec] = {
     **BRIEF_FIELDS,
     "gpu": FieldSpec("string", "catalog id, e.g. h100-sxm"),
     "vendor": FieldSpec("enum", "GPU vendor", ("nvidia", "amd")),
-    "gpu_class": FieldSpec("enum", "datacenter, workstation or consumer part", ("datacenter", "workstation",
-                                                                               "consumer")),
+    "gpu_class": FieldSpec(
+        "enum", "datacenter, workstation or consumer part", ("datacenter", "workstation", "consumer")
+    ),
     "software": FieldSpec("enum", "software stack", ("cuda", "rocm")),
     "memory_gb": FieldSpec("number", "memory per GPU, GB"),
     "bandwidth_tbs": FieldSpec("number", "memory bandwidth per GPU, TB/s"),
@@ -122,7 +123,9 @@ PLAN_FIELDS: dict[str, FieldSpec] = {
     "top_break_even_months": FieldSpec("number", "first candidate's break-even months (-1 = never)"),
     "break_even_within_horizon": FieldSpec("bool", "buying pays back within horizon_months"),
     "monthly_usd": FieldSpec("number", "first candidate's rent for hours_per_month"),
-    "api_comparable": FieldSpec("bool", "a model API could do this work (inference-like, no hardware control)"),
+    "api_comparable": FieldSpec(
+        "bool", "a model API could do this work (inference-like, no hardware control)"
+    ),
 }
 
 OUTCOME_FIELDS: dict[str, FieldSpec] = {
@@ -146,8 +149,9 @@ def _tri(v: bool | None) -> str:
     return "UNKNOWN" if v is None else ("YES" if v else "NO")
 
 
-def brief_fact(brief: Brief, default_utilization: float, shape: Shape | None,
-               sizings: list[Sizing], quotes: int) -> dict[str, Any]:
+def brief_fact(
+    brief: Brief, default_utilization: float, shape: Shape | None, sizings: list[Sizing], quotes: int
+) -> dict[str, Any]:
     m, t, lat, tr, e = brief.model, brief.traffic, brief.latency, brief.training, brief.economics
     tools = [x.strip().lower() for x in brief.toolchain]
     fitting = [s for s in sizings if s.fits]
@@ -237,7 +241,9 @@ def candidate_fact(base: dict[str, Any], s: Sizing) -> dict[str, Any]:
     }
 
 
-def plan_fact(base: dict[str, Any], top: Sizing | None, candidates: int, hours_per_month: float) -> dict[str, Any]:
+def plan_fact(
+    base: dict[str, Any], top: Sizing | None, candidates: int, hours_per_month: float
+) -> dict[str, Any]:
     horizon = base["horizon_months"]
     be = _finite(top.break_even_months) if top and top.break_even_months else -1.0
     return {
@@ -255,8 +261,8 @@ def plan_fact(base: dict[str, Any], top: Sizing | None, candidates: int, hours_p
         "top_break_even_months": round(be, 2),
         "break_even_within_horizon": be >= 0 and horizon > 0 and be <= horizon,
         "monthly_usd": round(top.usd_per_hour * hours_per_month, 2) if top else 0.0,
-        "api_comparable": base["workload"] in ("BATCH_INFERENCE", "REALTIME_INFERENCE", "EMBEDDING",
-                                               "MEDIA_GENERATION", "EVALUATION")
+        "api_comparable": base["workload"]
+        in ("BATCH_INFERENCE", "REALTIME_INFERENCE", "EMBEDDING", "MEDIA_GENERATION", "EVALUATION")
         and base["hardware_control"] != "YES",
     }
 

@@ -101,7 +101,9 @@ def shape_of(brief: Brief, a: Assumptions) -> Shape | None:
     if precision == "UNSPECIFIED":
         precision = "BF16"
         defaults.append("model.precision")
-    arch = mem.resolve_architecture(m.params_billion, m.layers, m.kv_heads, m.head_dim, m.hidden_size, a.bands())
+    arch = mem.resolve_architecture(
+        m.params_billion, m.layers, m.kv_heads, m.head_dim, m.hidden_size, a.bands()
+    )
     context = m.context_tokens
     if context <= 0:
         context = int(a.num("default_context_tokens"))
@@ -109,8 +111,11 @@ def shape_of(brief: Brief, a: Assumptions) -> Shape | None:
     inp = t.avg_input_tokens or 0
     out = t.avg_output_tokens or 0
     if t.p95_input_tokens > 0:
-        size_tokens = min(context, t.p95_input_tokens + (out or 0)) if m.context_tokens > 0 else (
-            t.p95_input_tokens + out)
+        size_tokens = (
+            min(context, t.p95_input_tokens + (out or 0))
+            if m.context_tokens > 0
+            else (t.p95_input_tokens + out)
+        )
     else:
         size_tokens = context
     if inp <= 0:
@@ -126,7 +131,9 @@ def shape_of(brief: Brief, a: Assumptions) -> Shape | None:
         seqs = t.batch_size or t.concurrent_sessions
     if seqs <= 0:
         seqs = 1
-        defaults.append("traffic.concurrent_sessions" if brief.workload == "REALTIME_INFERENCE" else "traffic.batch_size")
+        defaults.append(
+            "traffic.concurrent_sessions" if brief.workload == "REALTIME_INFERENCE" else "traffic.batch_size"
+        )
     active = m.active_params_billion if 0 < m.active_params_billion <= m.params_billion else m.params_billion
     return Shape(
         params_billion=m.params_billion,
@@ -211,7 +218,9 @@ def size(
     s.headroom = 1.0 - need / s.capacity_gb if s.capacity_gb > 0 else 0.0
     s.nodes = max(1, math.ceil(s.count / max(1, gpu.gpus_per_node)))
     s.usd_per_hour = s.usd_per_gpu_hour * s.count
-    s.usd_per_tflop_hour = money.usd_per_tflop_hour(s.usd_per_gpu_hour, gpu.tflops_bf16) if gpu.tflops_bf16 else 0.0
+    s.usd_per_tflop_hour = (
+        money.usd_per_tflop_hour(s.usd_per_gpu_hour, gpu.tflops_bf16) if gpu.tflops_bf16 else 0.0
+    )
     _unit_cost(s, brief, shape, a)
     _ownership(s, brief, a)
     return s
@@ -224,8 +233,14 @@ def _size_full_training(s: Sizing, brief: Brief, shape: Shape, a: Assumptions) -
 
     def need(n: int) -> mem.MemoryBreakdown:
         return mem.full_training_memory(
-            shape.params_billion, shape.arch, shape.tokens_per_sequence, micro,
-            a.num("adam_state_bytes_per_param"), recompute, a.num("engine_overhead_gb"), gpus=n,
+            shape.params_billion,
+            shape.arch,
+            shape.tokens_per_sequence,
+            micro,
+            a.num("adam_state_bytes_per_param"),
+            recompute,
+            a.num("engine_overhead_gb"),
+            gpus=n,
         )
 
     usable = _usable(gpu, a)
@@ -286,13 +301,25 @@ def _size_adapter(s: Sizing, brief: Brief, shape: Shape, a: Assumptions) -> None
     gpu = s.gpu
     micro = max(1, brief.traffic.batch_size or 1)
     breakdown = mem.adapter_training_memory(
-        shape.params_billion, shape.bytes_per_param, shape.arch, shape.tokens_per_sequence, micro,
-        int(a.num("lora_rank")), int(a.num("lora_targets_per_layer")), a.text("recompute_adapter"),
+        shape.params_billion,
+        shape.bytes_per_param,
+        shape.arch,
+        shape.tokens_per_sequence,
+        micro,
+        int(a.num("lora_rank")),
+        int(a.num("lora_targets_per_layer")),
+        a.text("recompute_adapter"),
         a.num("engine_overhead_gb"),
     )
     usable = _usable(gpu, a)
-    n = next((k for k in _tp_sizes(gpu, a) if breakdown.total_gb + (k - 1) * a.num("engine_overhead_gb")
-              <= k * usable), 0)
+    n = next(
+        (
+            k
+            for k in _tp_sizes(gpu, a)
+            if breakdown.total_gb + (k - 1) * a.num("engine_overhead_gb") <= k * usable
+        ),
+        0,
+    )
     s.fits = n > 0
     n = n or _tp_sizes(gpu, a)[-1]
     s.memory_count = n
@@ -308,7 +335,9 @@ def _size_adapter(s: Sizing, brief: Brief, shape: Shape, a: Assumptions) -> None
         s.fits = False
     s.memory = _with_engine(breakdown, s.count, a)
     if brief.training.tokens_billion > 0:
-        s.train_hours = compute.training_seconds(flops, s.count, s.tflops, mfu * _par_eff(gpu, s.count, a)) / 3600
+        s.train_hours = (
+            compute.training_seconds(flops, s.count, s.tflops, mfu * _par_eff(gpu, s.count, a)) / 3600
+        )
     s.formulas.append(
         f"adapter training FLOPs = {a.num('adapter_flops_per_param_token'):g} x {shape.active_params_billion:g}e9"
         f" x {brief.training.tokens_billion:g}e9 tokens = {flops:.3g} (frozen base: no weight gradients,"
@@ -326,14 +355,22 @@ def _with_engine(b: mem.MemoryBreakdown, gpus: int, a: Assumptions) -> mem.Memor
 
 def _inference_need(gpu: Gpu, brief: Brief, shape: Shape, a: Assumptions, n: int) -> mem.MemoryBreakdown:
     if brief.workload == "MEDIA_GENERATION":
-        return mem.MemoryBreakdown((
-            ("weights", mem.weights_gb(shape.params_billion, shape.bytes_per_param)),
-            ("activations", a.num("media_activation_peak_gb") * max(1, brief.traffic.batch_size or 1)),
-            ("engine", a.num("engine_overhead_gb") * n),
-        ))
+        return mem.MemoryBreakdown(
+            (
+                ("weights", mem.weights_gb(shape.params_billion, shape.bytes_per_param)),
+                ("activations", a.num("media_activation_peak_gb") * max(1, brief.traffic.batch_size or 1)),
+                ("engine", a.num("engine_overhead_gb") * n),
+            )
+        )
     return mem.inference_memory(
-        shape.params_billion, shape.bytes_per_param, shape.arch, shape.tokens_per_sequence, shape.sequences,
-        a.num("kv_cache_bytes"), a.num("inference_activation_peak_gb"), a.num("engine_overhead_gb"),
+        shape.params_billion,
+        shape.bytes_per_param,
+        shape.arch,
+        shape.tokens_per_sequence,
+        shape.sequences,
+        a.num("kv_cache_bytes"),
+        a.num("inference_activation_peak_gb"),
+        a.num("engine_overhead_gb"),
         tensor_parallel=n,
     )
 
@@ -382,16 +419,23 @@ def _speed(s: Sizing, brief: Brief, shape: Shape, a: Assumptions, n: int) -> Non
     """Decode is memory-bound (bytes read per step / bandwidth), prefill compute-bound (2·N per token)."""
     gpu = s.gpu
     weights = mem.weights_gb(shape.params_billion, shape.bytes_per_param)
-    kv_read = mem.kv_cache_gb(shape.arch, shape.avg_tokens_per_sequence, shape.sequences, a.num("kv_cache_bytes"))
+    kv_read = mem.kv_cache_gb(
+        shape.arch, shape.avg_tokens_per_sequence, shape.sequences, a.num("kv_cache_bytes")
+    )
     eff = _par_eff(gpu, n, a)
     # Compute-bound work (prefill, embeddings, diffusion steps) keeps a big GPU busy only with enough tokens
     # per step; the same saturation model as training applies.
-    busy = saturation(s.tflops, shape.sequences * shape.tokens_per_sequence, shape.arch.hidden_size,
-                      a.num("kernel_saturation_ms"))
+    busy = saturation(
+        s.tflops,
+        shape.sequences * shape.tokens_per_sequence,
+        shape.arch.hidden_size,
+        a.num("kernel_saturation_ms"),
+    )
     s.effective_tflops = s.tflops * a.num("mfu_prefill") * busy
     if brief.workload in ("EMBEDDING", "MEDIA_GENERATION"):
-        tps = compute.compute_bound_tokens_per_second(shape.active_params_billion, s.tflops * n,
-                                                      a.num("mfu_prefill") * busy)
+        tps = compute.compute_bound_tokens_per_second(
+            shape.active_params_billion, s.tflops * n, a.num("mfu_prefill") * busy
+        )
         s.tokens_per_second = tps * eff
         s.step_ms = 0.0
         s.est_ttft_ms = s.est_latency_ms = 0.0
@@ -399,13 +443,20 @@ def _speed(s: Sizing, brief: Brief, shape: Shape, a: Assumptions, n: int) -> Non
     step = compute.decode_step_seconds(weights, kv_read, gpu.bandwidth_tbs * n, _mbu(gpu, a), eff)
     # Reading weights once serves every sequence in the batch; compute caps it when the batch is very large.
     decode_tps = compute.decode_tokens_per_second(shape.sequences, step)
-    cap = compute.compute_bound_tokens_per_second(shape.active_params_billion, s.tflops * n, a.num("mfu_prefill"))
+    cap = compute.compute_bound_tokens_per_second(
+        shape.active_params_billion, s.tflops * n, a.num("mfu_prefill")
+    )
     s.tokens_per_second = min(decode_tps, cap * eff)
     s.step_ms = step * 1000
-    s.est_ttft_ms = compute.prefill_seconds(
-        shape.active_params_billion, brief.traffic.p95_input_tokens or shape.input_tokens, s.tflops * n * eff,
-        a.num("mfu_prefill"),
-    ) * 1000
+    s.est_ttft_ms = (
+        compute.prefill_seconds(
+            shape.active_params_billion,
+            brief.traffic.p95_input_tokens or shape.input_tokens,
+            s.tflops * n * eff,
+            a.num("mfu_prefill"),
+        )
+        * 1000
+    )
     s.est_latency_ms = s.est_ttft_ms + shape.output_tokens * s.step_ms
 
 

@@ -62,10 +62,16 @@ class _Range:
         if self.lo > self.hi or (self.lo == self.hi and (self.lo_open or self.hi_open)):
             return False
         if integer:
-            first = self.lo if math.isinf(self.lo) else (math.floor(self.lo) + 1 if self.lo_open or
-                                                          self.lo != math.floor(self.lo) else self.lo)
-            last = self.hi if math.isinf(self.hi) else (math.ceil(self.hi) - 1 if self.hi_open or
-                                                         self.hi != math.ceil(self.hi) else self.hi)
+            first = (
+                self.lo
+                if math.isinf(self.lo)
+                else (math.floor(self.lo) + 1 if self.lo_open or self.lo != math.floor(self.lo) else self.lo)
+            )
+            last = (
+                self.hi
+                if math.isinf(self.hi)
+                else (math.ceil(self.hi) - 1 if self.hi_open or self.hi != math.ceil(self.hi) else self.hi)
+            )
             if first > last:
                 return False
             if math.isinf(first) or math.isinf(last) or last - first >= len(self.not_equal):

@@ -18,12 +18,13 @@ Hazards designed around (each has a test in tests/test_durable_hazards.py):
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import math
 import threading
-from decimal import Decimal
 from collections.abc import Sequence
+from decimal import Decimal
 from typing import Any
 
 import durable_rules_engine as _dre
@@ -118,7 +119,9 @@ class DurableEngine:
         by_fact: dict[str, list[tuple[str, dict[str, Any]]]] = {}
         for rule in rules:
             for branch in rule.branches:
-                by_fact.setdefault(rule.fact, []).append((rule.id, {"all": [{"m": _pattern(rule.fact, branch)}]}))
+                by_fact.setdefault(rule.fact, []).append(
+                    (rule.id, {"all": [{"m": _pattern(rule.fact, branch)}]})
+                )
         try:
             for fact, entries in by_fact.items():
                 shards = []
@@ -151,7 +154,9 @@ class DurableEngine:
                 self._run(shard, fact_type, facts, matched)
         return matched
 
-    def _run(self, shard: _Shard, fact_type: str, facts: Sequence[dict[str, Any]], out: dict[str, set[str]]) -> None:
+    def _run(
+        self, shard: _Shard, fact_type: str, facts: Sequence[dict[str, Any]], out: dict[str, set[str]]
+    ) -> None:
         sid = str(next(self._sids))
         batch = [{**f, "t": fact_type, "sid": sid, "id": str(f["id"])} for f in facts]
         batch.append({"t": _SENTINEL, "sid": sid, "id": _SENTINEL})
@@ -169,10 +174,8 @@ class DurableEngine:
         except _dre.error as exc:
             raise EngineError(f"durable_rules failed in {shard.name}: {exc}") from exc
         finally:
-            try:
+            with contextlib.suppress(_dre.error):  # a session that never started has nothing to delete
                 _dre.delete_state(shard.handle, sid)
-            except _dre.error:
-                pass
 
     def close(self) -> None:
         with self._lock:

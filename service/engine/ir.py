@@ -11,7 +11,16 @@ from dataclasses import dataclass
 from typing import Any
 
 OPS = ("eq", "ne", "lt", "le", "gt", "ge", "in", "not_in")
-OP_SYMBOL = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">=", "in": "in", "not_in": "not in"}
+OP_SYMBOL = {
+    "eq": "==",
+    "ne": "!=",
+    "lt": "<",
+    "le": "<=",
+    "gt": ">",
+    "ge": ">=",
+    "in": "in",
+    "not_in": "not in",
+}
 
 Scalar = str | int | float | bool
 
@@ -85,7 +94,9 @@ class Rule:
     id: str
     fact: str  # brief | candidate | plan | outcome
     group: str  # the file or decision table the rule belongs to
-    hit_policy: str  # collect: every matching rule applies; first: per fact, only the best matching rule applies
+    hit_policy: (
+        str  # collect: every matching rule applies; first: per fact, only the best matching rule applies
+    )
     priority: int  # higher wins under hit policy "first"; ties go to the earlier rule
     order: int  # position within its group
     branches: tuple[tuple[Condition, ...], ...]  # OR of ANDs; one branch is the common case
@@ -118,7 +129,11 @@ class Rule:
             "location": self.location,
             "branches": [
                 [
-                    {"field": c.field, "op": c.op, "value": list(c.value) if isinstance(c.value, tuple) else c.value}
+                    {
+                        "field": c.field,
+                        "op": c.op,
+                        "value": list(c.value) if isinstance(c.value, tuple) else c.value,
+                    }
                     for c in branch
                 ]
                 for branch in self.branches

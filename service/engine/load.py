@@ -47,27 +47,24 @@ class RulesError(Exception):
         super().__init__("\n".join(str(p) for p in self.problems) or "rules error")
 
 
-_CACHE: dict[tuple[str, str], Doc] = {}
-_CACHE_LIMIT = 256
+_CACHE: dict[str, tuple[str, Doc]] = {}  # shown path → (content digest, parsed document): latest only
 
 
 def load_yaml(path: Path, shown_as: str) -> tuple[Doc | None, list[Problem]]:
-    """Parse one file. Parsed documents are cached by content (callers never mutate them), so a reload after a
-    one-file edit re-parses one file: the round-trip parser is pure Python and dominates reload time."""
+    """Parse one file. The latest parse of each path is kept by content digest (callers never mutate it), so a
+    reload after a one-file edit re-parses one file: the round-trip parser is pure Python and dominates."""
     try:
         raw = path.read_bytes()
         text = raw.decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         return None, [Problem(shown_as, 1, 1, "", f"cannot read file: {exc}")]
-    key = (shown_as, hashlib.sha256(raw).hexdigest())
-    cached = _CACHE.get(key)
-    if cached is not None:
-        return cached, []
+    digest = hashlib.sha256(raw).hexdigest()
+    cached = _CACHE.get(shown_as)
+    if cached is not None and cached[0] == digest:
+        return cached[1], []
     doc, problems = _parse(text, shown_as)
     if doc is not None:
-        if len(_CACHE) >= _CACHE_LIMIT:
-            _CACHE.pop(next(iter(_CACHE)))
-        _CACHE[key] = doc
+        _CACHE[shown_as] = (digest, doc)
     return doc, problems
 
 

@@ -113,7 +113,9 @@ class _Compiler:
                 out.append(Condition(str(field), op, tuple(values)))
             else:
                 if op in ("lt", "le", "gt", "ge") and spec.type not in ("number", "int"):
-                    self.problem(doc, holder, where, rid, f"'{op}' needs a numeric field; '{field}' is {spec.type}")
+                    self.problem(
+                        doc, holder, where, rid, f"'{op}' needs a numeric field; '{field}' is {spec.type}"
+                    )
                     continue
                 v = self.typed(doc, holder, where, spec, field, value, rid)
                 if v is not _BAD:
@@ -132,9 +134,13 @@ class _Compiler:
             ok = isinstance(v, str) and v in spec.values
             if isinstance(v, str) and not ok:
                 self.problem(
-                    doc, holder, key, rid,
+                    doc,
+                    holder,
+                    key,
+                    rid,
                     f"'{v}' is not a value of '{field}'{did_you_mean(v, spec.values)}; "
-                    f"allowed: {', '.join(spec.values)}", value=True,
+                    f"allowed: {', '.join(spec.values)}",
+                    value=True,
                 )
                 return _BAD
         else:
@@ -157,7 +163,11 @@ class _Compiler:
                 continue
             if fact not in spec.facts:
                 self.problem(
-                    doc, node, kind, rid, f"action '{kind}' applies to {'/'.join(spec.facts)} facts, not {fact}"
+                    doc,
+                    node,
+                    kind,
+                    rid,
+                    f"action '{kind}' applies to {'/'.join(spec.facts)} facts, not {fact}",
                 )
                 continue
             if not isinstance(args, dict):
@@ -172,7 +182,9 @@ class _Compiler:
             for name, value in args.items():
                 want = allowed.get(str(name))
                 if want is None:
-                    self.problem(doc, args, name, rid, f"unknown argument '{name}'{did_you_mean(name, allowed)}")
+                    self.problem(
+                        doc, args, name, rid, f"unknown argument '{name}'{did_you_mean(name, allowed)}"
+                    )
                     good = False
                 elif not self.arg_ok(want, value):
                     self.problem(doc, args, name, rid, f"'{name}' must be {self.arg_doc(want)}", value=True)
@@ -203,7 +215,10 @@ class _Compiler:
         if fact not in self.schema:
             where = "fact" if isinstance(node, dict) and "fact" in node else None
             self.problem(
-                doc, node, where, rid,
+                doc,
+                node,
+                where,
+                rid,
                 f"'fact' must be one of {', '.join(self.schema)}; got {fact!r}{did_you_mean(fact, self.schema)}",
             )
             return None
@@ -219,7 +234,9 @@ class _Compiler:
     def rule_file(self, doc: Doc, group: str) -> None:
         items = doc.data.get("rules")
         if not isinstance(items, list):
-            self.problem(doc, doc.data, "rules" if "rules" in doc.data else None, "", "'rules' must be a list")
+            self.problem(
+                doc, doc.data, "rules" if "rules" in doc.data else None, "", "'rules' must be a list"
+            )
             return
         for order, item in enumerate(items):
             if not isinstance(item, dict):
@@ -242,9 +259,16 @@ class _Compiler:
             line, _ = pos(items, order)
             self.rules.append(
                 Rule(
-                    id=rid, fact=fact, group=group, hit_policy="collect",
-                    priority=self.priority_of(doc, item, rid), order=order, branches=branches, actions=actions,
-                    location=f"{doc.path}:{line}", description=str(item.get("description", "")),
+                    id=rid,
+                    fact=fact,
+                    group=group,
+                    hit_policy="collect",
+                    priority=self.priority_of(doc, item, rid),
+                    order=order,
+                    branches=branches,
+                    actions=actions,
+                    location=f"{doc.path}:{line}",
+                    description=str(item.get("description", "")),
                 )
             )
 
@@ -255,7 +279,9 @@ class _Compiler:
         if alternatives is None:
             branches: tuple[tuple[Condition, ...], ...] = (common,)
         elif not isinstance(alternatives, list) or not alternatives:
-            self.problem(doc, item, "when_any", rid, "'when_any' must be a non-empty list of condition mappings")
+            self.problem(
+                doc, item, "when_any", rid, "'when_any' must be a non-empty list of condition mappings"
+            )
             return None
         else:
             branches = tuple(common + self.conditions(doc, fact, alt, rid) for alt in alternatives)
@@ -278,8 +304,13 @@ class _Compiler:
         fact = self.fact_of(doc, data, tid)
         policy = data.get("hit_policy")
         if policy not in HIT_POLICIES:
-            self.problem(doc, data, "hit_policy" if "hit_policy" in data else None, tid,
-                         f"'hit_policy' must be one of {', '.join(HIT_POLICIES)}")
+            self.problem(
+                doc,
+                data,
+                "hit_policy" if "hit_policy" in data else None,
+                tid,
+                f"'hit_policy' must be one of {', '.join(HIT_POLICIES)}",
+            )
             return
         columns = data.get("columns", [])
         if not isinstance(columns, list):
@@ -290,10 +321,17 @@ class _Compiler:
             return
         for col in columns:
             if str(col) not in self.schema[fact]:
-                self.problem(doc, columns, columns.index(col), tid,
-                             f"unknown {fact} fact '{col}'{did_you_mean(col, self.schema[fact])}")
+                self.problem(
+                    doc,
+                    columns,
+                    columns.index(col),
+                    tid,
+                    f"unknown {fact} fact '{col}'{did_you_mean(col, self.schema[fact])}",
+                )
         if not isinstance(rows, list) or not rows:
-            self.problem(doc, data, "rows" if "rows" in data else None, tid, "'rows' must be a non-empty list")
+            self.problem(
+                doc, data, "rows" if "rows" in data else None, tid, "'rows' must be a non-empty list"
+            )
             return
         table_priority = self.priority_of(doc, data, tid)
         for order, row in enumerate(rows):
@@ -305,8 +343,13 @@ class _Compiler:
             if columns:
                 for key in tests:
                     if key not in columns:
-                        self.problem(doc, row, key, rid,
-                                     f"'{key}' is not a column of table {tid}{did_you_mean(key, columns)}")
+                        self.problem(
+                            doc,
+                            row,
+                            key,
+                            rid,
+                            f"'{key}' is not a column of table {tid}{did_you_mean(key, columns)}",
+                        )
             before = len(self.problems)
             conds = self.conditions(doc, fact, _Sub(row, tests), rid) if tests else ()
             actions = self.actions(doc, fact, row.get("then"), rid)
@@ -315,9 +358,16 @@ class _Compiler:
             line, _ = pos(rows, order)
             self.rules.append(
                 Rule(
-                    id=rid, fact=fact, group=tid, hit_policy=str(policy),
-                    priority=self.priority_of(doc, row, rid, table_priority), order=order, branches=(conds,),
-                    actions=actions, location=f"{doc.path}:{line}", description=str(row.get("description", "")),
+                    id=rid,
+                    fact=fact,
+                    group=tid,
+                    hit_policy=str(policy),
+                    priority=self.priority_of(doc, row, rid, table_priority),
+                    order=order,
+                    branches=(conds,),
+                    actions=actions,
+                    location=f"{doc.path}:{line}",
+                    description=str(row.get("description", "")),
                 )
             )
 
@@ -351,7 +401,13 @@ def compile_docs(
         if rule.id in seen:
             path, line = rule.location.rsplit(":", 1)
             c.problems.append(
-                Problem(path, int(line), 1, rule.id, f"duplicate rule id; first defined at {seen[rule.id].location}")
+                Problem(
+                    path,
+                    int(line),
+                    1,
+                    rule.id,
+                    f"duplicate rule id; first defined at {seen[rule.id].location}",
+                )
             )
         else:
             seen[rule.id] = rule

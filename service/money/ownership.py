@@ -48,7 +48,8 @@ def owned_usd_per_hour(
     _fraction("utilization", utilization)
     if years <= 0:
         raise ValueError("years must be positive")
-    return (purchase_usd + years * annual_fixed_usd) / (years * HOURS_PER_YEAR * utilization) + running_usd_per_busy_hour
+    fixed = (purchase_usd + years * annual_fixed_usd) / (years * HOURS_PER_YEAR * utilization)
+    return fixed + running_usd_per_busy_hour
 
 
 def break_even_hours(purchase_usd: float, rent_usd_per_hour: float, running_usd_per_busy_hour: float) -> float:

@@ -25,17 +25,39 @@ def render_summary(advice: Advice, msgs: Messages, locale: str, brief: dict[str,
         lines.append(t("summary.provisional"))
     if advice.candidates:
         c = advice.candidates[0]
-        lines.append(t(
-            "summary.top", count=c.count, name=c.name, usd_per_hour=c.cost.usd_per_hour,
-            usd_per_unit=c.cost.usd_per_unit, unit=c.cost.unit, need_gb=c.memory.need_gb,
-            capacity_gb=c.memory.capacity_gb, headroom=c.memory.headroom,
-        ) if c.cost.usd_per_unit > 0 else t(
-            "summary.top_no_unit", count=c.count, name=c.name, usd_per_hour=c.cost.usd_per_hour,
-            need_gb=c.memory.need_gb, capacity_gb=c.memory.capacity_gb, headroom=c.memory.headroom,
-        ))
+        lines.append(
+            t(
+                "summary.top",
+                count=c.count,
+                name=c.name,
+                usd_per_hour=c.cost.usd_per_hour,
+                usd_per_unit=c.cost.usd_per_unit,
+                unit=c.cost.unit,
+                need_gb=c.memory.need_gb,
+                capacity_gb=c.memory.capacity_gb,
+                headroom=c.memory.headroom,
+            )
+            if c.cost.usd_per_unit > 0
+            else t(
+                "summary.top_no_unit",
+                count=c.count,
+                name=c.name,
+                usd_per_hour=c.cost.usd_per_hour,
+                need_gb=c.memory.need_gb,
+                capacity_gb=c.memory.capacity_gb,
+                headroom=c.memory.headroom,
+            )
+        )
         for alt in advice.candidates[1 : 1 + MAX_ALTERNATIVES]:
-            lines.append(t("summary.alternative", count=alt.count, name=alt.name,
-                           usd_per_hour=alt.cost.usd_per_hour, score=alt.score))
+            lines.append(
+                t(
+                    "summary.alternative",
+                    count=alt.count,
+                    name=alt.name,
+                    usd_per_hour=alt.cost.usd_per_hour,
+                    score=alt.score,
+                )
+            )
     elif sized:
         lines.append(t("summary.none_fit"))
     for note in advice.notes:

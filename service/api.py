@@ -1,0 +1,245 @@
+"""proto ⇄ domain, and nothing else. The only module that imports generated code.
+
+Enum numbers become the domain's prefix-less names (WORKLOAD_TYPE_REALTIME_INFERENCE → "REALTIME_INFERENCE",
+0 → "UNSPECIFIED") and back; optional bools keep "not given" apart from false.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterable
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+_GEN = Path(__file__).parent / "gen"
+if not (_GEN / "gpuadvisor" / "v1" / "advisor_pb2.py").exists():
+    raise ImportError(f"generated code is missing in {_GEN}: run `make gen`")
+if str(_GEN) not in sys.path:
+    sys.path.insert(0, str(_GEN))  # generated modules import each other as gpuadvisor.v1.*
+
+from google.protobuf.json_format import MessageToDict  # noqa: E402
+from gpuadvisor.v1 import advisor_pb2 as pb  # noqa: E402
+from gpuadvisor.v1 import advisor_pb2_grpc as pb_grpc  # noqa: E402
+
+from . import advice as domain  # noqa: E402
+from .advice import Advice  # noqa: E402
+from .brief import (  # noqa: E402
+    AdviceRequest,
+    Brief,
+    Economics,
+    Latency,
+    Model,
+    Quote,
+    Traffic,
+    Training,
+)
+from .catalog import Gpu  # noqa: E402
+
+__all__ = ["pb", "pb_grpc", "request_from_proto", "request_to_proto", "advice_to_proto", "gpu_to_proto",
+           "response_to_dict", "enum_name", "enum_number", "SERVICE_NAME"]
+
+SERVICE_NAME = pb.DESCRIPTOR.services_by_name["GpuAdvisor"].full_name
+
+_PREFIX = {
+    "WorkloadType": "WORKLOAD_TYPE_",
+    "Precision": "PRECISION_",
+    "RunCycle": "RUN_CYCLE_",
+    "Boundary": "BOUNDARY_",
+    "SuccessUnit": "SUCCESS_UNIT_",
+    "Demand": "DEMAND_",
+    "RouteKind": "ROUTE_KIND_",
+    "Severity": "SEVERITY_",
+}
+
+
+def enum_name(enum: str, number: int) -> str:
+    """Domain name of an enum number; unknown numbers map to UNSPECIFIED (validate.py rejects them first)."""
+    desc = pb.DESCRIPTOR.enum_types_by_name[enum]
+    value = desc.values_by_number.get(number)
+    return value.name.removeprefix(_PREFIX[enum]) if value else "UNSPECIFIED"
+
+
+def enum_number(enum: str, name: str) -> int:
+    """Proto number of a domain name; an unknown name maps to 0 (UNSPECIFIED) rather than failing a reply."""
+    desc = pb.DESCRIPTOR.enum_types_by_name[enum]
+    value = desc.values_by_name.get(_PREFIX[enum] + name)
+    return value.number if value else 0
+
+
+def _opt(msg: Any, field: str) -> bool | None:
+    # proto3 `optional`: presence is what separates "not said" (a question) from an explicit false.
+    return getattr(msg, field) if msg.HasField(field) else None
+
+
+def parse_date(text: str) -> date | None:
+    return date.fromisoformat(text) if text else None
+
+
+def request_from_proto(r: pb.RecommendRequest) -> AdviceRequest:
+    b = r.brief
+    m, t, lat, tr, e = b.model, b.traffic, b.latency, b.training, b.economics
+    brief = Brief(
+        workload=enum_name("WorkloadType", b.workload),
+        model=Model(
+            params_billion=m.params_billion,
+            active_params_billion=m.active_params_billion,
+            precision=enum_name("Precision", m.precision),
+            context_tokens=m.context_tokens,
+            layers=m.layers,
+            kv_heads=m.kv_heads,
+            head_dim=m.head_dim,
+            hidden_size=m.hidden_size,
+        ),
+        traffic=Traffic(
+            concurrent_sessions=t.concurrent_sessions,
+            batch_size=t.batch_size,
+            avg_input_tokens=t.avg_input_tokens,
+            p95_input_tokens=t.p95_input_tokens,
+            avg_output_tokens=t.avg_output_tokens,
+            requests_per_second=t.requests_per_second,
+        ),
+        latency=Latency(p95_ms=lat.p95_ms, p99_ms=lat.p99_ms, ttft_ms=lat.ttft_ms),
+        run_cycle=enum_name("RunCycle", b.run_cycle),
+        boundary=enum_name("Boundary", b.boundary),
+        success_unit=enum_name("SuccessUnit", b.success_unit),
+        toolchain=tuple(b.toolchain),
+        training=Training(tokens_billion=tr.tokens_billion, target_days=tr.target_days),
+        economics=Economics(
+            hours_per_month=e.hours_per_month,
+            horizon_months=e.horizon_months,
+            utilization=e.utilization,
+            budget_usd_per_hour=e.budget_usd_per_hour,
+            electricity_usd_per_kwh=e.electricity_usd_per_kwh,
+            needs_hardware_control=_opt(e, "needs_hardware_control"),
+            demand=enum_name("Demand", e.demand),
+            has_platform_team=_opt(e, "has_platform_team"),
+            acceptance_rate=e.acceptance_rate,
+        ),
+    )
+    return AdviceRequest(
+        brief=brief,
+        quotes=tuple(Quote(q.gpu, q.usd_per_hour, q.provider, q.as_of) for q in r.quotes),
+        locale=r.locale or "en",
+        max_candidates=r.max_candidates,
+        include_trace=r.include_trace,
+        as_of=parse_date(r.as_of),
+    )
+
+
+def request_to_proto(r: AdviceRequest) -> pb.RecommendRequest:
+    """The inverse of request_from_proto (clients, tests): unset optional bools stay unset."""
+    b = r.brief
+    m, t, lat, tr, e = b.model, b.traffic, b.latency, b.training, b.economics
+    econ = pb.Economics(
+        hours_per_month=e.hours_per_month, horizon_months=e.horizon_months, utilization=e.utilization,
+        budget_usd_per_hour=e.budget_usd_per_hour, electricity_usd_per_kwh=e.electricity_usd_per_kwh,
+        demand=enum_number("Demand", e.demand), acceptance_rate=e.acceptance_rate,
+    )
+    if e.needs_hardware_control is not None:
+        econ.needs_hardware_control = e.needs_hardware_control
+    if e.has_platform_team is not None:
+        econ.has_platform_team = e.has_platform_team
+    brief = pb.WorkloadBrief(
+        workload=enum_number("WorkloadType", b.workload),
+        model=pb.Model(
+            params_billion=m.params_billion, active_params_billion=m.active_params_billion,
+            precision=enum_number("Precision", m.precision), context_tokens=m.context_tokens, layers=m.layers,
+            kv_heads=m.kv_heads, head_dim=m.head_dim, hidden_size=m.hidden_size,
+        ),
+        traffic=pb.Traffic(
+            concurrent_sessions=t.concurrent_sessions, batch_size=t.batch_size,
+            avg_input_tokens=t.avg_input_tokens, p95_input_tokens=t.p95_input_tokens,
+            avg_output_tokens=t.avg_output_tokens, requests_per_second=t.requests_per_second,
+        ),
+        latency=pb.Latency(p95_ms=lat.p95_ms, p99_ms=lat.p99_ms, ttft_ms=lat.ttft_ms),
+        run_cycle=enum_number("RunCycle", b.run_cycle),
+        boundary=enum_number("Boundary", b.boundary),
+        success_unit=enum_number("SuccessUnit", b.success_unit),
+        toolchain=list(b.toolchain),
+        training=pb.Training(tokens_billion=tr.tokens_billion, target_days=tr.target_days),
+        economics=econ,
+    )
+    return pb.RecommendRequest(
+        brief=brief,
+        quotes=[pb.PriceQuote(gpu=q.gpu, usd_per_hour=q.usd_per_hour, provider=q.provider, as_of=q.as_of)
+                for q in r.quotes],
+        locale=r.locale, max_candidates=r.max_candidates, include_trace=r.include_trace,
+        as_of=r.as_of.isoformat() if r.as_of else "",
+    )
+
+
+def _reasons(items: Iterable[domain.Reason]) -> list[pb.Reason]:
+    return [pb.Reason(rule_id=x.rule_id, text=x.text) for x in items]
+
+
+def advice_to_proto(a: Advice) -> pb.RecommendResponse:
+    out = pb.RecommendResponse(summary=a.summary)
+    for c in a.candidates:
+        out.candidates.append(pb.Candidate(
+            gpu=c.gpu, name=c.name, count=c.count, score=c.score,
+            memory=pb.MemoryFit(need_gb=c.memory.need_gb, capacity_gb=c.memory.capacity_gb,
+                                headroom=c.memory.headroom,
+                                breakdown=[pb.MemoryComponent(component=n, gb=v)
+                                           for n, v in c.memory.breakdown]),
+            cost=pb.Cost(usd_per_hour=c.cost.usd_per_hour, usd_per_tflop_hour=c.cost.usd_per_tflop_hour,
+                         usd_per_unit=c.cost.usd_per_unit, unit=c.cost.unit, price_source=c.cost.price_source,
+                         price_as_of=c.cost.price_as_of),
+            ownership=pb.Ownership(annual_power_usd=c.ownership.annual_power_usd,
+                                   owned_usd_per_hour=c.ownership.owned_usd_per_hour,
+                                   break_even_hours=c.ownership.break_even_hours,
+                                   break_even_months=c.ownership.break_even_months,
+                                   purchase_usd=c.ownership.purchase_usd),
+            reasons=_reasons(c.reasons), caveats=_reasons(c.caveats), interconnect=c.interconnect,
+            throughput=c.throughput,
+        ))
+    for x in a.excluded:
+        out.excluded.append(pb.Exclusion(gpu=x.gpu, reasons=_reasons(x.reasons)))
+    if a.route:
+        out.route.CopyFrom(pb.Route(kind=enum_number("RouteKind", a.route.kind),
+                                    rationale=_reasons(a.route.rationale)))
+    for w in a.warnings:
+        out.warnings.append(pb.Warning(code=w.code, severity=enum_number("Severity", w.severity), text=w.text,
+                                       rule_id=w.rule_id))
+    for q in a.questions:
+        out.questions.append(pb.Question(field=q.field, text=q.text, rule_id=q.rule_id))
+    if a.metric:
+        out.metric.CopyFrom(pb.Metric(name=a.metric.name, formula=a.metric.formula, rule_id=a.metric.rule_id))
+    for st in a.benchmark_plan:
+        out.benchmark_plan.append(pb.BenchmarkStage(name=st.name, steps=list(st.steps),
+                                                    record=list(st.record)))
+    for sec in a.procurement_checklist:
+        out.procurement_checklist.append(pb.ChecklistSection(name=sec.name, items=list(sec.items)))
+    if a.ruleset:
+        out.ruleset.CopyFrom(pb.RulesetRef(revision=a.ruleset.revision, content_hash=a.ruleset.content_hash))
+    for t in a.trace:
+        out.trace.append(pb.TraceEntry(rule_id=t.rule_id, location=t.location, fact=t.fact, fired=t.fired,
+                                       detail=t.detail))
+    out.notes.extend(_reasons(a.notes))
+    return out
+
+
+def gpu_to_proto(g: Gpu, day: date) -> pb.GpuInfo:
+    rent = g.price("rent", day)
+    info = pb.GpuInfo(
+        id=g.id, name=g.name, vendor=g.vendor, gpu_class=g.gpu_class, memory_gb=g.memory_gb,
+        memory_type=g.memory_type, bandwidth_tbs=g.bandwidth_tbs, tflops_bf16=g.tflops_bf16,
+        tflops_fp8=g.tflops_fp8, tflops_fp4=g.tflops_fp4, tdp_w=g.tdp_w, interconnect=g.interconnect_kind,
+        interconnect_gbs=g.interconnect_gbs, gpus_per_node=g.gpus_per_node, mig=g.mig, software=g.software,
+        notes=g.notes, spec_source=g.spec_source, spec_as_of=g.spec_as_of, nvlink_domain=g.nvlink_domain,
+        matmul_efficiency=g.matmul_efficiency,
+        # Full precision: rounding is the display's job (cli.py), not the wire's.
+        usd_per_tflop_hour=rent.usd / g.tflops_bf16 if rent and g.tflops_bf16 else 0.0,
+    )
+    for p in g.prices:
+        info.prices.append(pb.GpuPrice(
+            kind=p.kind, usd=p.usd, as_of=str(p.as_of), source=p.source,
+            valid_from=p.valid_from.isoformat() if p.valid_from else "",
+            valid_until=p.valid_until.isoformat() if p.valid_until else "", current=p.valid_on(day),
+        ))
+    return info
+
+
+def response_to_dict(msg: Any) -> dict[str, Any]:
+    """Protobuf JSON form with proto field names (the form golden cases are written in)."""
+    return MessageToDict(msg, preserving_proto_field_name=True)

@@ -1,0 +1,330 @@
+"""`gpu-advisor`: a terminal client for a running GPU Advisor server.
+
+    gpu-advisor recommend BRIEF.yaml [--json] [--locale zh-CN] [--trace] [--max N]
+    gpu-advisor explain BRIEF.yaml       # which rules fired (file:line) and, for the rest, what stopped them
+    gpu-advisor gpus                     # the catalog with dated prices
+    gpu-advisor ruleset                  # the active rules version and the last reload attempt
+    gpu-advisor reload [--token T]       # admin: reload the rules now
+
+A brief file is YAML in protobuf's JSON form: a whole RecommendRequest (with a `brief:` key) or the brief.
+Exit codes: 0 OK, 2 the input was rejected (file or INVALID_ARGUMENT), 1 any other failure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+import grpc
+from google.protobuf.json_format import MessageToJson, ParseDict, ParseError
+from google.rpc import error_details_pb2
+from grpc_status import rpc_status
+from ruamel.yaml import YAML
+from ruamel.yaml.error import YAMLError
+
+from .api import enum_name, pb, pb_grpc
+
+DEFAULT_ADDR = "127.0.0.1:50051"
+EXIT_OK, EXIT_FAIL, EXIT_INPUT = 0, 1, 2
+
+
+class InputError(Exception):
+    """The brief file cannot become a request: reported as one line, exit 2."""
+
+
+def load_request(path: str | Path) -> pb.RecommendRequest:
+    """A RecommendRequest from a YAML file holding either the whole request or only the brief."""
+    p = Path(path)
+    try:
+        data = YAML(typ="safe").load(p.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise InputError(f"{p}: {exc.strerror or exc}") from exc
+    except YAMLError as exc:
+        raise InputError(f"{p}: not valid YAML: {exc}") from exc
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise InputError(f"{p}: expected a mapping (a request or a brief), got {type(data).__name__}")
+    # A whole request has a `brief:` key; anything else is taken to be the brief itself.
+    body = data if "brief" in data else {"brief": data}
+    try:
+        return ParseDict(body, pb.RecommendRequest())
+    except ParseError as exc:
+        raise InputError(f"{p}: {exc}") from exc
+
+
+def bad_request_violations(err: grpc.RpcError) -> list[tuple[str, str]]:
+    """(field, description) pairs of the google.rpc.BadRequest in an error's status details."""
+    status = rpc_status.from_call(err) if isinstance(err, grpc.Call) else None
+    out: list[tuple[str, str]] = []
+    for detail in status.details if status else []:
+        bad = error_details_pb2.BadRequest()
+        if detail.Unpack(bad):
+            out += [(v.field, v.description) for v in bad.field_violations]
+    return out
+
+
+# -- rendering ----------------------------------------------------------------------------------------------
+
+
+def _table(rows: list[list[str]], out: TextIO, right: Sequence[int] = ()) -> None:
+    """Plain aligned columns: the first row is the header. No third-party table library for one function."""
+    if len(rows) <= 1:
+        return
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for n, row in enumerate(rows):
+        pairs = enumerate(zip(row, widths, strict=True))
+        cells = [c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in pairs]
+        print("  ".join(cells).rstrip(), file=out)
+        if n == 0:
+            print("  ".join("-" * w for w in widths), file=out)
+
+
+def _money(v: float, digits: int = 2) -> str:
+    return f"${v:,.{digits}f}" if v > 0 else "-"
+
+
+def _unit_cost(v: float) -> str:
+    # Per-unit costs span from fractions of a cent (a token) to thousands (a training run).
+    if v <= 0:
+        return "-"
+    return f"${v:,.2f}" if v >= 1 else f"${v:.3g}"
+
+
+def _months(v: float) -> str:
+    if v < 0:
+        return "never"
+    return f"{v:,.1f}" if v > 0 else "-"
+
+
+def print_advice(resp: pb.RecommendResponse, out: TextIO | None = None) -> None:
+    out = out or sys.stdout  # looked up per call, so redirection (tests, contextlib) is honoured
+    rows = [["#", "gpu", "count", "$/h", "$/unit", "need/capacity GB", "headroom", "break-even mo"]]
+    for i, c in enumerate(resp.candidates, 1):
+        rows.append([
+            str(i), c.gpu, str(c.count), _money(c.cost.usd_per_hour), _unit_cost(c.cost.usd_per_unit),
+            f"{c.memory.need_gb:,.1f}/{c.memory.capacity_gb:,.0f}", f"{c.memory.headroom:.0%}",
+            _months(c.ownership.break_even_months),
+        ])
+    if len(rows) > 1:
+        unit = next((c.cost.unit for c in resp.candidates if c.cost.unit), "")
+        print(f"Candidates{f' ($/unit = per {unit})' if unit else ''}:", file=out)
+        _table(rows, out, right=(0, 2, 3, 4, 5, 6, 7))
+    else:
+        print("No GPU candidates.", file=out)
+    if resp.excluded:
+        print(f"\nExcluded: {', '.join(x.gpu for x in resp.excluded)}", file=out)
+    if resp.HasField("route"):
+        print(f"\nRoute: {enum_name('RouteKind', resp.route.kind)}", file=out)
+        for r in resp.route.rationale:
+            print(f"  - {r.text} [{r.rule_id}]", file=out)
+    if resp.warnings:
+        print("\nWarnings:", file=out)
+        for w in resp.warnings:
+            print(f"  {enum_name('Severity', w.severity)} {w.code}: {w.text} [{w.rule_id}]", file=out)
+    if resp.questions:
+        print("\nQuestions:", file=out)
+        for q in resp.questions:
+            print(f"  {q.field}: {q.text}", file=out)
+    if resp.summary:
+        print(f"\n{resp.summary}", file=out)
+    if resp.HasField("ruleset"):
+        print(f"\n{_ruleset_ref(resp.ruleset)}", file=out)
+
+
+def _ruleset_ref(ref: pb.RulesetRef) -> str:
+    # The revision is often the hash's prefix; print the hash only when it adds something.
+    if ref.content_hash.startswith(ref.revision):
+        return f"(rules {ref.revision})"
+    return f"(rules {ref.revision}, hash {ref.content_hash[:12]})"
+
+
+def print_trace(resp: pb.RecommendResponse, out: TextIO | None = None) -> None:
+    out = out or sys.stdout  # looked up per call, so redirection (tests, contextlib) is honoured
+    fired = [t for t in resp.trace if t.fired]
+    idle = [t for t in resp.trace if not t.fired]
+    print(f"Fired ({len(fired)}):", file=out)
+    for t in fired:
+        print(f"  {t.rule_id}  {t.location}  on {t.fact}", file=out)
+    print(f"\nNot fired ({len(idle)}):", file=out)
+    for t in idle:
+        print(f"  {t.rule_id}  {t.location}" + (f"  on {t.fact}" if t.fact else "")
+              + (f"  first failing: {t.detail}" if t.detail else ""), file=out)
+
+
+def print_gpus(resp: pb.ListGpusResponse, out: TextIO | None = None) -> None:
+    out = out or sys.stdout  # looked up per call, so redirection (tests, contextlib) is honoured
+    rows = [["id", "name", "memory GB", "BF16 TF", "FP8 TF", "rent $/h", "$/TFLOP-h", "purchase $",
+             "price as of", "price source"]]
+    for g in resp.gpus:
+        current = {p.kind: p for p in g.prices if p.current}
+        rent, buy = current.get("rent"), current.get("purchase")
+        rows.append([
+            g.id, g.name, f"{g.memory_gb:g}", f"{g.tflops_bf16:g}",
+            f"{g.tflops_fp8:g}" if g.tflops_fp8 else "-",
+            _money(rent.usd) if rent else "-", f"{g.usd_per_tflop_hour:.4f}" if g.usd_per_tflop_hour else "-",
+            _money(buy.usd, 0) if buy else "-", rent.as_of if rent else "-", rent.source if rent else "-",
+        ])
+    _table(rows, out, right=(2, 3, 4, 5, 6, 7))
+    if resp.HasField("ruleset"):
+        print(f"\n{_ruleset_ref(resp.ruleset)}", file=out)
+
+
+def print_ruleset(info: pb.RulesetInfo, out: TextIO | None = None) -> None:
+    out = out or sys.stdout  # looked up per call, so redirection (tests, contextlib) is honoured
+    attempt = f"{info.last_attempted_revision} at {info.last_attempted_at}" if info.last_attempted_at else ""
+    for label, value in (
+        ("revision", info.revision), ("content hash", info.content_hash), ("loaded at", info.loaded_at),
+        ("source", info.source_dir), ("last attempt", attempt),
+    ):
+        print(f"{label:>13}: {value or '-'}", file=out)
+    if info.counts:
+        print(f"{'counts':>13}: " + ", ".join(f"{k}={v}" for k, v in sorted(info.counts.items())), file=out)
+    if info.last_error:
+        print(f"{'last error':>13}:", file=out)
+        for line in info.last_error.splitlines():
+            print(f"    {line}", file=out)
+
+
+# -- commands -----------------------------------------------------------------------------------------------
+
+
+def _stub(args: argparse.Namespace) -> tuple[grpc.Channel, pb_grpc.GpuAdvisorStub]:
+    channel = grpc.insecure_channel(args.addr)
+    return channel, pb_grpc.GpuAdvisorStub(channel)
+
+
+def _recommend(args: argparse.Namespace, explain: bool) -> int:
+    request = load_request(args.brief)
+    if args.locale:
+        request.locale = args.locale
+    if getattr(args, "max", None) is not None:
+        request.max_candidates = args.max
+    if explain or getattr(args, "trace", False):
+        request.include_trace = True
+    channel, stub = _stub(args)
+    with channel:
+        resp = stub.Recommend(request, timeout=args.timeout)
+    if args.json:
+        print(MessageToJson(resp, preserving_proto_field_name=True, ensure_ascii=False))
+    elif explain:
+        print_trace(resp)
+        print()
+        print_advice(resp)
+    else:
+        print_advice(resp)
+        if request.include_trace:
+            print()
+            print_trace(resp)
+    return EXIT_OK
+
+
+def _gpus(args: argparse.Namespace) -> int:
+    channel, stub = _stub(args)
+    with channel:
+        resp = stub.ListGpus(pb.ListGpusRequest(as_of=args.as_of or ""), timeout=args.timeout)
+    if args.json:
+        print(MessageToJson(resp, preserving_proto_field_name=True, ensure_ascii=False))
+    else:
+        print_gpus(resp)
+    return EXIT_OK
+
+
+def _ruleset(args: argparse.Namespace) -> int:
+    channel, stub = _stub(args)
+    with channel:
+        info = stub.GetRuleset(pb.GetRulesetRequest(), timeout=args.timeout)
+    if args.json:
+        print(MessageToJson(info, preserving_proto_field_name=True, ensure_ascii=False))
+    else:
+        print_ruleset(info)
+    return EXIT_OK
+
+
+def _reload(args: argparse.Namespace) -> int:
+    metadata = (("authorization", f"Bearer {args.token}"),) if args.token else ()
+    channel, stub = _stub(args)
+    with channel:
+        info = stub.ReloadRules(pb.ReloadRulesRequest(), timeout=args.timeout, metadata=metadata)
+    if args.json:
+        print(MessageToJson(info, preserving_proto_field_name=True, ensure_ascii=False))
+    else:
+        print("reloaded: a new rules version is active" if info.reloaded else
+              "not reloaded: " + ("the new version was rejected" if info.last_error else "nothing changed"))
+        print_ruleset(info)
+    # A rejected version is a failure the operator must see in the exit code (scripts, CI).
+    return EXIT_FAIL if info.last_error else EXIT_OK
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--addr", default=os.environ.get("GPU_ADVISOR_ADDR", DEFAULT_ADDR),
+                        help="server address (env GPU_ADVISOR_ADDR, default %(default)s)")
+    common.add_argument("--timeout", type=float, default=30.0, help="seconds per call")
+    common.add_argument("--json", action="store_true", help="print the response as protobuf JSON")
+
+    parser = argparse.ArgumentParser(prog="gpu-advisor", description="Ask a GPU Advisor server.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    rec = sub.add_parser("recommend", parents=[common], help="rank GPUs (or a model API) for a brief")
+    rec.add_argument("brief", help="YAML: a RecommendRequest or a WorkloadBrief in protobuf JSON form")
+    rec.add_argument("--locale", choices=("en", "zh-CN"))
+    rec.add_argument("--trace", action="store_true", help="also print which rules fired")
+    rec.add_argument("--max", type=int, help="at most N candidates")
+    rec.set_defaults(run=lambda a: _recommend(a, explain=False))
+
+    exp = sub.add_parser("explain", parents=[common], help="recommend, and show why: the rule trace")
+    exp.add_argument("brief")
+    exp.add_argument("--locale", choices=("en", "zh-CN"))
+    exp.set_defaults(run=lambda a: _recommend(a, explain=True))
+
+    gpus = sub.add_parser("gpus", parents=[common], help="list the GPU catalog with dated prices")
+    gpus.add_argument("--as-of", help="YYYY-MM-DD: the prices valid on that day (default today)")
+    gpus.set_defaults(run=_gpus)
+
+    rs = sub.add_parser("ruleset", parents=[common], help="show the active rules version")
+    rs.set_defaults(run=_ruleset)
+
+    rl = sub.add_parser("reload", parents=[common], help="admin: reload the rules folder now")
+    rl.add_argument("--token", default=os.environ.get("GPU_ADVISOR_ADMIN_TOKEN", ""),
+                    help="admin bearer token (env GPU_ADVISOR_ADMIN_TOKEN)")
+    rl.set_defaults(run=_reload)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.run(args))
+    except BrokenPipeError:
+        # `gpu-advisor explain x.yaml | head`: the reader left; stop quietly instead of a traceback.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
+    except InputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_INPUT
+    except grpc.RpcError as err:
+        code = err.code() if isinstance(err, grpc.Call) else grpc.StatusCode.UNKNOWN
+        if code == grpc.StatusCode.INVALID_ARGUMENT:
+            violations = bad_request_violations(err)
+            print("error: the request was rejected:", file=sys.stderr)
+            for field, description in violations or [("", err.details() or "")]:
+                print(f"  {field}: {description}" if field else f"  {description}", file=sys.stderr)
+            return EXIT_INPUT
+        if code == grpc.StatusCode.UNAVAILABLE:
+            print(f"error: no GPU Advisor server at {args.addr} ({err.details()})", file=sys.stderr)
+            return EXIT_FAIL
+        print(f"error: {code.name}: {err.details()}", file=sys.stderr)
+        return EXIT_FAIL
+
+
+def _entry() -> Any:  # pragma: no cover - `python -m service.cli`
+    sys.exit(main())
+
+
+if __name__ == "__main__":
+    _entry()

@@ -1,0 +1,118 @@
+"""Real servers on 127.0.0.1 with an ephemeral port, on the repo's rules or a temporary copy of them."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+from google.rpc import error_details_pb2
+from grpc_status import rpc_status
+
+from service.api import pb, pb_grpc
+from service.logging import configure
+from service.server import serve
+
+RULES = Path(__file__).parents[1] / "rules"
+
+# As `main` does: log lines go to stderr, so a test reading a command's stdout gets only its output.
+configure()
+
+
+class Running:
+    """One started server with a channel to it. Attributes: server, port, addr, store, stub, rules_dir."""
+
+    def __init__(self, rules_dir: Path, **kw: Any):
+        self.server, self.port, self.store = serve("127.0.0.1:0", str(rules_dir), **kw)
+        self.addr = f"127.0.0.1:{self.port}"
+        self.channel = grpc.insecure_channel(self.addr)
+        self.stub = pb_grpc.GpuAdvisorStub(self.channel)
+        self.rules_dir = rules_dir
+
+    def stop(self) -> None:
+        self.channel.close()
+        self.server.stop(grace=None).wait()
+        self.store.close()
+
+    def __iter__(self) -> Iterator[Any]:
+        # `addr, port = server` works too, for tests that only need where it listens.
+        return iter((self.addr, self.port))
+
+
+@pytest.fixture(scope="session")
+def server() -> Iterator[Running]:
+    # No watcher: the session server must not change under the tests if someone edits rules/ meanwhile.
+    running = Running(RULES, watch=False)
+    assert running.store.active() is not None, running.store.status().last_error
+    yield running
+    running.stop()
+
+
+@pytest.fixture(scope="session")
+def stub(server: Running) -> pb_grpc.GpuAdvisorStub:
+    return server.stub
+
+
+@pytest.fixture
+def rules_copy(tmp_path: Path) -> Path:
+    """A private copy of rules/ that a test may edit (reload tests)."""
+    dst = tmp_path / "rules"
+    shutil.copytree(RULES, dst)
+    return dst
+
+
+@pytest.fixture
+def start_server() -> Iterator[Callable[..., Running]]:
+    """Factory: start_server(rules_dir, **serve_kwargs) → Running; all of them are stopped afterwards."""
+    started: list[Running] = []
+
+    def start(rules_dir: Path, **kw: Any) -> Running:
+        running = Running(rules_dir, **kw)
+        started.append(running)
+        return running
+
+    yield start
+    for r in started:
+        r.stop()
+
+
+def bad_request_fields(err: grpc.RpcError) -> list[str]:
+    """Field paths of the google.rpc.BadRequest in an error's status details."""
+    status = rpc_status.from_call(err) if isinstance(err, grpc.Call) else None
+    fields: list[str] = []
+    for detail in status.details if status else []:
+        bad = error_details_pb2.BadRequest()
+        if detail.Unpack(bad):
+            fields += [v.field for v in bad.field_violations]
+    return fields
+
+
+@dataclass
+class Outcome:
+    """What one call came back with, success or not, so tests can assert on either without try/except."""
+
+    code: grpc.StatusCode
+    response: Any = None
+    details: str = ""
+    fields: tuple[str, ...] = ()
+    initial_metadata: dict[str, Any] | None = None
+    trailing_metadata: dict[str, Any] | None = None
+
+
+def call(method: Any, request: Any, **kw: Any) -> Outcome:
+    """Call a stub method with_call → Outcome (code, response, BadRequest field paths, metadata)."""
+    try:
+        response, c = method.with_call(request, timeout=kw.pop("timeout", 30), **kw)
+        return Outcome(grpc.StatusCode.OK, response, initial_metadata=dict(c.initial_metadata()),
+                       trailing_metadata=dict(c.trailing_metadata()))
+    except grpc.RpcError as err:
+        assert isinstance(err, grpc.Call)
+        return Outcome(err.code(), None, err.details() or "", tuple(bad_request_fields(err)),
+                       dict(err.initial_metadata() or ()), dict(err.trailing_metadata() or ()))
+
+
+__all__ = ["Outcome", "Running", "bad_request_fields", "call", "pb"]
