@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import date
 from itertools import combinations
 
-from .brief import ROUTE_KINDS, WORKLOADS
+from .brief import ROUTE_KINDS, SUCCESS_UNITS, WORKLOADS
 from .catalog import Gpu
 from .engine.analyze import satisfiable
 from .engine.ir import Rule
@@ -36,6 +36,7 @@ CODE_MESSAGE_KEYS = (
     "summary.questions_header",
     *(f"route.{k}" for k in ROUTE_KINDS),
     *(f"workload.{w}" for w in (*WORKLOADS, "UNSPECIFIED")),
+    *(f"unit.{u}" for u in SUCCESS_UNITS),
 )
 
 # Figures a candidate's messages may use besides the candidate fact's own fields.

@@ -49,7 +49,10 @@ def load_request(path: str | Path) -> pb.RecommendRequest:
         data = {}
     if not isinstance(data, dict):
         raise InputError(f"{p}: expected a mapping (a request or a brief), got {type(data).__name__}")
-    # A whole request has a `brief:` key; anything else is taken to be the brief itself.
+    # A golden case wraps the request in `request:`; a whole request has a `brief:` key; anything else is taken
+    # to be the brief itself.
+    if isinstance(data.get("request"), dict):
+        data = data["request"]
     body = data if "brief" in data else {"brief": data}
     try:
         return ParseDict(body, pb.RecommendRequest())

@@ -109,12 +109,12 @@ class _Run:
                 self.notes.append(Reason(rule.id, self.text(act.get("message"), fact)))
 
 
-def _params(s: Sizing, fact: dict[str, Any]) -> dict[str, Any]:
+def _params(s: Sizing, fact: dict[str, Any], unit_text: str) -> dict[str, Any]:
     p = dict(fact)
     p.update(
         name=s.gpu.name,
         usd_per_unit=s.usd_per_unit,
-        unit=s.unit,
+        unit=unit_text,
         tokens_per_second=s.tokens_per_second,
         step_ms=s.step_ms,
         est_ttft_ms=s.est_ttft_ms,
@@ -176,7 +176,7 @@ def advise(book: Rulebook, engine: Evaluator, req: AdviceRequest, today: date | 
     scored = [_Scored(s, F.candidate_fact(base, s)) for s in sizings]
     fired = run.fire("candidate", [c.fact for c in scored])
     for c in scored:
-        params = _params(c.sizing, c.fact)
+        params = _params(c.sizing, c.fact, run.text(f"unit.{c.sizing.unit}", {}))
         for rule in fired[c.fact["id"]]:
             run.common(rule, params)
             for act in rule.actions:
@@ -264,7 +264,7 @@ def _candidate(c: _Scored, run: _Run) -> Candidate:
     s = c.sizing
     mem = s.memory
     need = mem.total_gb if mem else 0.0
-    params = _params(s, c.fact)
+    params = _params(s, c.fact, run.text(f"unit.{s.unit}", {}))
     price_src = (
         run.text("price.from_quote", {"provider": s.quote.provider or "-", "as_of": s.quote.as_of or "-"})
         if s.quote
@@ -299,7 +299,7 @@ def _candidate(c: _Scored, run: _Run) -> Candidate:
             round(s.usd_per_hour, 4),
             round(s.usd_per_tflop_hour, 6),
             round(s.usd_per_unit, 6),
-            s.unit,
+            run.text(f"unit.{s.unit}", {}),
             price_src,
             s.quote.as_of if s.quote else (s.price.as_of if s.price else ""),
         ),

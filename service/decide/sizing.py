@@ -20,17 +20,6 @@ from ..physics import memory as mem
 
 INFERENCE_WORKLOADS = ("BATCH_INFERENCE", "REALTIME_INFERENCE", "EMBEDDING", "EVALUATION", "NOTEBOOK")
 
-UNIT_BY_SUCCESS = {
-    "TRAINING_RUN": "training run",
-    "CHECKPOINT": "checkpoint",
-    "RESPONSE": "response",
-    "TOKEN": "1M output tokens",
-    "TASK": "task",
-    "IMAGE": "image",
-    "VIDEO_SECOND": "video second",
-    "RECORD": "record",
-    "EVAL_SUITE": "eval suite",
-}
 
 
 @dataclass(frozen=True)
@@ -68,7 +57,7 @@ class Sizing:
     tflops: float = 0.0  # dense TFLOPS per GPU at the precision used for compute
     effective_tflops: float = 0.0  # what one GPU delivers on this work: peak x MFU-scaling x saturation
     usd_per_tflop_hour: float = 0.0
-    unit: str = ""
+    unit: str = ""  # SUCCESS_UNIT name the cost is per (the brief's, else a workload default); rendered by messages
     units_per_hour: float = 0.0  # accepted-or-not outputs per hour; 0 = cannot be computed
     usd_per_unit: float = 0.0  # per ACCEPTED unit
     tokens_per_second: float = 0.0
@@ -465,7 +454,7 @@ def _unit_cost(s: Sizing, brief: Brief, shape: Shape, a: Assumptions) -> None:
     unit_kind = brief.success_unit
     if unit_kind == "UNSPECIFIED":
         unit_kind = "TRAINING_RUN" if brief.workload in TRAINING_WORKLOADS else "TOKEN"
-    s.unit = UNIT_BY_SUCCESS.get(unit_kind, unit_kind.lower())
+    s.unit = unit_kind
     if brief.workload in TRAINING_WORKLOADS:
         if s.train_hours > 0 and unit_kind in ("TRAINING_RUN", "CHECKPOINT"):
             s.units_per_hour = 1.0 / s.train_hours
