@@ -7,12 +7,14 @@ runs the same cases before it activates a reloaded version, so a version that br
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .engine.load import Problem, load_yaml, plain, pos
 from .expectations import check
+from .rulebook import schema_problems
 
 if TYPE_CHECKING:
     from .store import Bundle
@@ -75,6 +77,8 @@ def load_cases(
 ) -> tuple[list[tuple[str, str, dict[str, Any]]], list[Problem]]:
     cases: list[tuple[str, str, dict[str, Any]]] = []
     problems: list[Problem] = []
+    schema_file = tests_dir.parent / "schema" / "rule_test.schema.json"
+    schema = json.loads(schema_file.read_text(encoding="utf-8")) if schema_file.exists() else None
     for path in sorted(tests_dir.glob("*.yaml")):
         shown = f"{shown_root}/tests/{path.name}"
         doc, errs = load_yaml(path, shown)
@@ -91,6 +95,11 @@ def load_cases(
                 Problem(shown, 1, 1, "", "a rule test file needs kind: rule_test and a list of cases")
             )
             continue
+        if schema is not None:
+            found = schema_problems(doc, schema)
+            if found:
+                problems += found
+                continue
         for i, case in enumerate(data["cases"]):
             line, _ = pos(data["cases"], i)
             if not isinstance(case, dict) or "name" not in case or "expect" not in case:

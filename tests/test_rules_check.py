@@ -197,3 +197,24 @@ def test_cli_exit_codes_and_json(rules: Path, capsys):
     assert rules_cli(["check", str(rules), "--format", "json", "--today", "2026-12-01"]) == 1
     data = json.loads(capsys.readouterr().out)
     assert data["ok"] is False and any("VOLATLE" in p["message"] for p in data["problems"])
+
+
+def test_rules_test_reports_a_broken_case_with_file_and_line(rules: Path, capsys):
+    f = rules / "tests" / "routing.yaml"
+    edit(f, "      route_in: [MODEL_API]\n      fired: [routing.api.uncertain,",
+         "      route_inn: [MODEL_API]\n      fired: [routing.api.uncertain,")
+    line = line_of(f, "route_inn")
+    assert rules_cli(["test", str(rules), "--format", "json"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert any(p.startswith(f"rules/tests/routing.yaml:{line}:") and "route_inn" in p for p in report["problems"])
+    assert report["coverage"]["rules"] > 0
+
+
+def test_rules_test_fails_a_wrong_expectation_and_names_the_case(rules: Path, capsys):
+    f = rules / "tests" / "routing.yaml"
+    edit(f, "      route_in: [BUY]\n      fired: [routing.on-prem",
+         "      route_in: [RESERVE]\n      fired: [routing.on-prem")
+    assert rules_cli(["test", str(rules)]) == 1
+    out = capsys.readouterr().out
+    assert "FAIL rules/tests/routing.yaml:" in out and "on-prem boundary means buying" in out
+    assert "route BUY not in ['RESERVE']" in out
