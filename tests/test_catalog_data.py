@@ -14,8 +14,22 @@ import pytest
 from ruamel.yaml import YAML
 
 RULES = Path(__file__).parents[1] / "rules"
-GPU_IDS = ["b200", "gb200", "h200", "h100-sxm", "h100-pcie", "a100-80gb", "a100-40gb", "l40s", "l4", "rtx-4090",
-           "rtx-5090", "mi300x", "mi325x", "mi355x"]
+GPU_IDS = [
+    "b200",
+    "gb200",
+    "h200",
+    "h100-sxm",
+    "h100-pcie",
+    "a100-80gb",
+    "a100-40gb",
+    "l40s",
+    "l4",
+    "rtx-4090",
+    "rtx-5090",
+    "mi300x",
+    "mi325x",
+    "mi355x",
+]
 # GPUs whose prices the seeds do not give: their rows must say they are estimates.
 UNPRICED_BY_SEED = ["h100-pcie", "gb200", "rtx-5090", "mi300x", "mi325x", "mi355x"]
 DAY = date(2026, 12, 1)
@@ -89,16 +103,20 @@ def test_assumptions_validate_against_their_schema(assumptions):
     assert _errors("assumptions", assumptions) == []
 
 
-@pytest.mark.parametrize("mutate, expected", [
-    (lambda g: g["prices"][0].pop("as_of"), "'as_of' is a required property"),
-    (lambda g: g["prices"][0].pop("source"), "'source' is a required property"),
-    (lambda g: g["prices"][0].update(as_of="1 Dec 2025"), "does not match"),
-    (lambda g: g["prices"][0].update(kind="lease"), "is not one of"),
-    (lambda g: g.update(tflops_sparse=1979), "Additional properties"),
-    (lambda g: g["interconnect"].update(kind="infiniband"), "is not one of"),
-    (lambda g: g.update(matmul_efficiency=1.5), "greater than the maximum"),
-    (lambda g: g.pop("tdp_w"), "'tdp_w' is a required property"),
-], ids=["no-as_of", "no-source", "bad-date", "bad-kind", "unknown-key", "bad-link", "efficiency>1", "no-tdp"])
+@pytest.mark.parametrize(
+    "mutate, expected",
+    [
+        (lambda g: g["prices"][0].pop("as_of"), "'as_of' is a required property"),
+        (lambda g: g["prices"][0].pop("source"), "'source' is a required property"),
+        (lambda g: g["prices"][0].update(as_of="1 Dec 2025"), "does not match"),
+        (lambda g: g["prices"][0].update(kind="lease"), "is not one of"),
+        (lambda g: g.update(tflops_sparse=1979), "Additional properties"),
+        (lambda g: g["interconnect"].update(kind="infiniband"), "is not one of"),
+        (lambda g: g.update(matmul_efficiency=1.5), "greater than the maximum"),
+        (lambda g: g.pop("tdp_w"), "'tdp_w' is a required property"),
+    ],
+    ids=["no-as_of", "no-source", "bad-date", "bad-kind", "unknown-key", "bad-link", "efficiency>1", "no-tdp"],
+)
 def test_catalog_schema_rejects_broken_rows(catalog, mutate, expected):
     broken = copy.deepcopy(catalog)
     mutate(broken["gpus"][0])
@@ -113,11 +131,14 @@ def test_purchase_rows_need_usd_and_rent_rows_usd_per_hour(catalog):
     assert any("'usd_per_hour' is a required property" in e for e in _errors("catalog", broken))
 
 
-@pytest.mark.parametrize("key, value, expected", [
-    ("default_utilization", 1.5, "greater than the maximum"),
-    ("recompute_adapter", "sometimes", "is not one of"),
-    ("pue", 0.9, "less than the minimum"),
-])
+@pytest.mark.parametrize(
+    "key, value, expected",
+    [
+        ("default_utilization", 1.5, "greater than the maximum"),
+        ("recompute_adapter", "sometimes", "is not one of"),
+        ("pue", 0.9, "less than the minimum"),
+    ],
+)
 def test_assumptions_schema_rejects_bad_values(assumptions, key, value, expected):
     broken = copy.deepcopy(assumptions)
     broken["values"][key]["value"] = value
@@ -170,8 +191,15 @@ def test_h100_has_an_ended_historical_rent_row_for_replays(gpus):
 
 def test_seed_prices(gpus):
     # seed 000_02169683c836b5ac.txt: cost-per-TFLOP table, H100 break-even, fine-tuning and low-latency sections.
-    rent = {"b200": 4.70, "h200": 3.80, "h100-sxm": 3.15, "a100-80gb": 0.72, "a100-40gb": 0.72, "l40s": 1.50,
-            "rtx-4090": 0.60}
+    rent = {
+        "b200": 4.70,
+        "h200": 3.80,
+        "h100-sxm": 3.15,
+        "a100-80gb": 0.72,
+        "a100-40gb": 0.72,
+        "l40s": 1.50,
+        "rtx-4090": 0.60,
+    }
     buy = {"b200": 47500, "h200": 35000, "h100-sxm": 25000, "a100-80gb": 15000, "l40s": 8000, "rtx-4090": 1600}
     for gid, usd in rent.items():
         row = _current(gpus[gid], "rent")
@@ -191,9 +219,21 @@ def test_prices_the_seeds_do_not_give_say_they_are_estimates(gpus):
 
 
 def test_dense_not_sparse(gpus):
-    dense_bf16 = {"h100-sxm": 989, "h200": 989, "h100-pcie": 756, "b200": 2250, "gb200": 2500, "a100-80gb": 312,
-                  "a100-40gb": 312, "l40s": 362, "l4": 121, "rtx-4090": 165, "mi300x": 1307, "mi325x": 1307,
-                  "mi355x": 2500}
+    dense_bf16 = {
+        "h100-sxm": 989,
+        "h200": 989,
+        "h100-pcie": 756,
+        "b200": 2250,
+        "gb200": 2500,
+        "a100-80gb": 312,
+        "a100-40gb": 312,
+        "l40s": 362,
+        "l4": 121,
+        "rtx-4090": 165,
+        "mi300x": 1307,
+        "mi325x": 1307,
+        "mi355x": 2500,
+    }
     for gid, tf in dense_bf16.items():
         assert gpus[gid]["tflops_bf16"] == tf, gid
     assert gpus["h100-sxm"]["tflops_fp8"] == 1979 and gpus["b200"]["tflops_fp4"] == 9000

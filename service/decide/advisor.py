@@ -297,8 +297,8 @@ def _candidate(c: _Scored, run: _Run) -> Candidate:
         ),
         cost=Cost(
             round(s.usd_per_hour, 4),
-            round(s.usd_per_tflop_hour, 6),
-            round(s.usd_per_unit, 6),
+            _sig(s.usd_per_tflop_hour),
+            _sig(s.usd_per_unit),
             run.text(f"unit.{s.unit}", {}),
             price_src,
             s.quote.as_of if s.quote else (s.price.as_of if s.price else ""),
@@ -315,6 +315,11 @@ def _candidate(c: _Scored, run: _Run) -> Candidate:
         interconnect=interconnect,
         throughput=throughput,
     )
+
+
+def _sig(x: float, digits: int = 6) -> float:
+    """Round to significant digits: a cost per embedding record can be a few millionths of a dollar."""
+    return float(f"{x:.{digits}g}") if x and math.isfinite(x) else 0.0
 
 
 def _dedupe_warnings(items: list[Warning]) -> tuple[Warning, ...]:

@@ -458,8 +458,11 @@ def _unit_cost(s: Sizing, brief: Brief, shape: Shape, a: Assumptions) -> None:
     if brief.workload in TRAINING_WORKLOADS:
         if s.train_hours > 0 and unit_kind in ("TRAINING_RUN", "CHECKPOINT"):
             s.units_per_hour = 1.0 / s.train_hours
+    elif brief.workload == "MEDIA_GENERATION":
+        pass  # images and video seconds per hour depend on the pipeline (steps, resolution): benchmark stage 2
     elif s.tokens_per_second > 0:
-        out = shape.output_tokens
+        # An embedding record is its input; a generated output is its output tokens.
+        out = shape.input_tokens if brief.workload == "EMBEDDING" else shape.output_tokens
         util = brief.economics.utilization or a.num("default_utilization")
         offered = brief.traffic.requests_per_second
         capacity_rps = s.tokens_per_second * s.replicas / out
@@ -468,7 +471,7 @@ def _unit_cost(s: Sizing, brief: Brief, shape: Shape, a: Assumptions) -> None:
         served_rps = min(offered, capacity_rps) if offered > 0 else capacity_rps * util
         if unit_kind == "TOKEN":
             s.units_per_hour = served_rps * out * 3600 / 1e6
-        elif unit_kind in ("RESPONSE", "TASK", "RECORD", "IMAGE"):
+        elif unit_kind in ("RESPONSE", "TASK", "RECORD"):
             s.units_per_hour = served_rps * 3600
     if s.units_per_hour > 0 and s.usd_per_hour > 0:
         s.usd_per_unit = money.usd_per_accepted_unit(s.usd_per_hour, s.units_per_hour, acceptance)
