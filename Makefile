@@ -28,7 +28,7 @@ $(GEN): $(STAMP) $(PROTOS)
 gen: $(GEN)
 
 run: $(GEN)
-	$(PY) -m service --rules $(RULES)
+	$(PY) -m service
 
 test: $(GEN)
 	$(PY) -m pytest
