@@ -85,9 +85,7 @@ class _Run:
                     if r.id in won:
                         detail = "fired"
                     elif r.id in matched.get(fid, set()):
-                        detail = (
-                            f"matched, but a higher-priority row of {r.group} took effect (hit policy first)"
-                        )
+                        detail = f"matched, but a higher-priority row of {r.group} took effect (hit policy first)"
                     else:
                         detail = r.first_failure(fact)
                     self.trace.append(TraceEntry(r.id, r.location, fid, r.id in won, detail))
@@ -197,7 +195,10 @@ def advise(book: Rulebook, engine: Evaluator, req: AdviceRequest, today: date | 
 
     # 3. plan rules: the route (hit policy first), plan-level mistakes
     top = shown[0].sizing if shown else None
-    plan = F.plan_fact(base, top, len(survivors), brief.economics.hours_per_month)
+    ratio = (shape.input_tokens + shape.output_tokens) / shape.output_tokens if shape else 1.0
+    plan = F.plan_fact(
+        base, top, len(survivors), brief.economics.hours_per_month, a.num("model_api_usd_per_million_tokens"), ratio
+    )
     route_kind, rationale = "RENT_ON_DEMAND", []
     for rule in run.fire("plan", [plan])["plan"]:
         run.common(rule, plan)
@@ -268,11 +269,7 @@ def _candidate(c: _Scored, run: _Run) -> Candidate:
     price_src = (
         run.text("price.from_quote", {"provider": s.quote.provider or "-", "as_of": s.quote.as_of or "-"})
         if s.quote
-        else (
-            run.text("price.from_catalog", {"source": s.price.source, "as_of": s.price.as_of})
-            if s.price
-            else ""
-        )
+        else (run.text("price.from_catalog", {"source": s.price.source, "as_of": s.price.as_of}) if s.price else "")
     )
     interconnect = ""
     if s.count > 1:

@@ -123,9 +123,14 @@ PLAN_FIELDS: dict[str, FieldSpec] = {
     "top_break_even_months": FieldSpec("number", "first candidate's break-even months (-1 = never)"),
     "break_even_within_horizon": FieldSpec("bool", "buying pays back within horizon_months"),
     "monthly_usd": FieldSpec("number", "first candidate's rent for hours_per_month"),
-    "api_comparable": FieldSpec(
-        "bool", "a model API could do this work (inference-like, no hardware control)"
+    "api_comparable": FieldSpec("bool", "a model API could do this work (inference-like, no hardware control)"),
+    "top_usd_per_million_tokens": FieldSpec(
+        "number", "first candidate's $ per 1M output tokens at the expected utilization (-1 = n/a)"
     ),
+    "api_usd_per_million_tokens": FieldSpec(
+        "number", "reference model API price per 1M output tokens, input tokens included (assumptions)"
+    ),
+    "api_cheaper": FieldSpec("bool", "the reference model API costs less per output token than the first candidate"),
 }
 
 OUTCOME_FIELDS: dict[str, FieldSpec] = {
@@ -241,11 +246,27 @@ def candidate_fact(base: dict[str, Any], s: Sizing) -> dict[str, Any]:
     }
 
 
+def gpu_usd_per_million_output_tokens(top: Sizing | None, utilization: float) -> float:
+    """What the top configuration costs per million output tokens at the expected utilization (-1 = n/a)."""
+    if top is None or top.tokens_per_second <= 0 or top.usd_per_hour <= 0:
+        return -1.0
+    produced = top.tokens_per_second * top.replicas * 3600 * utilization
+    return top.usd_per_hour / produced * 1e6
+
+
 def plan_fact(
-    base: dict[str, Any], top: Sizing | None, candidates: int, hours_per_month: float
+    base: dict[str, Any],
+    top: Sizing | None,
+    candidates: int,
+    hours_per_month: float,
+    api_usd_per_million_tokens: float = 0.0,
+    tokens_per_output_token: float = 1.0,
 ) -> dict[str, Any]:
+    """`tokens_per_output_token`: (input + output) / output, since API prices are per token in and out."""
     horizon = base["horizon_months"]
     be = _finite(top.break_even_months) if top and top.break_even_months else -1.0
+    gpu_per_m = gpu_usd_per_million_output_tokens(top, base["utilization"])
+    api_per_m = api_usd_per_million_tokens * tokens_per_output_token
     return {
         **base,
         "id": "plan",
@@ -264,6 +285,9 @@ def plan_fact(
         "api_comparable": base["workload"]
         in ("BATCH_INFERENCE", "REALTIME_INFERENCE", "EMBEDDING", "MEDIA_GENERATION", "EVALUATION")
         and base["hardware_control"] != "YES",
+        "top_usd_per_million_tokens": round(gpu_per_m, 4),
+        "api_usd_per_million_tokens": round(api_per_m, 4),
+        "api_cheaper": gpu_per_m > 0 and 0 < api_per_m < gpu_per_m,
     }
 
 
