@@ -187,3 +187,53 @@ def test_engine_agrees_with_the_reference_evaluator(rule_specs, fact_list):
         assert e.evaluate("candidate", fs) == reference(rules, fs)
     finally:
         e.close()
+
+
+class TestRawEngine:
+    """The hazards themselves, shown on the C extension directly: why the wrapper does what it does."""
+
+    @pytest.fixture
+    def raw(self):
+        import json
+
+        import durable_rules_engine as dre
+
+        handle = dre.create_ruleset("raw_hazard_probe", json.dumps({"r": {"all": [{"m": {"$and": [
+            {"t": "c"}, {"v": 1}]}}]}}))
+        yield dre, handle
+        dre.delete_ruleset(handle)
+
+    @staticmethod
+    def actions(dre, handle, state) -> int:
+        n, step = 0, dre.start_action_for_state(handle, state)
+        while step:
+            n += 1
+            nxt = dre.complete_and_start_action(handle, state)
+            step = (None, nxt) if nxt else None
+        return n
+
+    def test_identical_facts_collapse_into_one_match(self, raw):
+        import json
+
+        dre, handle = raw
+        fact = {"sid": "1", "id": "same", "t": "c", "v": 1}
+        result = dre.assert_facts(handle, json.dumps([fact, dict(fact)]))
+        assert self.actions(dre, handle, result[1]) == 1  # the second was "observed", not matched
+        dre.delete_state(handle, "1")
+
+    def test_numbers_with_an_exponent_are_rejected(self, raw):
+        import json
+
+        dre, handle = raw
+        with pytest.raises(dre.error):
+            dre.assert_fact(handle, json.dumps({"sid": "2", "id": "x", "t": "c", "v": 1e-05}))
+        assert "e" in json.dumps(1e-05) and "e" not in encode(1e-05)
+
+    def test_a_fact_no_rule_matches_is_reported_as_unhandled(self, raw):
+        import json
+
+        dre, handle = raw
+        code, _ = dre.assert_fact(handle, json.dumps({"sid": "3", "id": "y", "t": "c", "v": 2}))
+        assert code == 1  # the Host layer turns this into MessageNotHandledException; we add a sentinel
+        # No delete_state here: after a session where no action ran it can free an uninitialised pointer and
+        # abort the process (the reason every session of ours carries a sentinel fact).
