@@ -351,7 +351,10 @@ def _inference_need(gpu: Gpu, brief: Brief, shape: Shape, a: Assumptions, n: int
                 ("engine", a.num("engine_overhead_gb") * n),
             )
         )
-    return mem.inference_memory(
+    # Up to the scale-up domain the GPUs split each layer (tensor parallel: KV heads are replicated once TP
+    # exceeds them); beyond it they hold different layers (pipeline stages: nothing is replicated).
+    tp = min(n, _scale_up(gpu), MAX_TENSOR_PARALLEL)
+    one_stage_set = mem.inference_memory(
         shape.params_billion,
         shape.bytes_per_param,
         shape.arch,
@@ -360,7 +363,11 @@ def _inference_need(gpu: Gpu, brief: Brief, shape: Shape, a: Assumptions, n: int
         a.num("kv_cache_bytes"),
         a.num("inference_activation_peak_gb"),
         a.num("engine_overhead_gb"),
-        tensor_parallel=n,
+        tensor_parallel=tp,
+    )
+    per_gpu = ("activations", "engine")
+    return mem.MemoryBreakdown(
+        tuple((c, v * n / tp if c in per_gpu else v) for c, v in one_stage_set.components)
     )
 
 
