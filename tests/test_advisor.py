@@ -244,3 +244,16 @@ def test_chinese_summary(bundle):
         )
     )
     assert any("\u4e00" <= ch <= "\u9fff" for ch in advice.summary)
+
+
+def test_a_model_copy_beyond_one_node_uses_pipeline_stages(bundle):
+    # 70B with 64 sessions at 32k tokens needs ~830 GB: more than 8 H100s hold. Across nodes the GPUs hold
+    # different layers, so KV heads are not replicated as they would be at tensor parallelism 16.
+    advice = bundle.advise(AdviceRequest(
+        brief=Brief(workload="REALTIME_INFERENCE", model=Model(70, precision="BF16", context_tokens=32768),
+                    traffic=Traffic(concurrent_sessions=64)),
+        max_candidates=20, as_of=TODAY))
+    h100 = next(c for c in advice.candidates if c.gpu == "h100-sxm")
+    assert h100.count == 16
+    kv = dict(h100.memory.breakdown)["kv_cache"]
+    assert kv == pytest.approx(0.32768 * 32768 * 64 / 1000, rel=0.01)  # 0.328 MB/token, not multiplied by 2
