@@ -25,24 +25,15 @@ def render_summary(advice: Advice, msgs: Messages, locale: str, brief: dict[str,
         lines.append(t("summary.provisional"))
     if advice.candidates:
         c = advice.candidates[0]
+        key = "summary.top" if c.cost.usd_per_unit > 0 else "summary.top_no_unit"
         lines.append(
             t(
-                "summary.top",
+                key,
                 count=c.count,
                 name=c.name,
                 usd_per_hour=c.cost.usd_per_hour,
                 usd_per_unit=c.cost.usd_per_unit,
                 unit=c.cost.unit,
-                need_gb=c.memory.need_gb,
-                capacity_gb=c.memory.capacity_gb,
-                headroom=c.memory.headroom,
-            )
-            if c.cost.usd_per_unit > 0
-            else t(
-                "summary.top_no_unit",
-                count=c.count,
-                name=c.name,
-                usd_per_hour=c.cost.usd_per_hour,
                 need_gb=c.memory.need_gb,
                 capacity_gb=c.memory.capacity_gb,
                 headroom=c.memory.headroom,
