@@ -257,3 +257,20 @@ def test_a_model_copy_beyond_one_node_uses_pipeline_stages(bundle):
     assert h100.count == 16
     kv = dict(h100.memory.breakdown)["kv_cache"]
     assert kv == pytest.approx(0.32768 * 32768 * 64 / 1000, rel=0.01)  # 0.328 MB/token, not multiplied by 2
+
+
+@pytest.mark.parametrize("workload", WORKLOADS)
+def test_the_largest_valid_brief_still_gets_an_answer(bundle, workload):
+    # Every number at the upper bound validate.py allows: the arithmetic must stay finite and bounded.
+    brief = Brief(
+        workload=workload,
+        model=Model(100_000, 100_000, "FP32", 10_000_000, 10_000, 10_000, 100_000, 1_000_000),
+        traffic=Traffic(10_000_000, 10_000_000, 10_000_000, 10_000_000, 10_000_000, 10_000_000),
+        latency=Latency(86_400_000, 86_400_000, 86_400_000),
+        training=Training(1_000_000_000, 0.01),
+        economics=Economics(744, 1200, 1, 100_000_000, 100, True, "STEADY", True, 1),
+    )
+    advice = bundle.advise(AdviceRequest(brief=brief, as_of=TODAY))
+    assert advice.route is not None and advice.summary
+    for c in advice.candidates:
+        assert math.isfinite(c.score) and math.isfinite(c.cost.usd_per_hour)
