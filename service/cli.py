@@ -252,11 +252,12 @@ def _reload(args: argparse.Namespace) -> int:
     metadata = (("authorization", f"Bearer {args.token}"),) if args.token else ()
     channel, stub = _stub(args)
     with channel:
-        info = stub.ReloadRules(pb.ReloadRulesRequest(), timeout=args.timeout, metadata=metadata)
+        result = stub.ReloadRules(pb.ReloadRulesRequest(), timeout=args.timeout, metadata=metadata)
+    info = result.ruleset
     if args.json:
-        print(MessageToJson(info, preserving_proto_field_name=True, ensure_ascii=False))
+        print(MessageToJson(result, preserving_proto_field_name=True, ensure_ascii=False))
     else:
-        print("reloaded: a new rules version is active" if info.reloaded else
+        print("reloaded: a new rules version is active" if result.reloaded else
               "not reloaded: " + ("the new version was rejected" if info.last_error else "nothing changed"))
         print_ruleset(info)
     # A rejected version is a failure the operator must see in the exit code (scripts, CI).

@@ -49,14 +49,14 @@ def _invalid(context: grpc.ServicerContext, violations: list[tuple[str, str]]) -
     raise AssertionError("unreachable: abort_with_status raises")
 
 
-def _status_to_proto(st: RulesetStatus, reloaded: bool = False) -> pb.RulesetInfo:
+def _status_to_proto(st: RulesetStatus) -> pb.RulesetInfo:
     return pb.RulesetInfo(
         revision=st.revision, content_hash=st.content_hash,
         loaded_at=st.loaded_at.isoformat() if st.loaded_at else "", counts=st.counts,
         last_error=st.last_error,
         last_attempted_revision=st.last_attempted_revision,
         last_attempted_at=st.last_attempted_at.isoformat() if st.last_attempted_at else "",
-        source_dir=st.source_dir, reloaded=reloaded,
+        source_dir=st.source_dir,
     )
 
 
@@ -95,13 +95,15 @@ class Servicer(pb_grpc.GpuAdvisorServicer):
     def GetRuleset(self, request: pb.GetRulesetRequest, context: grpc.ServicerContext) -> pb.RulesetInfo:  # noqa: N802
         return _status_to_proto(self.store.status())
 
-    def ReloadRules(self, request: pb.ReloadRulesRequest, context: grpc.ServicerContext) -> pb.RulesetInfo:  # noqa: N802
+    def ReloadRules(  # noqa: N802
+        self, request: pb.ReloadRulesRequest, context: grpc.ServicerContext
+    ) -> pb.ReloadRulesResponse:
         if self.admin_token:
             sent = dict(context.invocation_metadata()).get("authorization", "")
             if not hmac.compare_digest(sent.encode(), f"Bearer {self.admin_token}".encode()):
                 context.abort(grpc.StatusCode.UNAUTHENTICATED, "ReloadRules needs the admin bearer token")
         result = self.store.reload()
-        return _status_to_proto(self.store.status(), reloaded=result.changed)
+        return pb.ReloadRulesResponse(ruleset=_status_to_proto(self.store.status()), reloaded=result.changed)
 
 
 def serve(

@@ -91,8 +91,9 @@ def test_a_failing_rule_test_blocks_activation(rules_copy, start_server):
     f.write_text(
         f.read_text(encoding="utf-8").replace("route_in: [BUY]", "route_in: [MODEL_API]", 1), encoding="utf-8"
     )
-    info = running.stub.ReloadRules(pb.ReloadRulesRequest())
-    assert not info.reloaded and info.revision == before and "rule test failed" in info.last_error
+    result = running.stub.ReloadRules(pb.ReloadRulesRequest())
+    info = result.ruleset
+    assert not result.reloaded and info.revision == before and "rule test failed" in info.last_error
 
 
 def test_reload_rpc_needs_the_token_when_configured(rules_copy, start_server):
@@ -101,8 +102,8 @@ def test_reload_rpc_needs_the_token_when_configured(rules_copy, start_server):
         running.stub.ReloadRules(pb.ReloadRulesRequest())
     assert err.value.code() == grpc.StatusCode.UNAUTHENTICATED
     set_h100_rent(rules_copy, 3.25)
-    info = running.stub.ReloadRules(pb.ReloadRulesRequest(), metadata=(("authorization", "Bearer s3cret"),))
-    assert info.reloaded and h100_price(running.stub) == pytest.approx(3.25)
+    result = running.stub.ReloadRules(pb.ReloadRulesRequest(), metadata=(("authorization", "Bearer s3cret"),))
+    assert result.reloaded and h100_price(running.stub) == pytest.approx(3.25)
 
 
 def test_configmap_symlink_swap_is_picked_up(tmp_path, start_server):

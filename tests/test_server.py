@@ -279,7 +279,7 @@ def test_reload_needs_the_token_and_keeps_the_last_good_version(rules_copy: Path
 
     before = stub.GetRuleset(pb.GetRulesetRequest(), timeout=5)
     same = stub.ReloadRules(pb.ReloadRulesRequest(), metadata=auth, timeout=60)
-    assert not same.reloaded and same.revision == before.revision
+    assert not same.reloaded and same.ruleset.revision == before.revision
     assert cli.main(["reload", "--addr", running.addr, "--token", "s3cret"]) == 0
     assert cli.main(["reload", "--addr", running.addr, "--token", "wrong"]) == 1
 
@@ -288,14 +288,14 @@ def test_reload_needs_the_token_and_keeps_the_last_good_version(rules_copy: Path
     good_text = routing.read_text(encoding="utf-8")
     routing.write_text(good_text + "\nrows: [this is: not: valid\n", encoding="utf-8")
     bad = stub.ReloadRules(pb.ReloadRulesRequest(), metadata=auth, timeout=60)
-    assert not bad.reloaded and bad.last_error and bad.revision == before.revision
+    assert not bad.reloaded and bad.ruleset.last_error and bad.ruleset.revision == before.revision
     assert stub.Recommend(good_request(), timeout=30).ruleset.revision == before.revision
 
     # A real change (a comment is enough: the hash covers the bytes) becomes the new active version.
     routing.write_text(good_text + "\n# reviewed\n", encoding="utf-8")
     new = stub.ReloadRules(pb.ReloadRulesRequest(), metadata=auth, timeout=60)
-    assert new.reloaded and new.last_error == "" and new.revision != before.revision
-    assert stub.Recommend(good_request(), timeout=30).ruleset.revision == new.revision
+    assert new.reloaded and new.ruleset.last_error == "" and new.ruleset.revision != before.revision
+    assert stub.Recommend(good_request(), timeout=30).ruleset.revision == new.ruleset.revision
 
 
 # -- stopping ----------------------------------------------------------------------------------------------
