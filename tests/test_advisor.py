@@ -274,3 +274,27 @@ def test_the_largest_valid_brief_still_gets_an_answer(bundle, workload):
     assert advice.route is not None and advice.summary
     for c in advice.candidates:
         assert math.isfinite(c.score) and math.isfinite(c.cost.usd_per_hour)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                  HealthCheck.function_scoped_fixture])
+@given(brief=brief_strategy())
+def test_engine_matches_the_reference_evaluator_on_the_shipped_rules(bundle, brief):
+    # The same facts through durable_rules and through ir.Rule.matches: any divergence is an engine hazard
+    # reaching the answer (type confusion, exponent parsing, OR double-firing).
+    a = bundle.book.assumptions
+    shape = shape_of(brief, a)
+    sizings = [size(g, brief, shape, a, (), TODAY) for g in bundle.catalog] if shape else []
+    base = F.brief_fact(brief, a.num("default_utilization"), shape, sizings, 0)
+    plan = F.plan_fact(base, sizings[0] if sizings else None, len(sizings), brief.economics.hours_per_month, 3.0, 2.0)
+    groups = {
+        "brief": [base],
+        "candidate": [F.candidate_fact(base, s) for s in sizings],
+        "plan": [plan],
+        "outcome": [F.outcome_fact(plan, "RESERVE")],
+    }
+    for kind, facts in groups.items():
+        rules = bundle.book.program.for_fact(kind)
+        got = bundle.engine.evaluate(kind, facts)
+        want = {f["id"]: {r.id for r in rules if r.matches(f)} for f in facts}
+        assert got == want, kind
