@@ -25,6 +25,8 @@ CODE_MESSAGE_KEYS = (
     "throughput.training",
     "throughput.inference",
     "score.formula",
+    "ownership.formula",
+    "ownership.never",
     "summary.title",
     "summary.provisional",
     "summary.top",

@@ -307,11 +307,28 @@ def _candidate(c: _Scored, run: _Run) -> Candidate:
             round(s.break_even_months, 2) if math.isfinite(s.break_even_months) else -1.0,
             round(s.purchase.usd * s.count, 2) if s.purchase else 0.0,
         ),
-        reasons=(Reason("rank.score", formula), *c.reasons),
+        reasons=(Reason("rank.score", formula), *_ownership_reason(s, run), *c.reasons),
         caveats=tuple(c.caveats),
         interconnect=interconnect,
         throughput=throughput,
     )
+
+
+def _ownership_reason(s: Sizing, run: _Run) -> tuple[Reason, ...]:
+    """The break-even arithmetic, so a reader can redo it from the printed figures."""
+    if s.purchase is None or s.usd_per_hour <= 0:
+        return ()
+    params = {
+        "purchase_usd": s.purchase.usd * s.count,
+        "usd_per_hour": s.usd_per_hour,
+        "running_usd_per_hour": s.running_usd_per_busy_hour,
+        "break_even_hours": s.break_even_hours,
+        "break_even_months": s.break_even_months,
+        "utilization": s.ownership_utilization,
+        "purchase_source": s.purchase.source,
+    }
+    key = "ownership.formula" if math.isfinite(s.break_even_hours) else "ownership.never"
+    return (Reason("ownership.break-even", run.text(key, params)),)
 
 
 def _sig(x: float, digits: int = 6) -> float:

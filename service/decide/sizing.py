@@ -74,6 +74,8 @@ class Sizing:
     owned_usd_per_hour: float = 0.0
     break_even_hours: float = 0.0
     break_even_months: float = 0.0
+    running_usd_per_busy_hour: float = 0.0  # power x PUE + maintenance, per busy hour, whole configuration
+    ownership_utilization: float = 0.0
     formulas: list[str] = field(default_factory=list)
 
     @property
@@ -497,6 +499,8 @@ def _ownership(s: Sizing, brief: Brief, a: Assumptions) -> None:
     purchase = s.purchase.usd * n
     maintenance = a.num("maintenance_fraction_per_year") * purchase
     running = own.running_usd_per_busy_hour(s.gpu.tdp_w * n, kwh, pue, maintenance, util)
+    s.running_usd_per_busy_hour = running
+    s.ownership_utilization = util
     s.owned_usd_per_hour = own.owned_usd_per_hour(purchase, years, 0.0, running, util)
     if s.usd_per_hour > 0:
         s.break_even_hours = own.break_even_hours(purchase, s.usd_per_hour, running)
