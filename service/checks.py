@@ -8,7 +8,7 @@ from itertools import combinations
 
 from .brief import ROUTE_KINDS, SUCCESS_UNITS, WORKLOADS
 from .catalog import Gpu
-from .engine.analyze import satisfiable
+from .engine.analyze import implies, satisfiable
 from .engine.ir import Rule
 from .engine.load import Problem
 from .engine.parse import FactSchema, did_you_mean
@@ -172,6 +172,20 @@ def logic_problems(rules: list[Rule], schema: FactSchema) -> list[Problem]:
                     severity="warning",
                 )
             )
+    # A row of a first-hit table that an earlier row (at the same or a higher priority) always beats.
+    for r in rules:
+        if r.hit_policy != "first":
+            continue
+        for earlier in rules:
+            if earlier is r:
+                break
+            if earlier.group != r.group or earlier.priority < r.priority:
+                continue
+            if all(any(implies(b, eb, schema[r.fact]) for eb in earlier.branches) for b in r.branches):
+                path, line = _where(r.location)
+                out.append(Problem(path, line, 1, r.id, f"never takes effect: {earlier.id} ({earlier.location}) "
+                                                        "matches every fact this row matches and comes first"))
+                break
     # Two rules that can match the same fact at the same priority and decide different things.
     deciding = [r for r in rules if any(a.kind in ("route", "metric") for a in r.actions)]
     for a, b in combinations(deciding, 2):

@@ -218,3 +218,13 @@ def test_rules_test_fails_a_wrong_expectation_and_names_the_case(rules: Path, ca
     out = capsys.readouterr().out
     assert "FAIL rules/tests/routing.yaml:" in out and "on-prem boundary means buying" in out
     assert "route BUY not in ['RESERVE']" in out
+
+
+def test_a_row_an_earlier_row_always_beats_is_reported(rules: Path):
+    f = rules / "routing.yaml"
+    edit(f, "  - id: routing.mid-hours\n",
+         "  - id: routing.tiny-hours\n    hours_per_month: {lt: 50}\n"
+         "    then: {route: {kind: RENT_MARKETPLACE, message: route.low_hours}}\n  - id: routing.mid-hours\n")
+    line = line_of(f, "- id: routing.tiny-hours")
+    assert_reported(problems(rules), f"rules/routing.yaml:{line}:", "[routing.tiny-hours]", "never takes effect",
+                    "routing.low-hours")

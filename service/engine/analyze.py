@@ -80,6 +80,17 @@ class _Range:
         return True  # a real interval with positive width, or a point not excluded, has a value left
 
 
+_NEGATE = {"eq": "ne", "ne": "eq", "lt": "ge", "ge": "lt", "le": "gt", "gt": "le", "in": "not_in", "not_in": "in"}
+
+
+def implies(premise: tuple[Condition, ...], conclusion: tuple[Condition, ...], fields: dict[str, FieldSpec]) -> bool:
+    """Whether every fact satisfying `premise` also satisfies `conclusion` (premise ∧ ¬c is unsatisfiable for
+    each condition c of the conclusion)."""
+    return all(
+        not satisfiable((*premise, Condition(c.field, _NEGATE[c.op], c.value)), fields) for c in conclusion
+    )
+
+
 def satisfiable(conds: Iterable[Condition], fields: dict[str, FieldSpec]) -> bool:
     """Whether some fact of this schema satisfies every condition at once."""
     numeric: dict[str, _Range] = {}
