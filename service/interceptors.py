@@ -10,6 +10,8 @@ from typing import Any
 import grpc
 import structlog
 
+from . import metrics
+
 log = structlog.get_logger("gpu_advisor.rpc")
 
 REQUEST_ID = "x-request-id"
@@ -50,8 +52,10 @@ class RequestContextInterceptor(grpc.ServerInterceptor):
                 # Trailing metadata too, so a client that only sees the final status still gets the id; keep
                 # what the handler put there (abort_with_status carries the error details in it).
                 context.set_trailing_metadata(tuple(context.trailing_metadata() or ()) + ((REQUEST_ID, rid),))
-                log.info("rpc", code=getattr(code, "name", str(code)),
-                         ms=round((time.perf_counter() - started) * 1000, 2))
+                elapsed = time.perf_counter() - started
+                name = getattr(code, "name", str(code))
+                log.info("rpc", code=name, ms=round(elapsed * 1000, 2))
+                metrics.observe_rpc(method, name, elapsed)
                 structlog.contextvars.clear_contextvars()
 
         return grpc.unary_unary_rpc_method_handler(

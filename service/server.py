@@ -22,7 +22,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 from grpc_status import rpc_status
 
-from . import api
+from . import api, metrics
 from .api import pb, pb_grpc
 from .interceptors import RequestContextInterceptor
 from .logging import configure
@@ -122,6 +122,8 @@ def serve(
             health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
 
     store.on_activate.append(mark_serving)
+    store.on_activate.append(lambda bundle: metrics.rules_activated(bundle.revision))
+    store.on_reject.append(lambda _error: metrics.rules_rejected())
     # The rule engine holds the GIL, so a few threads suffice; they keep health checks answering.
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=workers),
                          interceptors=[RequestContextInterceptor()])
@@ -149,9 +151,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--admin-token", default=os.environ.get("GPU_ADVISOR_ADMIN_TOKEN", ""))
     parser.add_argument("--no-watch", action="store_true", help="do not watch the rules folder for changes")
     parser.add_argument("--log-level", default=None)
+    parser.add_argument("--metrics-addr", default=os.environ.get("GPU_ADVISOR_METRICS_ADDR", ""),
+                        help="serve Prometheus metrics on host:port (off when empty)")
     args = parser.parse_args(argv)
     configure(args.log_level)
     server, _port, store = serve(args.addr, args.rules, args.admin_token, watch=not args.no_watch)
+    if args.metrics_addr:
+        log.info("metrics", port=metrics.serve_metrics(args.metrics_addr))
     stop = threading.Event()
 
     def on_signal(signum: int, _frame: object) -> None:

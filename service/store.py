@@ -119,6 +119,7 @@ class RuleStore:
         self._stop = threading.Event()
         self.reloads = 0
         self.on_activate: list[Callable[[Bundle], None]] = []
+        self.on_reject: list[Callable[[str], None]] = []  # called with the error text
 
     # -- reading ---------------------------------------------------------------------------------------------
     def active(self) -> Bundle | None:
@@ -188,6 +189,8 @@ class RuleStore:
             problems=problems[:20],
             serving=self._active.revision if self._active else None,
         )
+        for hook in self.on_reject:
+            hook(self._status.last_error)
         return ReloadResult(False, False, revision, tuple(problems))
 
     # -- watching --------------------------------------------------------------------------------------------
