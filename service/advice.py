@@ -78,6 +78,9 @@ class Question:
     field: str  # path in the brief, e.g. "model.params_billion"
     text: str
     rule_id: str = ""
+    unit: str = ""  # of a numeric answer, e.g. "tokens"
+    assumed: str | int | float | bool | None = None  # what the answer assumes meanwhile (domain form: "BF16")
+    priority: int = 0  # the asking rule's priority: higher changes the answer more
 
 
 @dataclass(frozen=True)

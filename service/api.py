@@ -6,6 +6,7 @@ Enum numbers become the domain's prefix-less names (WORKLOAD_TYPE_REALTIME_INFER
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Iterable
 from datetime import date
@@ -35,6 +36,7 @@ from .brief import (  # noqa: E402
     Training,
 )
 from .catalog import Gpu  # noqa: E402
+from .proto_schema import field_at, json_type  # noqa: E402
 
 __all__ = ["pb", "pb_grpc", "request_from_proto", "request_to_proto", "advice_to_proto", "gpu_to_proto",
            "response_to_dict", "enum_name", "enum_number", "SERVICE_NAME"]
@@ -202,7 +204,7 @@ def advice_to_proto(a: Advice) -> pb.RecommendResponse:
         out.warnings.append(pb.Warning(code=w.code, severity=enum_number("Severity", w.severity), text=w.text,
                                        rule_id=w.rule_id))
     for q in a.questions:
-        out.questions.append(pb.Question(field=q.field, text=q.text, rule_id=q.rule_id))
+        out.questions.append(question_to_proto(q))
     if a.metric:
         out.metric.CopyFrom(pb.Metric(name=a.metric.name, formula=a.metric.formula, rule_id=a.metric.rule_id))
     for st in a.benchmark_plan:
@@ -217,6 +219,29 @@ def advice_to_proto(a: Advice) -> pb.RecommendResponse:
                                        detail=t.detail))
     out.notes.extend(_reasons(a.notes))
     return out
+
+
+def question_to_proto(q: domain.Question) -> pb.Question:
+    """The rules say the unit, the assumed value and the priority; the contract says the type and the choices."""
+    out = pb.Question(field=q.field, text=q.text, rule_id=q.rule_id, unit=q.unit, priority=q.priority)
+    fd = field_at(pb.WorkloadBrief.DESCRIPTOR, q.field)
+    if fd is None:
+        return out  # rules-check rejects such a field; an old rules version still gets its text through
+    out.type = json_type(fd)
+    if fd.enum_type is not None:
+        out.allowed_values.extend(v.name for v in fd.enum_type.values if v.number != 0)
+    if q.assumed is not None:
+        out.assumed = _brief_json(fd, q.assumed)
+    return out
+
+
+def _brief_json(fd: Any, value: Any) -> str:
+    # The form a caller sends the value in: proto enum names, JSON true/false, numbers as numbers.
+    if fd.enum_type is not None:
+        return _PREFIX[fd.enum_type.name] + str(value)
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)  # "0", not "0.0": the same number in JSON, and what a person would type
+    return json.dumps(value)
 
 
 def gpu_to_proto(g: Gpu, day: date) -> pb.GpuInfo:

@@ -7,8 +7,10 @@ and turns into questions rather than errors. Tri-state booleans are None when th
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from datetime import date
+from typing import Any, get_type_hints
 
 UNSPECIFIED = "UNSPECIFIED"
 
@@ -111,6 +113,33 @@ class Brief:
     toolchain: tuple[str, ...] = ()
     training: Training = field(default_factory=Training)
     economics: Economics = field(default_factory=Economics)
+
+
+# Brief fields that take an enum, by path (values without their proto prefix, as rules write them).
+ENUM_FIELDS: dict[str, tuple[str, ...]] = {
+    "workload": WORKLOADS,
+    "model.precision": PRECISIONS,
+    "run_cycle": RUN_CYCLES,
+    "boundary": BOUNDARIES,
+    "success_unit": SUCCESS_UNITS,
+    "economics.demand": DEMANDS,
+}
+
+
+def brief_field_kind(path: str) -> str | None:
+    """number, int, bool, enum, list or None (no such field) for a dotted path in the brief."""
+    cls: Any = Brief
+    hint: Any = None
+    for part in path.split("."):
+        hints = get_type_hints(cls) if dataclasses.is_dataclass(cls) else {}
+        if part not in hints:
+            return None
+        hint = cls = hints[part]
+    if path in ENUM_FIELDS:
+        return "enum"
+    if dataclasses.is_dataclass(hint):
+        return None  # a group (model, traffic...), not a field an answer fills
+    return {float: "number", int: "int", bool | None: "bool", tuple[str, ...]: "list"}.get(hint)
 
 
 @dataclass(frozen=True)

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from datetime import date
 from itertools import combinations
+from typing import Any
 
-from .brief import ROUTE_KINDS, SUCCESS_UNITS, WORKLOADS
+from .brief import ENUM_FIELDS, ROUTE_KINDS, SUCCESS_UNITS, WORKLOADS, brief_field_kind
 from .catalog import Gpu
 from .engine.analyze import implies, satisfiable
 from .engine.ir import Rule
@@ -244,4 +245,49 @@ def price_problems(catalog: tuple[Gpu, ...], today: date, max_age_days: int) -> 
                 )
             if age < 0:
                 out.append(Problem(ppath, pline, 1, g.id, f"as_of {p.as_of} is in the future"))
+    return out
+
+
+def _fits(kind: str, path: str, value: Any) -> bool:
+    if kind == "enum":
+        return value in ENUM_FIELDS[path]
+    if kind == "bool":
+        return isinstance(value, bool)
+    if kind == "int":
+        return isinstance(value, int) and not isinstance(value, bool)
+    if kind == "number":
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    return False
+
+
+def question_problems(rules: list[Rule], assumptions: dict[str, Any]) -> list[Problem]:
+    """An `ask` must name a brief field, and what it says the answer assumes must be a value that field takes:
+    an assistant passes both on to a person."""
+    out: list[Problem] = []
+    for r in rules:
+        for a in r.actions:
+            if a.kind != "ask":
+                continue
+            path, line = _where(r.location)
+            field = a.get("field")
+            kind = brief_field_kind(field)
+            if kind is None:
+                out.append(Problem(path, line, 1, r.id, f"ask field '{field}' is not a field of the brief"))
+                continue
+            literal, name = a.get("assumes"), a.get("assumes_from")
+            if literal is not None and name is not None:
+                out.append(Problem(path, line, 1, r.id, "ask takes 'assumes' or 'assumes_from', not both"))
+                continue
+            if name is not None:
+                if name not in assumptions:
+                    out.append(Problem(path, line, 1, r.id,
+                                       f"assumes_from: no assumption '{name}'{did_you_mean(name, assumptions)}"))
+                    continue
+                literal = assumptions[name]
+            if literal is not None and not _fits(kind, field, literal):
+                want = {"bool": "true or false", "int": "a whole number", "number": "a number"}.get(kind, "")
+                if kind == "enum":
+                    want = "one of " + ", ".join(ENUM_FIELDS[field])
+                out.append(Problem(path, line, 1, r.id,
+                                   f"assumes {literal!r} is not a value {field} takes: it wants {want}"))
     return out

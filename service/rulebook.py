@@ -21,7 +21,7 @@ import jsonschema
 from .assumptions import Assumptions, missing_keys
 from .brief import ROUTE_KINDS
 from .catalog import Gpu, Price
-from .checks import logic_problems, message_problems, price_problems
+from .checks import logic_problems, message_problems, price_problems, question_problems
 from .decide.facts import SCHEMA
 from .engine.ir import Program
 from .engine.load import Doc, Problem, load_yaml, plain, pos
@@ -348,6 +348,7 @@ def load_rulebook(
         rules, messages, locations, [(k, f"{_content_file(by_kind, w)}:1") for k, w in content_keys], SCHEMA
     )
     problems += logic_problems(rules, SCHEMA)
+    problems += question_problems(rules, values)
     max_age = int(
         max_price_age_days if max_price_age_days is not None else values.get("max_price_age_days", 540)
     )

@@ -171,7 +171,11 @@ def _advice() -> A.Advice:
         excluded=(A.Exclusion("rtx-4090", (r("eligibility.z", "too small"),)),),
         route=A.Route("RESERVE", (r("routing.reserve", "steady"),)),
         warnings=(A.Warning("MISTAKE_HOURLY_RATE", "CRITICAL", "by $/h", "mistake.hourly"),),
-        questions=(A.Question("model.params_billion", "how big?", "ask.params"),),
+        questions=(A.Question("model.params_billion", "how big?", "ask.params"),
+                   A.Question("model.precision", "which?", "ask.precision", assumed="BF16", priority=80),
+                   A.Question("traffic.avg_output_tokens", "how many?", "ask.output-tokens", unit="tokens",
+                              assumed=512.0, priority=70),
+                   A.Question("economics.has_platform_team", "a team?", "ask.platform-team", assumed=False)),
         metric=A.Metric("cost per accepted response", "usd_per_hour / accepted", "metric.realtime"),
         benchmark_plan=(A.BenchmarkStage("smoke", ("run it",), ("p95",)),),
         procurement_checklist=(A.ChecklistSection("contract", ("exit clause",)),),
@@ -201,7 +205,17 @@ def test_advice_to_proto_carries_every_field():
     assert resp.route.kind == pb.ROUTE_KIND_RESERVE and d["route"]["kind"] == "ROUTE_KIND_RESERVE"
     w = resp.warnings[0]
     assert w.severity == pb.SEVERITY_CRITICAL and w.code == "MISTAKE_HOURLY_RATE" and w.rule_id
-    assert d["questions"] == [{"field": "model.params_billion", "text": "how big?", "rule_id": "ask.params"}]
+    # The rules give unit, assumed value and priority; the contract gives the type and the enum choices.
+    assert d["questions"] == [
+        {"field": "model.params_billion", "text": "how big?", "rule_id": "ask.params", "type": "number"},
+        {"field": "model.precision", "text": "which?", "rule_id": "ask.precision", "type": "enum",
+         "allowed_values": ["PRECISION_FP32", "PRECISION_BF16", "PRECISION_FP16", "PRECISION_FP8", "PRECISION_INT8",
+                            "PRECISION_INT4"], "assumed": "PRECISION_BF16", "priority": 80},
+        {"field": "traffic.avg_output_tokens", "text": "how many?", "rule_id": "ask.output-tokens",
+         "type": "integer", "unit": "tokens", "assumed": "512", "priority": 70},
+        {"field": "economics.has_platform_team", "text": "a team?", "rule_id": "ask.platform-team",
+         "type": "boolean", "assumed": "false"},
+    ]
     assert d["metric"]["rule_id"] == "metric.realtime"
     assert d["benchmark_plan"] == [{"name": "smoke", "steps": ["run it"], "record": ["p95"]}]
     assert d["procurement_checklist"] == [{"name": "contract", "items": ["exit clause"]}]

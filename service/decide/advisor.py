@@ -28,8 +28,9 @@ from ..advice import (
     TraceEntry,
     Warning,
 )
+from ..assumptions import Assumptions
 from ..brief import AdviceRequest
-from ..engine.ir import Rule, apply_hit_policies
+from ..engine.ir import Action, Rule, apply_hit_policies
 from ..render.messages import Messages
 from ..render.summary import render_summary
 from ..rulebook import Rulebook
@@ -148,7 +149,9 @@ def advise(book: Rulebook, engine: Evaluator, req: AdviceRequest, today: date | 
         run.common(rule, base)
         for act in rule.actions:
             if act.kind == "ask" and all(q.field != act.get("field") for q in questions):
-                questions.append(Question(act.get("field"), run.text(act.get("message"), base), rule.id))
+                questions.append(Question(act.get("field"), run.text(act.get("message"), base), rule.id,
+                                          unit=act.get("unit", ""), assumed=_assumed(act, a),
+                                          priority=rule.priority))
             elif act.kind == "metric" and metric is None:
                 metric = Metric(run.text(act.get("name"), base), run.text(act.get("message"), base), rule.id)
     if shape:
@@ -230,6 +233,15 @@ def advise(book: Rulebook, engine: Evaluator, req: AdviceRequest, today: date | 
     )
     summary = render_summary(advice, run.msgs, run.locale, base, shape is not None)
     return Advice(**{**advice.__dict__, "summary": summary})
+
+
+def _assumed(act: Action, a: Assumptions) -> str | int | float | bool | None:
+    """What an answer assumes while a question is open: a literal in the rule, or a named assumption (checked to
+    exist by rules-check)."""
+    name = act.get("assumes_from")
+    if name is not None:
+        return a.values.get(name)
+    return act.get("assumes")
 
 
 def _rank(items: list[_Scored]) -> None:

@@ -49,7 +49,13 @@ ACTIONS: dict[str, ActionSpec] = {
         {"severity": "enum:severity"},
     ),
     "route": ActionSpec(("plan",), {"kind": "enum:route", "message": "message"}, {}),
-    "ask": ActionSpec(("brief",), {"field": "string", "message": "message"}, {}),
+    # assumes: the value the answer assumes while the question is open (a literal in the rules' enum form, or
+    # assumes_from: the name of the assumption that holds it), so an assistant can say what it takes for granted.
+    "ask": ActionSpec(
+        ("brief",),
+        {"field": "string", "message": "message"},
+        {"unit": "string", "assumes": "scalar", "assumes_from": "string"},
+    ),
     "metric": ActionSpec(("brief",), {"name": "string", "message": "message"}, {}),
 }
 SEVERITIES = ("INFO", "WARNING", "CRITICAL")
@@ -194,6 +200,8 @@ class _Compiler:
         return tuple(out)
 
     def arg_ok(self, want: str, value: Any) -> bool:
+        if want == "scalar":
+            return isinstance(value, str | int | float | bool)
         if want == "number":
             return isinstance(value, int | float) and not isinstance(value, bool)
         if want == "enum:severity":
@@ -207,6 +215,8 @@ class _Compiler:
             return "one of " + ", ".join(SEVERITIES)
         if want == "enum:route":
             return "one of " + ", ".join(self.route_kinds)
+        if want == "scalar":
+            return "a string, number or boolean"
         return "a number" if want == "number" else "a non-empty string"
 
     # -- files --------------------------------------------------------------------------------------------
