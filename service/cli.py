@@ -5,6 +5,7 @@
     gpu-advisor gpus                     # the catalog with dated prices
     gpu-advisor ruleset                  # the active rules version and the last reload attempt
     gpu-advisor reload [--token T]       # admin: reload the rules now
+    gpu-advisor mcp [--transport http]   # serve chat assistants over MCP (stdio, or streamable HTTP at /mcp)
 
 A brief file is YAML in protobuf's JSON form: a whole RecommendRequest (with a `brief:` key) or the brief.
 Exit codes: 0 OK, 2 the input was rejected (file or INVALID_ARGUMENT), 1 any other failure.
@@ -297,7 +298,20 @@ def build_parser() -> argparse.ArgumentParser:
     rl.add_argument("--token", default=os.environ.get("GPU_ADVISOR_ADMIN_TOKEN", ""),
                     help="admin bearer token (env GPU_ADVISOR_ADMIN_TOKEN)")
     rl.set_defaults(run=_reload)
+
+    # -- MCP: the way in for chat assistants (service/mcp_server.py; imported only when used) --
+    mcp = sub.add_parser("mcp", parents=[common], help="serve chat assistants over MCP (stdio or streamable HTTP)")
+    mcp.add_argument("--transport", choices=("stdio", "http"), default="stdio")
+    mcp.add_argument("--listen", default=os.environ.get("GPU_ADVISOR_MCP_LISTEN", "127.0.0.1:8765"),
+                     help="host:port for --transport http, served at /mcp (env GPU_ADVISOR_MCP_LISTEN)")
+    mcp.set_defaults(run=_mcp)
     return parser
+
+
+def _mcp(args: argparse.Namespace) -> int:
+    from .mcp_server import main as serve_mcp
+
+    return serve_mcp(args.addr, args.transport, args.listen, args.timeout)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
