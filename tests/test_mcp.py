@@ -4,6 +4,8 @@ memory streams, over streamable HTTP, and as `gpu-advisor mcp` over stdio."""
 from __future__ import annotations
 
 import asyncio
+import re
+import subprocess
 import sys
 import threading
 from collections.abc import Awaitable, Callable, Iterator
@@ -210,3 +212,19 @@ def test_cli_serves_stdio(server: Any) -> None:
                                    cwd=str(ROOT))
     result = run(params, lambda c: c.call_tool("recommend_gpus", brief_args()))
     assert not result.is_error and result.structured_content["candidates"]
+
+
+def test_cli_serves_streamable_http(server: Any) -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "service.cli", "mcp", "--transport", "http", "--listen", "127.0.0.1:0",
+         "--addr", server.addr], cwd=ROOT, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stderr is not None
+        line = proc.stderr.readline()  # "... streamable HTTP on http://127.0.0.1:PORT/mcp, service at ..."
+        url = re.search(r"http://\S+/mcp", line)
+        assert url, line
+        result = run(url.group(0), lambda c: c.call_tool("list_gpus", {}))
+        assert not result.is_error and result.structured_content["gpus"]
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
