@@ -28,13 +28,13 @@ import jsonschema
 import mcp_types as types
 from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.json_format import MessageToDict, ParseDict, ParseError
+from google.rpc import error_details_pb2, status_pb2
 from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 
 from . import validate
 from .api import pb, pb_grpc
 from .brief import LOCALES
-from .cli import bad_request_violations
 from .proto_schema import message_schema
 
 NAME = "gpu-advisor"
@@ -262,7 +262,8 @@ class ToolInputError(Exception):
 
 
 def _check(arguments: dict[str, Any], schema: dict[str, Any]) -> None:
-    errors = sorted(jsonschema.Draft202012Validator(schema).iter_errors(arguments), key=lambda e: list(e.path))
+    errors = sorted(jsonschema.Draft202012Validator(schema).iter_errors(arguments),
+                    key=lambda e: [str(p) for p in e.path])
     if errors:
         raise ToolInputError("\n".join(
             f"{'.'.join(str(p) for p in e.path) or '(arguments)'}: {e.message}" for e in errors[:10]
@@ -280,15 +281,26 @@ def _structured(msg: Any) -> dict[str, Any]:
     return MessageToDict(msg, preserving_proto_field_name=True)
 
 
+def _violations(err: grpc.aio.AioRpcError) -> list[str]:
+    """`field: description` of the google.rpc.BadRequest in an aio error (grpc_status reads only sync calls)."""
+    out = []
+    for key, value in err.trailing_metadata() or ():
+        if key != "grpc-status-details-bin":
+            continue
+        for detail in status_pb2.Status.FromString(value).details:
+            bad = error_details_pb2.BadRequest()
+            if detail.Unpack(bad):
+                out += [f"{v.field}: {v.description}" for v in bad.field_violations]
+    return out
+
+
 async def _call(method: Callable[..., Awaitable[Any]], request: Any, timeout: float) -> Any:
     try:
         return await method(request, timeout=timeout)
     except grpc.aio.AioRpcError as err:
         if err.code() == grpc.StatusCode.INVALID_ARGUMENT:
-            violations = bad_request_violations(err)
-            raise ToolInputError("the service rejected the request:\n" + "\n".join(
-                f"{field}: {text}" for field, text in violations or [("", err.details() or "")]
-            )) from err
+            lines = _violations(err) or [err.details() or "INVALID_ARGUMENT"]
+            raise ToolInputError("the service rejected the request:\n" + "\n".join(lines)) from err
         raise
 
 

@@ -159,14 +159,16 @@ def test_bad_arguments_become_tool_errors_naming_the_field(mcp: Any) -> None:
             await c.call_tool("recommend_gpus", {"brief": {"modle": {}}}),
             # well-formed JSON the service itself rejects (INVALID_ARGUMENT with a BadRequest)
             await c.call_tool("recommend_gpus", {"brief": {"workload": "WORKLOAD_TYPE_NOTEBOOK"},
-                                                 "as_of": "2026-13-45"}),
+                                                 "as_of": "2026-13-45",
+                                                 "quotes": [{"gpu": "h100-sxm", "as_of": "yesterday"}]}),
         ]
 
     out = run(mcp, calls, mode="legacy")
     assert all(r.is_error for r in out)
     assert "brief.economics.utilization" in text_of(out[0])
     assert "modle" in text_of(out[1])
-    assert "as_of: must be a date" in text_of(out[2])
+    # every field the service's BadRequest names, one per line
+    assert "\nas_of: must be a date" in text_of(out[2]) and "\nquotes[0].as_of: must be a date" in text_of(out[2])
 
 
 def test_unreachable_service_is_a_tool_error_not_a_crash() -> None:
