@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from service.expectations import check
 from service.rulebook import load_rulebook
 from service.rules_cli import main as rules_cli
 
@@ -286,3 +287,35 @@ def test_catalog_gpu_no_matrix_row_names_is_linted(rules: Path):
     found = problems(rules)
     assert_reported(found, f"rules/catalog/gpus.yaml:{line}:", "[h100-pcie]", "warning:", "no row of matrix")
     assert not any("[h100-sxm] warning: no row" in p for p in found)
+
+
+def test_a_price_edit_moves_ranges_relative_to_the_catalog(rules: Path, capsys):
+    """The buy case's break-even range is relative to the catalog: a new H100 price needs no edit of it, while
+    the absolute range it replaced would have failed."""
+    edit(rules / "catalog" / "gpus.yaml", "{kind: purchase, usd: 25000, as_of: 2025-12-01",
+         "{kind: purchase, usd: 28000, as_of: 2025-12-01")
+    assert rules_cli(["test", str(rules)]) == 0, capsys.readouterr().out
+    capsys.readouterr()
+    f = rules / "tests" / "routing.yaml"
+    edit(f, "break_even_hours: {h100-sxm: {catalog_purchase_over_rent_x: [0.945, 1.108]}}",
+         "break_even_hours: {h100-sxm: [7500, 8800]}")
+    assert rules_cli(["test", str(rules)]) == 1
+    assert "h100-sxm ownership.break_even_hours" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("spec", "ok"),
+    [
+        ({"catalog_rent_x": [4, 4]}, True),  # 4 GPUs at the catalog's $3/h
+        ({"catalog_rent_x": [1, 3]}, False),
+        ({"catalog_purchase_over_rent_x": [1.0, 1.1]}, True),  # 11,000 h against 30,000 / 3
+        ({"catalog_purchase_over_rent_x": [0.5, 1.0]}, False),
+        ({"catalog_typo_x": [0, 9]}, False),
+    ],
+)
+def test_relative_range_semantics(spec: dict, ok: bool):
+    body = {"candidates": [{"gpu": "x", "cost": {"usd_per_hour": 12.0}, "ownership": {"break_even_hours": 11000}}]}
+    key = "cost_per_hour" if "catalog_rent_x" in spec or "typo" in str(spec) else "break_even_hours"
+    catalog = {"x": {"rent": 3.0, "purchase": 30000.0}}
+    assert (check({key: {"x": spec}}, "OK", body, catalog=catalog) == []) is ok
+    assert check({key: {"x": spec}}, "OK", body) != [], "without the catalog a relative range cannot pass"
