@@ -161,15 +161,18 @@ def missing_translation(
     locations: dict[str, dict[str, str]],
 ) -> Problem:
     """A key `source` defines and `locale` does not, reported in the file the fix goes into: `locale`'s messages
-    file, at the key the missing one follows in `source`'s order (the file's first key when none precedes it),
+    file, at the key the missing one follows in `source`'s order (before the file's first key when none does),
     naming where the `source` text is."""
     table, placed = messages.get(locale, {}), locations.get(locale, {})
     order = list(messages.get(source, {}))
     after = next((k for k in reversed(order[: order.index(key)]) if k in table), None)
-    path, line = _where(placed[after]) if after in placed else (_locale_file(locations, locale), 1)
-    if after is None and placed:
-        path, line = _where(next(iter(placed.values())))
-    where = f"add it after '{after}'" if after else "add it"
+    if after is not None:
+        (path, line), where = _where(placed[after]), f"add it after '{after}'"
+    elif placed:
+        first = next(iter(placed))
+        (path, line), where = _where(placed[first]), f"add it before '{first}'"
+    else:
+        path, line, where = _locale_file(locations, locale), 1, "add it"
     return Problem(
         path, line, 1, key, f"missing {locale} translation of '{key}' ({source} text at "
         f"{locations[source][key]}); {where}"

@@ -141,6 +141,16 @@ def test_missing_translation(rules: Path):
         p.startswith("rules/routing.yaml") and "route.low_hours" in p for p in found)
 
 
+def test_missing_first_translation_points_before_the_first_key(rules: Path):
+    f = rules / "messages" / "zh-CN.yaml"
+    text = f.read_text(encoding="utf-8").splitlines()
+    f.write_text("\n".join(ln for ln in text if not ln.strip().startswith("eligibility.no_fit:")) + "\n",
+                 encoding="utf-8")
+    line = line_of(f, "eligibility.unpriced:")
+    assert_reported(problems(rules), f"rules/messages/zh-CN.yaml:{line}:", "[eligibility.no_fit]",
+                    "missing zh-CN translation", "before 'eligibility.unpriced'")
+
+
 def test_placeholder_the_fact_does_not_have(rules: Path):
     f = rules / "messages" / "en.yaml"
     edit(
