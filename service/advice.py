@@ -39,6 +39,15 @@ class Ownership:
 
 
 @dataclass(frozen=True)
+class ScoreBreakdown:
+    basis: str  # usd_per_unit | usd_per_million_output_tokens | usd_per_effective_tflop_hour
+    cost: float  # this candidate's, on that basis
+    best_cost: float  # the lowest among the ranked candidates
+    cost_points: float  # 100 x best_cost / cost
+    rules: tuple[tuple[str, float], ...] = ()  # (rule id, points), in firing order
+
+
+@dataclass(frozen=True)
 class Candidate:
     gpu: str
     name: str
@@ -51,6 +60,7 @@ class Candidate:
     caveats: tuple[Reason, ...] = ()
     interconnect: str = ""  # what the interconnect must carry, when count > 1
     throughput: str = ""  # human-readable estimate, e.g. "1,850 output tokens/s"
+    score_breakdown: ScoreBreakdown | None = None
 
 
 @dataclass(frozen=True)

@@ -175,6 +175,13 @@ def _reasons(items: Iterable[domain.Reason]) -> list[pb.Reason]:
     return [pb.Reason(rule_id=x.rule_id, text=x.text) for x in items]
 
 
+def _score_breakdown(b: domain.ScoreBreakdown | None) -> pb.ScoreBreakdown | None:
+    if b is None:
+        return None
+    return pb.ScoreBreakdown(basis=b.basis, cost=b.cost, best_cost=b.best_cost, cost_points=b.cost_points,
+                             rules=[pb.ScorePoints(rule_id=r, points=p) for r, p in b.rules])
+
+
 def advice_to_proto(a: Advice) -> pb.RecommendResponse:
     out = pb.RecommendResponse(summary=a.summary)
     for c in a.candidates:
@@ -193,7 +200,7 @@ def advice_to_proto(a: Advice) -> pb.RecommendResponse:
                                    break_even_months=c.ownership.break_even_months,
                                    purchase_usd=c.ownership.purchase_usd),
             reasons=_reasons(c.reasons), caveats=_reasons(c.caveats), interconnect=c.interconnect,
-            throughput=c.throughput,
+            throughput=c.throughput, score_breakdown=_score_breakdown(c.score_breakdown),
         ))
     for x in a.excluded:
         out.excluded.append(pb.Exclusion(gpu=x.gpu, reasons=_reasons(x.reasons)))

@@ -1,7 +1,7 @@
 """`make bench`: speed and memory, measured side by side in one run (this machine is shared and noisy, so
 compare the ratios, not the absolute numbers).
 
-1. advise() in-process on the shared cases, with and without the trace;
+1. advise() in-process on the golden cases (tests/cases, or --cases DIR), with and without the trace;
 2. the durable_rules engine against the reference evaluator on the same facts;
 3. Recommend through a real gRPC server on 127.0.0.1;
 4. N live reloads of the rules (default 1000), with resident memory before and after.
@@ -50,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="bench")
     parser.add_argument("--iterations", type=int, default=30)
     parser.add_argument("--reloads", type=int, default=1000)
-    parser.add_argument("--cases", default=str(REPO.parent / "shared" / "cases"))
+    parser.add_argument("--cases", default=str(REPO / "tests" / "cases"))  # the project's copy: a clone has it
     args = parser.parse_args(argv)
 
     from google.protobuf.json_format import ParseDict

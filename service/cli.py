@@ -1,7 +1,8 @@
 """`gpu-advisor`: a terminal client for a running GPU Advisor server.
 
     gpu-advisor recommend BRIEF.yaml [--json] [--locale zh-CN] [--trace] [--max N]
-    gpu-advisor explain BRIEF.yaml       # which rules fired (file:line) and, for the rest, what stopped them
+    gpu-advisor explain BRIEF.yaml [--rule GLOB] [--gpu ID] [--fired | --not-fired]
+                                         # the answer, each candidate's score, which rules fired (file:line)
     gpu-advisor gpus                     # the catalog with dated prices
     gpu-advisor ruleset                  # the active rules version and the last reload attempt
     gpu-advisor reload [--token T]       # admin: reload the rules now
@@ -28,9 +29,11 @@ from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
 from .api import enum_name, pb, pb_grpc
+from .explain import Filters, print_explanation
 
 DEFAULT_ADDR = "127.0.0.1:50051"
 EXIT_OK, EXIT_FAIL, EXIT_INPUT = 0, 1, 2
+MAX_EXPLAIN_CANDIDATES = 50  # validate.py's limit
 
 
 class InputError(Exception):
@@ -210,15 +213,16 @@ def _recommend(args: argparse.Namespace, explain: bool) -> int:
         request.max_candidates = args.max
     if explain or getattr(args, "trace", False):
         request.include_trace = True
+    if explain and args.gpu and not request.max_candidates:
+        request.max_candidates = MAX_EXPLAIN_CANDIDATES  # the GPU asked about is shown wherever it ranks
     channel, stub = _stub(args)
     with channel:
         resp = stub.Recommend(request, timeout=args.timeout)
     if args.json:
         print(MessageToJson(resp, preserving_proto_field_name=True, ensure_ascii=False))
     elif explain:
-        print_trace(resp)
-        print()
-        print_advice(resp)
+        fired = True if args.fired else (False if args.not_fired else None)
+        print_explanation(resp, Filters(tuple(args.rule or ()), args.gpu or "", fired))
     else:
         print_advice(resp)
         if request.include_trace:
@@ -282,9 +286,16 @@ def build_parser() -> argparse.ArgumentParser:
     rec.add_argument("--max", type=int, help="at most N candidates")
     rec.set_defaults(run=lambda a: _recommend(a, explain=False))
 
-    exp = sub.add_parser("explain", parents=[common], help="recommend, and show why: the rule trace")
+    exp = sub.add_parser("explain", parents=[common],
+                         help="recommend, and show why: the answer, each score's parts, the rule trace")
     exp.add_argument("brief")
     exp.add_argument("--locale", choices=("en", "zh-CN"))
+    exp.add_argument("--rule", action="append", metavar="GLOB",
+                     help="only trace entries of rule ids matching this glob (e.g. 'matrix.*'); repeatable")
+    exp.add_argument("--gpu", metavar="ID", help="only this GPU: its score, exclusion and candidate trace")
+    only = exp.add_mutually_exclusive_group()
+    only.add_argument("--fired", action="store_true", help="only rules that fired")
+    only.add_argument("--not-fired", action="store_true", help="only rules that did not fire, and why")
     exp.set_defaults(run=lambda a: _recommend(a, explain=True))
 
     gpus = sub.add_parser("gpus", parents=[common], help="list the GPU catalog with dated prices")

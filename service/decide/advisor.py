@@ -25,6 +25,7 @@ from ..advice import (
     Reason,
     Route,
     RulesetRef,
+    ScoreBreakdown,
     TraceEntry,
     Warning,
 )
@@ -55,6 +56,10 @@ class _Scored:
     exclusions: list[Reason] = field(default_factory=list)
     score: float = 0.0
     basis: float = 0.0
+    basis_kind: str = ""
+    best: float = 0.0
+    cost_points: float = 0.0
+    parts: list[tuple[str, float]] = field(default_factory=list)
 
 
 class _Run:
@@ -186,6 +191,7 @@ def advise(book: Rulebook, engine: Evaluator, req: AdviceRequest, today: date | 
                     c.exclusions.append(reason)
                 elif act.kind == "score":
                     c.points += float(act.get("points"))
+                    c.parts.append((rule.id, float(act.get("points"))))
                     c.reasons.append(reason)
                 elif act.kind == "caveat":
                     c.caveats.append(reason)
@@ -251,14 +257,17 @@ def _rank(items: list[_Scored]) -> None:
     if not items:
         return
     if all(c.sizing.usd_per_unit > 0 for c in items):
+        kind = "usd_per_unit"
 
         def basis(s: Sizing) -> float:
             return s.usd_per_unit
     elif all(c.sizing.tokens_per_second > 0 for c in items):
+        kind = "usd_per_million_output_tokens"
 
         def basis(s: Sizing) -> float:
             return s.usd_per_hour / (s.tokens_per_second * s.replicas * 3600) * 1e6
     else:
+        kind = "usd_per_effective_tflop_hour"
 
         def basis(s: Sizing) -> float:
             delivered = s.count * s.effective_tflops
@@ -268,8 +277,10 @@ def _rank(items: list[_Scored]) -> None:
         c.basis = basis(c.sizing)
     best = min(c.basis for c in items)
     for c in items:
+        c.basis_kind, c.best = kind, best
         relative = 100.0 * best / c.basis if math.isfinite(c.basis) and c.basis > 0 else 0.0
         c.score = round(relative + c.points, 2)
+        c.cost_points = round(relative, 2)
     items.sort(key=lambda c: (-c.score, c.sizing.usd_per_hour, c.sizing.gpu.id))
 
 
@@ -323,6 +334,9 @@ def _candidate(c: _Scored, run: _Run) -> Candidate:
         caveats=tuple(c.caveats),
         interconnect=interconnect,
         throughput=throughput,
+        score_breakdown=ScoreBreakdown(
+            c.basis_kind, _sig(c.basis), _sig(c.best), c.cost_points, tuple(c.parts)
+        ),
     )
 
 
