@@ -6,6 +6,9 @@ STAMP  := $(VENV)/.installed
 GEN    := service/gen/.stamp
 PROTOS := $(wildcard protos/gpuadvisor/v1/*.proto)
 RULES  ?= rules
+# The last released contract: `buf breaking` compares the proto against it. On a release, write a new one with
+# `$(VENV)/bin/buf build --exclude-source-info -o protos/releases/vX.Y.Z.binpb` and point this at it.
+PROTO_RELEASE := protos/releases/v1.0.0.binpb
 
 .PHONY: all venv gen run test lint bench rules-check rules-test clean
 
@@ -35,6 +38,8 @@ test: $(GEN)
 
 lint: $(GEN)
 	$(VENV)/bin/ruff check service tests
+	$(VENV)/bin/buf lint
+	$(VENV)/bin/buf breaking --against $(PROTO_RELEASE)
 
 bench: $(GEN)
 	$(PY) -m service.bench
