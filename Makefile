@@ -4,13 +4,15 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 GEN    := service/gen/.stamp
+CLIENT := $(VENV)/.client-installed
+CLIENT_SRC := client/pyproject.toml client/setup.py $(wildcard client/src/gpu_advisor_client/*.py)
 PROTOS := $(wildcard protos/gpuadvisor/v1/*.proto)
 RULES  ?= rules
 # The last released contract: `buf breaking` compares the proto against it. On a release, write a new one with
 # `$(VENV)/bin/buf build --exclude-source-info -o protos/releases/vX.Y.Z.binpb` and point this at it.
 PROTO_RELEASE := protos/releases/v1.0.0.binpb
 
-.PHONY: all venv gen run test lint bench rules-check rules-test clean
+.PHONY: all venv gen client run test lint bench rules-check rules-test clean
 
 all: test
 
@@ -30,14 +32,24 @@ $(GEN): $(STAMP) $(PROTOS)
 
 gen: $(GEN)
 
+# The client package installed as a user gets it (`pip install ./client`: a wheel whose stubs are generated from
+# protos/), so the suite tests the installed package, not the source tree. Reinstalled when the proto changes.
+$(CLIENT): $(STAMP) $(PROTOS) $(CLIENT_SRC)
+	rm -rf client/build
+	$(PY) -m pip install --quiet ./client
+	rm -rf client/build client/src/*.egg-info
+	touch $(CLIENT)
+
+client: $(CLIENT)
+
 run: $(GEN)
 	$(PY) -m service
 
-test: $(GEN)
+test: $(GEN) $(CLIENT)
 	$(PY) -m pytest
 
 lint: $(GEN)
-	$(VENV)/bin/ruff check service tests
+	$(VENV)/bin/ruff check service tests client
 	$(VENV)/bin/buf lint
 	$(VENV)/bin/buf breaking --against $(PROTO_RELEASE)
 
