@@ -19,7 +19,7 @@ import structlog
 from google.protobuf import any_pb2
 from google.rpc import code_pb2, error_details_pb2, status_pb2
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
-from grpc_reflection.v1alpha import reflection
+from grpc_reflection.v1alpha import reflection, reflection_pb2, reflection_pb2_grpc
 from grpc_status import rpc_status
 
 from . import api, metrics
@@ -33,6 +33,7 @@ from .validate import validate
 log = structlog.get_logger("gpu_advisor.server")
 
 DEFAULT_ADDR = "127.0.0.1:50051"
+REFLECTION_V1 = "grpc.reflection.v1.ServerReflection"
 
 
 def _invalid(context: grpc.ServicerContext, violations: list[tuple[str, str]]) -> NoReturn:
@@ -106,6 +107,25 @@ class Servicer(pb_grpc.GpuAdvisorServicer):
         return pb.ReloadRulesResponse(ruleset=_status_to_proto(self.store.status()), reloaded=result.changed)
 
 
+def _enable_reflection(service_names: tuple[str, ...], server: grpc.Server) -> None:
+    """Server reflection under both v1alpha and v1.
+
+    grpcio-reflection registers only v1alpha, while current clients (grpcurl, buf curl, Postman) ask v1 first.
+    v1 is v1alpha renamed: the messages are the same on the wire, so one servicer answers both method paths.
+    v1 is answered but not listed: its descriptor is not in the pool, and tools that describe every listed
+    service would stop on it.
+    """
+    servicer = reflection.ReflectionServicer(service_names)
+    reflection_pb2_grpc.add_ServerReflectionServicer_to_server(servicer, server)
+    v1 = grpc.stream_stream_rpc_method_handler(
+        servicer.ServerReflectionInfo,
+        request_deserializer=reflection_pb2.ServerReflectionRequest.FromString,
+        response_serializer=reflection_pb2.ServerReflectionResponse.SerializeToString,
+    )
+    handler = grpc.method_handlers_generic_handler(REFLECTION_V1, {"ServerReflectionInfo": v1})
+    server.add_generic_rpc_handlers((handler,))
+
+
 def serve(
     addr: str, rules_dir: str, admin_token: str = "", watch: bool = True, workers: int = 4,
     poll_seconds: float = 0.5,
@@ -130,7 +150,7 @@ def serve(
     pb_grpc.add_GpuAdvisorServicer_to_server(Servicer(store, admin_token), server)
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     health_name = health_pb2.DESCRIPTOR.services_by_name["Health"].full_name
-    reflection.enable_server_reflection((api.SERVICE_NAME, health_name, reflection.SERVICE_NAME), server)
+    _enable_reflection((api.SERVICE_NAME, health_name, reflection.SERVICE_NAME), server)
     port = server.add_insecure_port(addr)
     if port == 0:
         raise RuntimeError(f"cannot bind {addr}")
