@@ -445,6 +445,9 @@ def bind(listen: str) -> socket.socket:
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, int(port)))
+    # Listening before the port is announced: a client that connects while uvicorn is still starting waits in
+    # the backlog instead of being refused.
+    sock.listen(128)
     return sock
 
 
