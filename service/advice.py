@@ -39,6 +39,22 @@ class Ownership:
 
 
 @dataclass(frozen=True)
+class Performance:
+    """The sizing's estimates as numbers; 0 where a figure does not apply to the workload."""
+
+    ttft_ms: float = 0.0
+    itl_ms: float = 0.0
+    e2e_p95_ms: float = 0.0
+    tokens_per_second_per_replica: float = 0.0
+    tensor_parallel: int = 0
+    replicas: int = 0
+    nodes: int = 0
+    training_days: float = 0.0
+    gpu_hours: float = 0.0
+    cost_per_run_usd: float = 0.0
+
+
+@dataclass(frozen=True)
 class Candidate:
     gpu: str
     name: str
@@ -51,6 +67,7 @@ class Candidate:
     caveats: tuple[Reason, ...] = ()
     interconnect: str = ""  # what the interconnect must carry, when count > 1
     throughput: str = ""  # human-readable estimate, e.g. "1,850 output tokens/s"
+    performance: Performance | None = None
 
 
 @dataclass(frozen=True)

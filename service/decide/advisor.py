@@ -21,6 +21,7 @@ from ..advice import (
     MemoryFit,
     Metric,
     Ownership,
+    Performance,
     Question,
     Reason,
     Route,
@@ -311,6 +312,24 @@ def _candidate(c: _Scored, run: _Run) -> Candidate:
         caveats=tuple(c.caveats),
         interconnect=interconnect,
         throughput=throughput,
+        performance=performance(s),
+    )
+
+
+def performance(s: Sizing) -> Performance:
+    """The estimates a program needs, as numbers (their units are in the proto's Performance comments)."""
+    training = s.train_hours > 0
+    return Performance(
+        ttft_ms=round(s.est_ttft_ms, 1),
+        itl_ms=round(s.itl_ms, 2),
+        e2e_p95_ms=round(s.est_latency_ms, 1),
+        tokens_per_second_per_replica=round(s.tokens_per_second, 1),
+        tensor_parallel=s.per_replica,
+        replicas=s.replicas,
+        nodes=s.nodes,
+        training_days=round(s.train_hours / 24, 2) if training else 0.0,
+        gpu_hours=round(s.gpu_hours, 1) if training else 0.0,
+        cost_per_run_usd=round(s.usd_per_run, 2) if training else 0.0,
     )
 
 
