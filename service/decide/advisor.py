@@ -38,6 +38,8 @@ from . import facts as F
 from .sizing import Sizing, shape_of, size
 
 SEVERITY_ORDER = {"CRITICAL": 0, "WARNING": 1, "INFO": 2}
+# An estimated KV cache is described as the kind of attention it assumed (never as exact).
+_KV_NOTE = {"MLA": "note.kv_estimated_mla", "MHA": "note.kv_estimated_mha", "MQA": "note.kv_estimated_mqa"}
 DEFAULT_MAX_CANDIDATES = 5
 
 
@@ -160,11 +162,12 @@ def advise(book: Rulebook, engine: Evaluator, req: AdviceRequest, today: date | 
                 Reason(
                     "sizing.architecture",
                     run.text(
-                        "note.kv_estimated",
+                        _KV_NOTE.get(shape.arch.kind, "note.kv_estimated"),
                         {
                             "layers": shape.arch.layers,
                             "kv_heads": shape.arch.kv_heads,
                             "head_dim": shape.arch.head_dim,
+                            "kv_latent": shape.arch.kv_latent,
                             "params_billion": shape.params_billion,
                         },
                     ),
