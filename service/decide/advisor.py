@@ -283,7 +283,8 @@ def _candidate(c: _Scored, run: _Run) -> Candidate:
     if s.train_hours > 0:
         throughput = run.text("throughput.training", params)
     elif s.tokens_per_second > 0:
-        throughput = run.text("throughput.inference", params)
+        key = "throughput.embedding" if c.fact["workload"] == "EMBEDDING" else "throughput.inference"
+        throughput = run.text(key, params)
     formula = run.text("score.formula", {"score": c.score, "points": c.points, "basis": c.basis})
     return Candidate(
         gpu=s.gpu.id,

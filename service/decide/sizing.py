@@ -139,6 +139,8 @@ def shape_of(brief: Brief, a: Assumptions) -> Shape | None:
         )
     if brief.workload == "PRETRAINING" and brief.training.global_batch_tokens <= 0 and t.batch_size <= 0:
         defaults.append("training.global_batch_tokens")
+    unused = _UNUSED_DEFAULTS.get(brief.workload, ())
+    defaults = [d for d in defaults if d not in unused]
     active = m.active_params_billion if 0 < m.active_params_billion <= m.params_billion else m.params_billion
     return Shape(
         params_billion=m.params_billion,
@@ -154,6 +156,15 @@ def shape_of(brief: Brief, a: Assumptions) -> Shape | None:
         defaults_used=tuple(defaults),
     )
 
+
+# Defaults a workload never reads: noting them would claim an assumption that changed nothing.
+_TRAFFIC_SHAPE = ("traffic.avg_input_tokens", "traffic.avg_output_tokens")
+_UNUSED_DEFAULTS: dict[str, tuple[str, ...]] = {
+    "PRETRAINING": (*_TRAFFIC_SHAPE, "traffic.batch_size"),  # the global batch sets the micro-batch
+    "FULL_FINETUNE": _TRAFFIC_SHAPE,
+    "ADAPTER_FINETUNE": _TRAFFIC_SHAPE,
+    "EMBEDDING": ("traffic.avg_output_tokens",),  # an embedding is its input
+}
 
 MAX_TENSOR_PARALLEL = 8  # attention heads split evenly up to 8 ways in practice; beyond that, pipeline stages
 
