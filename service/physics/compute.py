@@ -72,10 +72,15 @@ def time_to_first_token(prefill_s: float, step_s: float, others: int, others_pre
     (processor sharing: prefill / (1 − ρ), ρ = the others' prefill time per second), then one step emits the
     first token. Requests cycle every TTFT + output × step, so ρ and TTFT are solved together."""
     ttft = prefill_s + step_s
+    if others <= 0 or others_prefill_s <= 0:
+        return ttft
     for _ in range(iterations):
         cycle = ttft + max(0, output_tokens) * step_s
-        rho = min(0.95, max(0, others) * others_prefill_s / cycle) if cycle > 0 else 0.0
-        ttft = prefill_s / (1 - rho) + step_s
+        rho = min(0.95, others * others_prefill_s / cycle) if cycle > 0 else 0.0
+        nxt = prefill_s / (1 - rho) + step_s
+        if abs(nxt - ttft) <= 1e-6 * ttft:
+            return nxt
+        ttft = nxt
     return ttft
 
 
