@@ -63,6 +63,7 @@ def test_llama3_405b_in_90_days_takes_90_days_and_the_papers_gpu_hours(stub):
     assert perf["cost_per_run_usd"] == pytest.approx(perf["gpu_hours"] * h100["cost"]["usd_per_hour"]
                                                      / h100["count"], rel=1e-3)
     assert perf["nodes"] == 12_328 // 8
+    assert perf.get("tensor_parallel", 0) == 0 and perf.get("replicas", 0) == 0  # no serving shape
 
 
 # --- item 2: a realistic global batch, and the question for it -------------------------------------------------

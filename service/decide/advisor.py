@@ -328,8 +328,9 @@ def performance(s: Sizing) -> Performance:
         itl_ms=round(s.itl_ms, 2),
         e2e_p95_ms=round(s.est_latency_ms, 1),
         tokens_per_second_per_replica=round(s.tokens_per_second, 1),
-        tensor_parallel=s.per_replica,
-        replicas=s.replicas,
+        # A training cluster is one data/tensor/pipeline-parallel job: GPUs per model copy do not apply.
+        tensor_parallel=0 if training else s.per_replica,
+        replicas=0 if training else s.replicas,
         nodes=s.nodes,
         training_days=round(s.train_hours / 24, 2) if training else 0.0,
         gpu_hours=round(s.gpu_hours, 1) if training else 0.0,
