@@ -269,8 +269,9 @@ def _size_full_training(s: Sizing, brief: Brief, shape: Shape, a: Assumptions) -
     s.fits = need(n).total_gb <= n * usable
     flops = compute.training_flops(shape.active_params_billion, brief.training.tokens_billion)
     deadline = brief.training.tokens_billion > 0 and brief.training.target_days > 0
-    if brief.traffic.batch_size > 0:
-        s.micro_tokens = micro * shape.tokens_per_sequence  # the brief's micro-batch, as given
+    if brief.traffic.batch_size > 0 or brief.workload != "PRETRAINING":
+        # The brief's micro-batch as given (fine-tuning without one keeps one sequence per GPU).
+        s.micro_tokens = micro * shape.tokens_per_sequence
         mfu = _mfu(gpu, a, s.tflops, s.micro_tokens, shape.arch.hidden_size)
         if deadline:
             s.compute_count = _deadline_count(flops, s.tflops, mfu, brief.training.target_days)
