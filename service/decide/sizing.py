@@ -476,13 +476,18 @@ def _meets(s: Sizing, lat) -> bool:  # noqa: ANN001 - Latency
     return ok
 
 
-def _allreduce_s(gpu: Gpu, n: int, a: Assumptions) -> float:
-    """Latency of one tensor-parallel all-reduce; none on one GPU."""
+def _parallel_overhead_s(gpu: Gpu, n: int, layers: int, a: Assumptions) -> float:
+    """Per-step communication latency of one model copy on n GPUs: tensor parallelism inside the scale-up
+    domain all-reduces twice per layer (Megatron); pipeline stages beyond it pass activations once per stage
+    boundary over the slower link."""
     if n <= 1:
         return 0.0
-    fast = gpu.fast_interconnect and n <= max(gpu.nvlink_domain, 1)
-    key = "tp_allreduce_latency_us_fast_link" if fast else "tp_allreduce_latency_us_slow_link"
-    return a.num(key) / 1e6
+    tp = min(n, _scale_up(gpu), MAX_TENSOR_PARALLEL)
+    stages = math.ceil(n / tp)
+    fast = gpu.fast_interconnect and tp <= max(gpu.nvlink_domain, 1)
+    per_allreduce = a.num("tp_allreduce_latency_us_fast_link" if fast else "tp_allreduce_latency_us_slow_link")
+    tp_s = 2 * layers * per_allreduce / 1e6 if tp > 1 else 0.0
+    return tp_s + (stages - 1) * a.num("tp_allreduce_latency_us_slow_link") / 1e6
 
 
 def _prefill_only_tokens(brief: Brief, shape: Shape, a: Assumptions) -> int:
@@ -527,7 +532,7 @@ def _speed(s: Sizing, brief: Brief, shape: Shape, a: Assumptions, n: int) -> Non
     # steps (chunked prefill), (c - 1) x input / output prompt tokens per step on average.
     prefill_per_step = (c - 1) * s_in / max(1, s_out)
     active = shape.active_params_billion * 1e9
-    overhead = a.num("decode_step_floor_ms") / 1000 + 2 * arch.layers * _allreduce_s(gpu, n, a)
+    overhead = a.num("decode_step_floor_ms") / 1000 + _parallel_overhead_s(gpu, n, arch.layers, a)
     step = compute.step_seconds(
         weights, kv_read, gpu.bandwidth_tbs * n, _mbu(gpu, a),
         linear_flops=2 * active * (c + prefill_per_step), tflops_total=s.tflops * n, mfu=mfu,
