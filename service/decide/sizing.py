@@ -533,8 +533,11 @@ def _speed(s: Sizing, brief: Brief, shape: Shape, a: Assumptions, n: int) -> Non
     prefill_per_step = (c - 1) * s_in / max(1, s_out)
     active = shape.active_params_billion * 1e9
     overhead = a.num("decode_step_floor_ms") / 1000 + _parallel_overhead_s(gpu, n, arch.layers, a)
+    # Pipeline stages beyond the scale-up domain each read their weights once per micro-batch, so a token
+    # still waits for the whole model to be read at one stage's bandwidth: stages add capacity, not speed.
+    stages = math.ceil(n / min(n, _scale_up(gpu), MAX_TENSOR_PARALLEL))
     step = compute.step_seconds(
-        weights, kv_read, gpu.bandwidth_tbs * n, _mbu(gpu, a),
+        weights * stages, kv_read, gpu.bandwidth_tbs * n, _mbu(gpu, a),
         linear_flops=2 * active * (c + prefill_per_step), tflops_total=s.tflops * n, mfu=mfu,
         attn_flops=prefill_per_step * compute.attention_flops(arch.layers, s_in, arch.hidden_size, arch.window)
         / max(1, s_in),
