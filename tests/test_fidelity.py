@@ -219,3 +219,12 @@ def test_trtllm_llama33_70b_h200_throughput_and_its_input_length_ratio(stub):
     assert _within(a / b, 2909 / 566, 0.15)
     # ... and so does the cost per million output tokens.
     assert short["cost"]["usd_per_unit"] < long["cost"]["usd_per_unit"] / 3
+
+
+def test_pipeline_stages_add_capacity_not_decode_speed(stub):
+    # DeepSeek-R1 FP8 needs 2 nodes of H100 (pipeline stages) but 1 node of H200: a token still waits for all
+    # 671 GB to be read at one 8-GPU stage's bandwidth (8 x 3.35 TB/s < 8 x 4.8 TB/s), so H100 is slower per token.
+    answer = _ask(stub, _deepseek(61, 671, 37))
+    h100, h200 = (_candidate(answer, g)["performance"] for g in ("h100-sxm", "h200"))
+    assert h100["nodes"] == 2 and h200["nodes"] == 1
+    assert h100["itl_ms"] > h200["itl_ms"]
