@@ -287,3 +287,14 @@ def test_ttft_under_load_shares_prefill_with_the_other_sequences():
     assert alone == pytest.approx(0.39 + 0.02)
     loaded = compute.time_to_first_token(0.39, 0.035, 24, 0.39, 500)
     assert alone < loaded < 0.39 / (1 - 0.95) + 0.035
+
+
+@given(layers=st.integers(0, 10_000), heads=st.integers(0, 10_000), hd=st.integers(0, 100_000),
+       hidden=st.integers(0, 1_000_000), rank=st.integers(0, 1_000_000), rope=st.integers(0, 100_000),
+       window=st.integers(0, 10_000_000), kind=st.sampled_from(["UNSPECIFIED", "MHA", "GQA", "MQA", "MLA"]))
+def test_any_valid_architecture_gives_a_positive_finite_kv_cache(layers, heads, hd, hidden, rank, rope, window, kind):
+    arch = mem.resolve_architecture(70, layers, heads, hd, hidden, BANDS, kind=kind, kv_lora_rank=rank,
+                                    rope_head_dim=rope, window=window)
+    per_token = mem.kv_bytes_per_token(arch, 2.0)
+    assert 0 < per_token < math.inf
+    assert not arch.exact or layers > 0  # nothing is exact without the layer count

@@ -81,7 +81,7 @@ def resolve_architecture(
         return Architecture(n_layers, kv, hd, hidden, kv, est.vocab_size, layers > 0 and hidden_size > 0,
                             "MHA", 0, window)
     if kind == "MQA":
-        hd = head_dim or (hidden // max(1, heads) if hidden_size else est.head_dim)
+        hd = head_dim or (max(1, hidden // max(1, heads)) if hidden_size else est.head_dim)
         return Architecture(n_layers, 1, hd, hidden, heads, est.vocab_size,
                             layers > 0 and (head_dim > 0 or hidden_size > 0), "MQA", 0, window)
     if layers > 0 and kv_heads > 0 and (head_dim > 0 or hidden_size > 0):
