@@ -48,6 +48,22 @@ class ScoreBreakdown:
 
 
 @dataclass(frozen=True)
+class Performance:
+    """The sizing's estimates as numbers; 0 where a figure does not apply to the workload."""
+
+    ttft_ms: float = 0.0
+    itl_ms: float = 0.0
+    e2e_p95_ms: float = 0.0
+    tokens_per_second_per_replica: float = 0.0
+    tensor_parallel: int = 0
+    replicas: int = 0
+    nodes: int = 0
+    training_days: float = 0.0
+    gpu_hours: float = 0.0
+    cost_per_run_usd: float = 0.0
+
+
+@dataclass(frozen=True)
 class Candidate:
     gpu: str
     name: str
@@ -61,6 +77,7 @@ class Candidate:
     interconnect: str = ""  # what the interconnect must carry, when count > 1
     throughput: str = ""  # human-readable estimate, e.g. "1,850 output tokens/s"
     score_breakdown: ScoreBreakdown | None = None
+    performance: Performance | None = None
 
 
 @dataclass(frozen=True)

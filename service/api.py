@@ -52,6 +52,7 @@ _PREFIX = {
     "Demand": "DEMAND_",
     "RouteKind": "ROUTE_KIND_",
     "Severity": "SEVERITY_",
+    "AttentionKind": "ATTENTION_KIND_",
 }
 
 
@@ -92,6 +93,10 @@ def request_from_proto(r: pb.RecommendRequest) -> AdviceRequest:
             kv_heads=m.kv_heads,
             head_dim=m.head_dim,
             hidden_size=m.hidden_size,
+            attention=enum_name("AttentionKind", m.attention),
+            kv_lora_rank=m.kv_lora_rank,
+            rope_head_dim=m.rope_head_dim,
+            sliding_window_tokens=m.sliding_window_tokens,
         ),
         traffic=Traffic(
             concurrent_sessions=t.concurrent_sessions,
@@ -106,7 +111,8 @@ def request_from_proto(r: pb.RecommendRequest) -> AdviceRequest:
         boundary=enum_name("Boundary", b.boundary),
         success_unit=enum_name("SuccessUnit", b.success_unit),
         toolchain=tuple(b.toolchain),
-        training=Training(tokens_billion=tr.tokens_billion, target_days=tr.target_days),
+        training=Training(tokens_billion=tr.tokens_billion, target_days=tr.target_days,
+                          global_batch_tokens=tr.global_batch_tokens),
         economics=Economics(
             hours_per_month=e.hours_per_month,
             horizon_months=e.horizon_months,
@@ -148,6 +154,8 @@ def request_to_proto(r: AdviceRequest) -> pb.RecommendRequest:
             params_billion=m.params_billion, active_params_billion=m.active_params_billion,
             precision=enum_number("Precision", m.precision), context_tokens=m.context_tokens, layers=m.layers,
             kv_heads=m.kv_heads, head_dim=m.head_dim, hidden_size=m.hidden_size,
+            attention=enum_number("AttentionKind", m.attention), kv_lora_rank=m.kv_lora_rank,
+            rope_head_dim=m.rope_head_dim, sliding_window_tokens=m.sliding_window_tokens,
         ),
         traffic=pb.Traffic(
             concurrent_sessions=t.concurrent_sessions, batch_size=t.batch_size,
@@ -159,7 +167,8 @@ def request_to_proto(r: AdviceRequest) -> pb.RecommendRequest:
         boundary=enum_number("Boundary", b.boundary),
         success_unit=enum_number("SuccessUnit", b.success_unit),
         toolchain=list(b.toolchain),
-        training=pb.Training(tokens_billion=tr.tokens_billion, target_days=tr.target_days),
+        training=pb.Training(tokens_billion=tr.tokens_billion, target_days=tr.target_days,
+                             global_batch_tokens=tr.global_batch_tokens),
         economics=econ,
     )
     return pb.RecommendRequest(
@@ -182,6 +191,17 @@ def _score_breakdown(b: domain.ScoreBreakdown | None) -> pb.ScoreBreakdown | Non
                              rules=[pb.ScorePoints(rule_id=r, points=p) for r, p in b.rules])
 
 
+def _performance(p: domain.Performance | None) -> pb.Performance | None:
+    if p is None:
+        return None
+    return pb.Performance(
+        ttft_ms=p.ttft_ms, itl_ms=p.itl_ms, e2e_p95_ms=p.e2e_p95_ms,
+        tokens_per_second_per_replica=p.tokens_per_second_per_replica, tensor_parallel=p.tensor_parallel,
+        replicas=p.replicas, nodes=p.nodes, training_days=p.training_days, gpu_hours=p.gpu_hours,
+        cost_per_run_usd=p.cost_per_run_usd,
+    )
+
+
 def advice_to_proto(a: Advice) -> pb.RecommendResponse:
     out = pb.RecommendResponse(summary=a.summary)
     for c in a.candidates:
@@ -200,7 +220,8 @@ def advice_to_proto(a: Advice) -> pb.RecommendResponse:
                                    break_even_months=c.ownership.break_even_months,
                                    purchase_usd=c.ownership.purchase_usd),
             reasons=_reasons(c.reasons), caveats=_reasons(c.caveats), interconnect=c.interconnect,
-            throughput=c.throughput, score_breakdown=_score_breakdown(c.score_breakdown),
+            throughput=c.throughput, performance=_performance(c.performance),
+            score_breakdown=_score_breakdown(c.score_breakdown),
         ))
     for x in a.excluded:
         out.excluded.append(pb.Exclusion(gpu=x.gpu, reasons=_reasons(x.reasons)))

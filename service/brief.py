@@ -27,6 +27,7 @@ WORKLOADS = (
 )
 TRAINING_WORKLOADS = ("PRETRAINING", "FULL_FINETUNE", "ADAPTER_FINETUNE")
 PRECISIONS = ("FP32", "BF16", "FP16", "FP8", "INT8", "INT4")
+ATTENTION_KINDS = ("MHA", "GQA", "MQA", "MLA")
 RUN_CYCLES = ("ALWAYS_ON", "SCHEDULED_BATCH", "BURST", "EXPERIMENTAL")
 BOUNDARIES = ("PUBLIC_CLOUD", "PRIVATE_NETWORK", "DEDICATED_CLUSTER", "ON_PREM", "DATA_RESIDENCY")
 SUCCESS_UNITS = (
@@ -63,6 +64,10 @@ class Model:
     kv_heads: int = 0
     head_dim: int = 0
     hidden_size: int = 0
+    attention: str = UNSPECIFIED  # one of ATTENTION_KINDS
+    kv_lora_rank: int = 0  # MLA latent width per layer
+    rope_head_dim: int = 0  # MLA decoupled RoPE key width per layer
+    sliding_window_tokens: int = 0  # 0 = full attention
 
 
 @dataclass(frozen=True)
@@ -86,6 +91,7 @@ class Latency:
 class Training:
     tokens_billion: float = 0.0
     target_days: float = 0.0
+    global_batch_tokens: int = 0  # 0 = the rules' default
 
 
 @dataclass(frozen=True)

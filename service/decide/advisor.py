@@ -21,6 +21,7 @@ from ..advice import (
     MemoryFit,
     Metric,
     Ownership,
+    Performance,
     Question,
     Reason,
     Route,
@@ -39,6 +40,8 @@ from . import facts as F
 from .sizing import Sizing, shape_of, size
 
 SEVERITY_ORDER = {"CRITICAL": 0, "WARNING": 1, "INFO": 2}
+# An estimated KV cache is described as the kind of attention it assumed (never as exact).
+_KV_NOTE = {"MLA": "note.kv_estimated_mla", "MHA": "note.kv_estimated_mha", "MQA": "note.kv_estimated_mqa"}
 DEFAULT_MAX_CANDIDATES = 5
 
 
@@ -167,11 +170,12 @@ def advise(book: Rulebook, engine: Evaluator, req: AdviceRequest, today: date | 
                 Reason(
                     "sizing.architecture",
                     run.text(
-                        "note.kv_estimated",
+                        _KV_NOTE.get(shape.arch.kind, "note.kv_estimated"),
                         {
                             "layers": shape.arch.layers,
                             "kv_heads": shape.arch.kv_heads,
                             "head_dim": shape.arch.head_dim,
+                            "kv_latent": shape.arch.kv_latent,
                             "params_billion": shape.params_billion,
                         },
                     ),
@@ -302,7 +306,8 @@ def _candidate(c: _Scored, run: _Run) -> Candidate:
     if s.train_hours > 0:
         throughput = run.text("throughput.training", params)
     elif s.tokens_per_second > 0:
-        throughput = run.text("throughput.inference", params)
+        key = "throughput.embedding" if c.fact["workload"] == "EMBEDDING" else "throughput.inference"
+        throughput = run.text(key, params)
     formula = run.text("score.formula", {"score": c.score, "points": c.points, "basis": c.basis})
     return Candidate(
         gpu=s.gpu.id,
@@ -337,6 +342,25 @@ def _candidate(c: _Scored, run: _Run) -> Candidate:
         score_breakdown=ScoreBreakdown(
             c.basis_kind, _sig(c.basis), _sig(c.best), c.cost_points, tuple(c.parts)
         ),
+        performance=performance(s),
+    )
+
+
+def performance(s: Sizing) -> Performance:
+    """The estimates a program needs, as numbers (their units are in the proto's Performance comments)."""
+    training = s.train_hours > 0
+    return Performance(
+        ttft_ms=round(s.est_ttft_ms, 1),
+        itl_ms=round(s.itl_ms, 2),
+        e2e_p95_ms=round(s.est_latency_ms, 1),
+        tokens_per_second_per_replica=round(s.tokens_per_second, 1),
+        # A training cluster is one data/tensor/pipeline-parallel job: GPUs per model copy do not apply.
+        tensor_parallel=0 if training else s.per_replica,
+        replicas=0 if training else s.replicas,
+        nodes=s.nodes,
+        training_days=round(s.train_hours / 24, 2) if training else 0.0,
+        gpu_hours=round(s.gpu_hours, 1) if training else 0.0,
+        cost_per_run_usd=round(s.usd_per_run, 2) if training else 0.0,
     )
 
 
