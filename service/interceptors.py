@@ -1,10 +1,13 @@
-"""Cross-cutting work for every call: a request id, one structured log line, and no stack trace to clients."""
+"""Cross-cutting work for every call: a request id, one structured log line, no stack trace to clients, and
+bounded admission for the expensive methods."""
 
 from __future__ import annotations
 
+import enum
+import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import grpc
@@ -60,6 +63,95 @@ class RequestContextInterceptor(grpc.ServerInterceptor):
 
         return grpc.unary_unary_rpc_method_handler(
             wrapped,
+            request_deserializer=handler.request_deserializer,
+            response_serializer=handler.response_serializer,
+        )
+
+
+class Admission(enum.Enum):
+    ADMITTED = "admitted"
+    FULL = "full"
+    EXPIRED = "expired"
+    GONE = "gone"
+
+
+class Limiter:
+    """At most `concurrent` calls run at once and up to `queue` more wait their turn; the rest are refused at
+    once. Waiting ends early when the caller's deadline passes or it goes away."""
+
+    # How often a waiter looks whether its caller went away (deadlines are waited for exactly).
+    POLL_SECONDS = 0.05
+
+    def __init__(self, concurrent: int, queue: int):
+        if concurrent < 1 or queue < 0:
+            raise ValueError("a limiter needs concurrent >= 1 and queue >= 0")
+        self.concurrent, self.queue = concurrent, queue
+        self.running = 0
+        self.waiting = 0
+        self._cond = threading.Condition()
+
+    def enter(self, seconds_left: float, gone: Callable[[], bool]) -> Admission:
+        with self._cond:
+            # Newcomers do not overtake waiters: a free slot with waiters belongs to one of them.
+            if self.running < self.concurrent and self.waiting == 0:
+                self.running += 1
+                return Admission.ADMITTED
+            if self.waiting >= self.queue:
+                return Admission.FULL
+            self.waiting += 1
+            end = time.monotonic() + seconds_left
+            try:
+                while self.running >= self.concurrent:
+                    left = end - time.monotonic()
+                    if left <= 0 or gone():
+                        self._cond.notify()  # the slot this waiter may have been woken for goes to the next one
+                        return Admission.EXPIRED if left <= 0 else Admission.GONE
+                    self._cond.wait(min(left, self.POLL_SECONDS))
+                self.running += 1
+                return Admission.ADMITTED
+            finally:
+                self.waiting -= 1
+
+    def leave(self) -> None:
+        with self._cond:
+            self.running -= 1
+            self._cond.notify()
+
+
+class AdmissionInterceptor(grpc.ServerInterceptor):
+    """A bounded admission per method for the given (expensive) methods: RESOURCE_EXHAUSTED at once when its
+    queue is full, instead of letting calls pile up in the thread pool where health checks would wait
+    behind them. Methods not listed (health, reflection) pass through unlimited."""
+
+    def __init__(self, methods: Iterable[str], concurrent: int, queue: int):
+        self.limiters = {m: Limiter(concurrent, queue) for m in methods}
+
+    def intercept_service(self, continuation: Callable[[Any], Any], details: grpc.HandlerCallDetails) -> Any:
+        handler = continuation(details)
+        limiter = self.limiters.get(details.method)
+        if handler is None or handler.unary_unary is None or limiter is None:
+            return handler
+        method = details.method
+        inner = handler.unary_unary
+
+        def admitted(request: Any, context: grpc.ServicerContext) -> Any:
+            outcome = limiter.enter(context.time_remaining(), lambda: not context.is_active())
+            if outcome is Admission.FULL:
+                context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED,
+                              f"busy: {limiter.concurrent} calls running and {limiter.queue} waiting; "
+                              "retry with backoff")
+            if outcome is not Admission.ADMITTED:
+                metrics.abandoned(method, "queue")
+                if outcome is Admission.EXPIRED:
+                    context.abort(grpc.StatusCode.DEADLINE_EXCEEDED, "the deadline passed while waiting to start")
+                context.abort(grpc.StatusCode.CANCELLED, "the caller left while waiting to start")
+            try:
+                return inner(request, context)
+            finally:
+                limiter.leave()
+
+        return grpc.unary_unary_rpc_method_handler(
+            admitted,
             request_deserializer=handler.request_deserializer,
             response_serializer=handler.response_serializer,
         )
