@@ -7,6 +7,7 @@ import enum
 import threading
 import time
 import uuid
+from collections import deque
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -46,7 +47,9 @@ class RequestContextInterceptor(grpc.ServerInterceptor):
                 return response
             except Exception as exc:
                 if isinstance(exc, grpc.RpcError) or context.code() not in (None, grpc.StatusCode.OK):
-                    code = context.code() or grpc.StatusCode.UNKNOWN
+                    # gRPC raises a bare RpcError when the caller has already left (deadline or hang-up).
+                    code = context.code() or (grpc.StatusCode.UNKNOWN if context.is_active()
+                                              else grpc.StatusCode.CANCELLED)
                     raise
                 code = grpc.StatusCode.INTERNAL
                 log.exception("rpc_failed")
@@ -75,47 +78,67 @@ class Admission(enum.Enum):
     GONE = "gone"
 
 
-class Limiter:
-    """At most `concurrent` calls run at once and up to `queue` more wait their turn; the rest are refused at
-    once. Waiting ends early when the caller's deadline passes or it goes away."""
+class _Waiter:
+    __slots__ = ("event", "granted")
 
-    # How often a waiter looks whether its caller went away (deadlines are waited for exactly).
-    POLL_SECONDS = 0.05
+    def __init__(self) -> None:
+        self.event = threading.Event()
+        self.granted = False
+
+
+class Limiter:
+    """At most `concurrent` calls run at once and up to `queue` more wait their turn, first come first served;
+    the rest are refused at once. Waiting ends early when the caller's deadline passes or it goes away.
+
+    Each waiter sleeps on its own event and a finishing call hands its slot to the first waiter directly: no
+    polling and no herd of woken threads, since every wake-up competes for the GIL with the running calls and
+    with gRPC's own loop that picks up new calls (health checks included)."""
 
     def __init__(self, concurrent: int, queue: int):
         if concurrent < 1 or queue < 0:
             raise ValueError("a limiter needs concurrent >= 1 and queue >= 0")
         self.concurrent, self.queue = concurrent, queue
         self.running = 0
-        self.waiting = 0
-        self._cond = threading.Condition()
+        self._waiters: deque[_Waiter] = deque()
+        self._lock = threading.Lock()
 
-    def enter(self, seconds_left: float, gone: Callable[[], bool]) -> Admission:
-        with self._cond:
-            # Newcomers do not overtake waiters: a free slot with waiters belongs to one of them.
-            if self.running < self.concurrent and self.waiting == 0:
+    @property
+    def waiting(self) -> int:
+        return len(self._waiters)
+
+    def enter(self, seconds_left: float, wake_when_gone: Callable[[Callable[[], None]], bool]) -> Admission:
+        """`wake_when_gone(fn)` must arrange for fn() to run when the caller leaves (False: it already left)."""
+        with self._lock:
+            if self.running < self.concurrent and not self._waiters:
                 self.running += 1
                 return Admission.ADMITTED
-            if self.waiting >= self.queue:
+            if len(self._waiters) >= self.queue:
                 return Admission.FULL
-            self.waiting += 1
-            end = time.monotonic() + seconds_left
-            try:
-                while self.running >= self.concurrent:
-                    left = end - time.monotonic()
-                    if left <= 0 or gone():
-                        self._cond.notify()  # the slot this waiter may have been woken for goes to the next one
-                        return Admission.EXPIRED if left <= 0 else Admission.GONE
-                    self._cond.wait(min(left, self.POLL_SECONDS))
-                self.running += 1
-                return Admission.ADMITTED
-            finally:
-                self.waiting -= 1
+            waiter = _Waiter()
+            self._waiters.append(waiter)
+        end = time.monotonic() + seconds_left
+        try:
+            if wake_when_gone(waiter.event.set):
+                # A call without a deadline reports ~forever, more than a wait accepts.
+                waiter.event.wait(seconds_left if seconds_left < threading.TIMEOUT_MAX else None)
+        finally:
+            with self._lock:
+                if not waiter.granted:
+                    self._waiters.remove(waiter)
+        if waiter.granted:
+            # A slot was handed over; if the caller has gone meanwhile, the handler's own deadline check stops
+            # it at once and the slot passes on.
+            return Admission.ADMITTED
+        return Admission.EXPIRED if time.monotonic() >= end else Admission.GONE
 
     def leave(self) -> None:
-        with self._cond:
-            self.running -= 1
-            self._cond.notify()
+        with self._lock:
+            if self._waiters:
+                waiter = self._waiters.popleft()
+                waiter.granted = True  # the slot passes on: `running` stays the same
+                waiter.event.set()
+            else:
+                self.running -= 1
 
 
 class AdmissionInterceptor(grpc.ServerInterceptor):
@@ -135,7 +158,7 @@ class AdmissionInterceptor(grpc.ServerInterceptor):
         inner = handler.unary_unary
 
         def admitted(request: Any, context: grpc.ServicerContext) -> Any:
-            outcome = limiter.enter(context.time_remaining(), lambda: not context.is_active())
+            outcome = limiter.enter(context.time_remaining(), context.add_callback)
             if outcome is Admission.FULL:
                 context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED,
                               f"busy: {limiter.concurrent} calls running and {limiter.queue} waiting; "

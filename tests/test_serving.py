@@ -100,7 +100,8 @@ def abandoned(stage: str) -> float:
 def test_a_full_queue_is_refused_at_once_while_health_answers(held):
     running, engine = held(max_concurrent=1, max_queue=2)
     limiter = running.server.admission.limiters[RECOMMEND]
-    accepted = [running.stub.Recommend.future(good_request(), timeout=30) for _ in range(3)]
+    # No deadline on these: a call without one reports ~forever as its time left, and must queue all the same.
+    accepted = [running.stub.Recommend.future(good_request()) for _ in range(3)]
     assert engine.entered.acquire(timeout=10)
     wait_for(lambda: limiter.running == 1 and limiter.waiting == 2)
 
@@ -113,7 +114,7 @@ def test_a_full_queue_is_refused_at_once_while_health_answers(held):
     assert call(running.stub.GetRuleset, pb.GetRulesetRequest(), timeout=5).code == grpc.StatusCode.OK
 
     engine.release.set()
-    assert all(f.result().candidates for f in accepted)
+    assert all(f.result(timeout=30).candidates for f in accepted)
     assert engine.stages.count("brief") == 3, "refused calls must never reach the engine"
     assert limiter.running == 0 and limiter.waiting == 0
 
@@ -141,9 +142,21 @@ def test_a_passed_deadline_stops_the_work(held):
     assert engine.stages == ["brief"], "the held call must stop before its next stage; the queued never start"
     assert limiter.running == 0
 
+    # A caller that hangs up while queued leaves the queue too, and its call never starts.
+    engine.release.clear()
+    blocker = running.stub.Recommend.future(good_request(), timeout=30)
+    assert engine.entered.acquire(timeout=10)
+    left = running.stub.Recommend.future(good_request(), timeout=30)
+    wait_for(lambda: limiter.waiting == 1)
+    left.cancel()
+    wait_for(lambda: limiter.waiting == 0 and abandoned("queue") == in_queue + 5)
+    engine.release.set()
+    assert blocker.result().candidates
+    assert engine.stages == ["brief", "brief", "candidate", "plan", "outcome"]
+
     # The same request with time to spare goes through every stage.
     assert running.stub.Recommend(good_request(), timeout=30).candidates
-    assert engine.stages[1:] == ["brief", "candidate", "plan", "outcome"]
+    assert engine.stages[5:] == ["brief", "candidate", "plan", "outcome"]
 
 
 # -- drain --------------------------------------------------------------------------------------------------
