@@ -228,7 +228,10 @@ def test_sigterm_loses_no_call_in_flight(tmp_path: Path):
                     codes.append(grpc.StatusCode.OK if f.result().candidates else None)
                 except grpc.RpcError as err:
                     codes.append(err.code())  # type: ignore[attr-defined]
-        assert proc.wait(timeout=30) == 0
+        try:
+            assert proc.wait(timeout=30) == 0
+        except subprocess.TimeoutExpired:
+            raise AssertionError("still running 30 s after SIGTERM:\n" + log.read_text()[-4000:]) from None
     finally:
         if proc.poll() is None:
             proc.kill()
