@@ -127,9 +127,10 @@ def test_a_passed_deadline_stops_the_work(held):
     limiter = running.server.admission.limiters[RECOMMEND]
     in_queue, in_advise = abandoned("queue"), abandoned("candidates")
 
-    first = running.stub.Recommend.future(good_request(), timeout=0.5)
+    # Deadlines long enough for every call to reach the server on a busy machine, far shorter than the hold.
+    first = running.stub.Recommend.future(good_request(), timeout=2)
     assert engine.entered.acquire(timeout=10)  # running, held inside its first rules stage
-    queued = [running.stub.Recommend.future(good_request(), timeout=0.5) for _ in range(4)]
+    queued = [running.stub.Recommend.future(good_request(), timeout=2) for _ in range(4)]
     for f in [first, *queued]:
         with pytest.raises(grpc.RpcError) as err:
             f.result()
