@@ -5,11 +5,12 @@
                                          # the answer, each candidate's score, which rules fired (file:line)
     gpu-advisor gpus                     # the catalog with dated prices
     gpu-advisor ruleset                  # the active rules version and the last reload attempt
-    gpu-advisor reload [--token T]       # admin: reload the rules now
+    gpu-advisor reload [--token-file F]  # admin: reload the rules now (or the token in GPU_ADVISOR_ADMIN_TOKEN)
     gpu-advisor mcp [--transport http]   # serve chat assistants over MCP (stdio, or streamable HTTP at /mcp)
 
 A brief file is YAML in protobuf's JSON form: a whole RecommendRequest (with a `brief:` key) or the brief.
 Exit codes: 0 OK, 2 the input was rejected (file or INVALID_ARGUMENT), 1 any other failure.
+TLS: `--tls` (system roots) or `--tls-ca`; `--tls-client-cert/--tls-client-key` for a server that wants mTLS.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from ruamel.yaml.error import YAMLError
 
 from .api import enum_name, pb, pb_grpc
 from .explain import Filters, print_explanation
+from .credentials import ConfigError, admin_token, channel_credentials
 
 DEFAULT_ADDR = "127.0.0.1:50051"
 EXIT_OK, EXIT_FAIL, EXIT_INPUT = 0, 1, 2
@@ -201,7 +203,11 @@ def print_ruleset(info: pb.RulesetInfo, out: TextIO | None = None) -> None:
 
 
 def _stub(args: argparse.Namespace) -> tuple[grpc.Channel, pb_grpc.GpuAdvisorStub]:
-    channel = grpc.insecure_channel(args.addr)
+    if args.tls or args.tls_ca or args.tls_client_cert or args.tls_client_key:
+        creds = channel_credentials(args.tls_ca, args.tls_client_cert, args.tls_client_key)
+        channel = grpc.secure_channel(args.addr, creds)
+    else:
+        channel = grpc.insecure_channel(args.addr)
     return channel, pb_grpc.GpuAdvisorStub(channel)
 
 
@@ -254,7 +260,8 @@ def _ruleset(args: argparse.Namespace) -> int:
 
 
 def _reload(args: argparse.Namespace) -> int:
-    metadata = (("authorization", f"Bearer {args.token}"),) if args.token else ()
+    token = admin_token(os.environ, args.token_file)
+    metadata = (("authorization", f"Bearer {token}"),) if token else ()
     channel, stub = _stub(args)
     with channel:
         result = stub.ReloadRules(pb.ReloadRulesRequest(), timeout=args.timeout, metadata=metadata)
@@ -275,6 +282,14 @@ def build_parser() -> argparse.ArgumentParser:
                         help="server address (env GPU_ADVISOR_ADDR, default %(default)s)")
     common.add_argument("--timeout", type=float, default=30.0, help="seconds per call")
     common.add_argument("--json", action="store_true", help="print the response as protobuf JSON")
+    env = os.environ.get
+    common.add_argument("--tls", action="store_true", help="use TLS, trusting the system's CAs")
+    common.add_argument("--tls-ca", metavar="PEM", default=env("GPU_ADVISOR_TLS_CA"),
+                        help="use TLS, trusting this CA (env GPU_ADVISOR_TLS_CA)")
+    common.add_argument("--tls-client-cert", metavar="PEM", default=env("GPU_ADVISOR_TLS_CLIENT_CERT"),
+                        help="client certificate for mTLS (env GPU_ADVISOR_TLS_CLIENT_CERT)")
+    common.add_argument("--tls-client-key", metavar="PEM", default=env("GPU_ADVISOR_TLS_CLIENT_KEY"),
+                        help="its private key (env GPU_ADVISOR_TLS_CLIENT_KEY)")
 
     parser = argparse.ArgumentParser(prog="gpu-advisor", description="Ask a GPU Advisor server.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -306,8 +321,10 @@ def build_parser() -> argparse.ArgumentParser:
     rs.set_defaults(run=_ruleset)
 
     rl = sub.add_parser("reload", parents=[common], help="admin: reload the rules folder now")
-    rl.add_argument("--token", default=os.environ.get("GPU_ADVISOR_ADMIN_TOKEN", ""),
-                    help="admin bearer token (env GPU_ADVISOR_ADMIN_TOKEN)")
+    # No --token VALUE: argv shows in `ps`. The token comes from the environment or a file, as on the server.
+    rl.add_argument("--token-file", metavar="PATH", default=env("GPU_ADVISOR_ADMIN_TOKEN_FILE"),
+                    help="file holding the admin bearer token (env GPU_ADVISOR_ADMIN_TOKEN_FILE; or the token "
+                         "itself in env GPU_ADVISOR_ADMIN_TOKEN)")
     rl.set_defaults(run=_reload)
 
     # -- MCP: the way in for chat assistants (service/mcp_server.py; imported only when used) --
@@ -333,7 +350,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # `gpu-advisor explain x.yaml | head`: the reader left; stop quietly instead of a traceback.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK
-    except InputError as exc:
+    except (InputError, ConfigError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_INPUT
     except grpc.RpcError as err:

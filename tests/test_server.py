@@ -285,8 +285,11 @@ def test_reload_needs_the_token_and_keeps_the_last_good_version(rules_copy: Path
     before = stub.GetRuleset(pb.GetRulesetRequest(), timeout=5)
     same = stub.ReloadRules(pb.ReloadRulesRequest(), metadata=auth, timeout=60)
     assert not same.reloaded and same.ruleset.revision == before.revision
-    assert cli.main(["reload", "--addr", running.addr, "--token", "s3cret"]) == 0
-    assert cli.main(["reload", "--addr", running.addr, "--token", "wrong"]) == 1
+    token_file = rules_copy.parent / "admin-token"
+    token_file.write_text("s3cret\n", encoding="utf-8")
+    assert cli.main(["reload", "--addr", running.addr, "--token-file", str(token_file)]) == 0
+    token_file.write_text("wrong\n", encoding="utf-8")
+    assert cli.main(["reload", "--addr", running.addr, "--token-file", str(token_file)]) == 1
 
     # A broken edit is rejected, reported, and the good version keeps serving.
     routing = rules_copy / "routing.yaml"

@@ -37,6 +37,7 @@ from ..render.messages import Messages
 from ..render.summary import render_summary
 from ..rulebook import Rulebook
 from . import facts as F
+from .cancel import StillWanted, checkpoint
 from .sizing import Sizing, shape_of, size
 
 SEVERITY_ORDER = {"CRITICAL": 0, "WARNING": 1, "INFO": 2}
@@ -141,7 +142,12 @@ def _params(s: Sizing, fact: dict[str, Any], unit_text: str) -> dict[str, Any]:
     return p
 
 
-def advise(book: Rulebook, engine: Evaluator, req: AdviceRequest, today: date | None = None) -> Advice:
+def advise(
+    book: Rulebook, engine: Evaluator, req: AdviceRequest, today: date | None = None,
+    still_wanted: StillWanted | None = None,
+) -> Advice:
+    """`still_wanted` (optional) is asked between stages; when it says no, `Cancelled` is raised."""
+    checkpoint(still_wanted, "sizing")
     run = _Run(book, engine, req)
     a = book.assumptions
     brief = req.brief
@@ -183,6 +189,7 @@ def advise(book: Rulebook, engine: Evaluator, req: AdviceRequest, today: date | 
             )
 
     # 2. candidate rules: eligibility, the workload matrix, scoring
+    checkpoint(still_wanted, "candidates")
     scored = [_Scored(s, F.candidate_fact(base, s)) for s in sizings]
     fired = run.fire("candidate", [c.fact for c in scored])
     for c in scored:
@@ -207,6 +214,7 @@ def advise(book: Rulebook, engine: Evaluator, req: AdviceRequest, today: date | 
     shown = survivors[:limit]
 
     # 3. plan rules: the route (hit policy first), plan-level mistakes
+    checkpoint(still_wanted, "plan")
     top = shown[0].sizing if shown else None
     ratio = (shape.input_tokens + shape.output_tokens) / shape.output_tokens if shape else 1.0
     plan = F.plan_fact(
@@ -225,6 +233,7 @@ def advise(book: Rulebook, engine: Evaluator, req: AdviceRequest, today: date | 
     for rule in run.fire("outcome", [outcome])["outcome"]:
         run.common(rule, outcome)
 
+    checkpoint(still_wanted, "render")
     candidates = tuple(_candidate(c, run) for c in shown)
     excluded = tuple(Exclusion(c.sizing.gpu.id, tuple(c.exclusions)) for c in scored if c.exclusions)
     warnings = _dedupe_warnings(run.warnings)
