@@ -30,8 +30,8 @@ from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
 from .api import enum_name, pb, pb_grpc
-from .explain import Filters, print_explanation
 from .credentials import ConfigError, admin_token, channel_credentials
+from .explain import Filters, print_explanation
 
 DEFAULT_ADDR = "127.0.0.1:50051"
 EXIT_OK, EXIT_FAIL, EXIT_INPUT = 0, 1, 2

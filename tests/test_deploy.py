@@ -89,9 +89,10 @@ def test_probes_are_native_grpc_on_the_served_port(rendered):
 
 
 def test_env_names_are_the_servers(rendered):
-    server_source = (REPO / "service" / "server.py").read_text()
+    # The server's settings are read in server.py and, for the admin token and TLS files, credentials.py.
+    server_source = "".join((REPO / "service" / f).read_text() for f in ("server.py", "credentials.py"))
     for e in _container(rendered)["env"]:
-        assert f'"{e["name"]}"' in server_source, f"{e['name']} is not read by service/server.py"
+        assert f'"{e["name"]}"' in server_source, f"{e['name']} is not read by the server"
     secret = {e["name"]: e for e in _container(rendered)["env"]}["GPU_ADVISOR_ADMIN_TOKEN"]["valueFrom"]
     assert secret["secretKeyRef"]["optional"] is True  # runs without the Secret; see the README
 
