@@ -6,8 +6,9 @@ from __future__ import annotations
 from datetime import date
 from itertools import combinations
 
-from .brief import ROUTE_KINDS, SUCCESS_UNITS, WORKLOADS
+from .brief import PRICE_TIERS, RENT_TIERS, ROUTE_KINDS, SUCCESS_UNITS, WORKLOADS
 from .catalog import Gpu
+from .decide.provisional import ROUTE_INPUTS
 from .engine.analyze import implies, satisfiable
 from .engine.ir import Rule
 from .engine.load import Problem
@@ -35,8 +36,18 @@ CODE_MESSAGE_KEYS = (
     "summary.none_fit",
     "summary.route",
     "summary.warnings_header",
+    "summary.route_provisional",
+    "summary.list_separator",
+    "summary.not_shown",
+    "summary.tier_fallback",
+    "note.assumed_value",
+    *(f"field.{f}" for f in ROUTE_INPUTS),
+    "summary.warning",
+    "summary.self_host",
+    "summary.no_pick_workload",
     "summary.questions_header",
     *(f"route.{k}" for k in ROUTE_KINDS),
+    *(f"tier.{t}" for t in (*PRICE_TIERS, "UNSPECIFIED")),
     *(f"workload.{w}" for w in (*WORKLOADS, "UNSPECIFIED")),
     *(f"unit.{u}" for u in SUCCESS_UNITS),
 )
@@ -61,6 +72,8 @@ CANDIDATE_EXTRAS = (
     "owned_usd_per_hour",
     "interconnect_gbs",
     "tflops",
+    "rent_tier_name",
+    "price_tier_name",
 )
 
 LOCALES = ("en", "zh-CN")
@@ -83,6 +96,8 @@ def message_problems(
     for r in rules:
         for a in r.actions:
             keys = [a.get("message")] + ([a.get("name")] if a.kind == "metric" else [])
+            if a.kind == "warn" and a.get("code"):
+                keys.append(f"warning.{a.get('code')}")  # the summary names a warning, never prints its code
             used += [(k, r.location, r.id, r) for k in keys if k]
     used += [(k, where, "", None) for k, where in content_keys]
     for locale in LOCALES:
@@ -222,9 +237,22 @@ def price_problems(catalog: tuple[Gpu, ...], today: date, max_age_days: int) -> 
         if g.price("rent", today) is None:
             out.append(Problem(path, line, 1, g.id, f"no rent price valid on {today.isoformat()}", "warning"))
         for p in g.prices:
+            ppath, pline = _where(p.location)
+            # The schema says so too; this keeps a folder without schemas honest.
+            allowed = RENT_TIERS if p.kind == "rent" else ("LIST_PURCHASE", "MARKETPLACE")
+            if p.tier not in allowed:
+                out.append(
+                    Problem(
+                        ppath,
+                        pline,
+                        1,
+                        g.id,
+                        f"{p.kind} price tier '{p.tier.lower()}' must be one of "
+                        + ", ".join(t.lower() for t in allowed),
+                    )
+                )
             if not p.valid_on(today):
                 continue
-            ppath, pline = _where(p.location)
             try:
                 age = (today - date.fromisoformat(str(p.as_of))).days
             except ValueError:

@@ -34,10 +34,12 @@ from ..render.messages import Messages
 from ..render.summary import render_summary
 from ..rulebook import Rulebook
 from . import facts as F
-from .sizing import Sizing, shape_of, size
+from .provisional import route_depends_on
+from .sizing import Shape, Sizing, compared_tier, shape_of, size
 
 SEVERITY_ORDER = {"CRITICAL": 0, "WARNING": 1, "INFO": 2}
 DEFAULT_MAX_CANDIDATES = 5
+DEFAULT_ROUTE = "RENT_ON_DEMAND"  # when no routing row matches
 
 
 class Evaluator(Protocol):
@@ -67,6 +69,11 @@ class _Run:
 
     def text(self, key: str, params: dict[str, Any]) -> str:
         return self.msgs.text(key, self.locale, params)
+
+    def title(self, code: str) -> str:
+        """A warning's name (`warning.<code>`); rules-check requires one for every code, "" keeps a gap silent."""
+        key = f"warning.{code}"
+        return self.text(key, {}) if self.msgs.has(key, self.locale) or self.msgs.has(key, "en") else ""
 
     def fire(self, fact_type: str, facts: list[dict[str, Any]]) -> dict[str, list[Rule]]:
         """Rules in effect per fact id, after hit policies; records the trace when asked."""
@@ -101,6 +108,7 @@ class _Run:
                         act.get("severity", "WARNING"),
                         self.text(act.get("message"), fact),
                         rule.id,
+                        self.title(act.get("code")),
                     )
                 )
             elif act.kind == "note" and fact["id"] in ("brief", "plan", "outcome"):
@@ -132,6 +140,29 @@ def _params(s: Sizing, fact: dict[str, Any], unit_text: str) -> dict[str, Any]:
     return p
 
 
+def _with_tiers(p: dict[str, Any], s: Sizing, run: _Run) -> dict[str, Any]:
+    p["rent_tier_name"] = run.text(f"tier.{s.price_tier or 'UNSPECIFIED'}", {})
+    p["price_tier_name"] = run.text(f"tier.{s.compared_tier}", {})
+    return p
+
+
+def cost_unit(unit: str) -> str:
+    """The locale-independent CostUnit of a sizing's unit (a SUCCESS_UNIT name): tokens are per million."""
+    return "MILLION_OUTPUT_TOKENS" if unit == "TOKEN" else unit
+
+
+def _defaults_stated(shape: Shape, a: Any) -> dict[str, Any]:
+    """The value assumed for each brief field the sizing had to default, so a note can state it."""
+    return {
+        "model.precision": shape.precision,
+        "model.context_tokens": int(a.num("default_context_tokens")),
+        "traffic.avg_input_tokens": shape.input_tokens,
+        "traffic.avg_output_tokens": shape.output_tokens,
+        "traffic.concurrent_sessions": shape.sequences,
+        "traffic.batch_size": shape.sequences,
+    }
+
+
 def advise(book: Rulebook, engine: Evaluator, req: AdviceRequest, today: date | None = None) -> Advice:
     run = _Run(book, engine, req)
     a = book.assumptions
@@ -150,10 +181,19 @@ def advise(book: Rulebook, engine: Evaluator, req: AdviceRequest, today: date | 
             if act.kind == "ask" and all(q.field != act.get("field") for q in questions):
                 questions.append(Question(act.get("field"), run.text(act.get("message"), base), rule.id))
             elif act.kind == "metric" and metric is None:
-                metric = Metric(run.text(act.get("name"), base), run.text(act.get("message"), base), rule.id)
+                metric = Metric(
+                    run.text(act.get("name"), base),
+                    run.text(act.get("message"), base),
+                    rule.id,
+                    act.get("kind", ""),
+                )
     if shape:
+        stated = _defaults_stated(shape, a)
         for f in shape.defaults_used:
-            run.notes.append(Reason("sizing.defaults", run.text("note.assumed_default", {"field": f})))
+            key, params = "note.assumed_default", {"field": f}
+            if f in stated:
+                key, params = "note.assumed_value", {"field": f, "value": stated[f]}
+            run.notes.append(Reason("sizing.defaults", run.text(key, params)))
         if not shape.arch.exact:
             run.notes.append(
                 Reason(
@@ -174,7 +214,7 @@ def advise(book: Rulebook, engine: Evaluator, req: AdviceRequest, today: date | 
     scored = [_Scored(s, F.candidate_fact(base, s)) for s in sizings]
     fired = run.fire("candidate", [c.fact for c in scored])
     for c in scored:
-        params = _params(c.sizing, c.fact, run.text(f"unit.{c.sizing.unit}", {}))
+        params = _with_tiers(_params(c.sizing, c.fact, run.text(f"unit.{c.sizing.unit}", {})), c.sizing, run)
         for rule in fired[c.fact["id"]]:
             run.common(rule, params)
             for act in rule.actions:
@@ -199,13 +239,14 @@ def advise(book: Rulebook, engine: Evaluator, req: AdviceRequest, today: date | 
     plan = F.plan_fact(
         base, top, len(survivors), brief.economics.hours_per_month, a.num("model_api_usd_per_million_tokens"), ratio
     )
-    route_kind, rationale = "RENT_ON_DEMAND", []
+    route_kind, rationale = DEFAULT_ROUTE, []
     for rule in run.fire("plan", [plan])["plan"]:
         run.common(rule, plan)
         for act in rule.actions:
             if act.kind == "route" and not rationale:
                 route_kind = act.get("kind")
                 rationale.append(Reason(rule.id, run.text(act.get("message"), plan)))
+    depends_on = route_depends_on(book.program.for_fact("plan"), plan, route_kind, DEFAULT_ROUTE)
 
     # 4. outcome rules: mistakes that depend on the route
     outcome = F.outcome_fact(plan, route_kind)
@@ -218,7 +259,7 @@ def advise(book: Rulebook, engine: Evaluator, req: AdviceRequest, today: date | 
     advice = Advice(
         candidates=candidates,
         excluded=excluded,
-        route=Route(route_kind, tuple(rationale)),
+        route=Route(route_kind, tuple(rationale), bool(depends_on), depends_on),
         warnings=warnings,
         questions=tuple(questions),
         metric=metric,
@@ -227,6 +268,10 @@ def advise(book: Rulebook, engine: Evaluator, req: AdviceRequest, today: date | 
         ruleset=RulesetRef(book.revision, book.content_hash),
         trace=tuple(run.trace),
         notes=tuple(run.notes),
+        # Nothing sized or classified, or a missing field could change the route: ask before acting on it.
+        provisional=shape is None or brief.workload == "UNSPECIFIED" or bool(depends_on),
+        not_shown=tuple(c.sizing.gpu.id for c in survivors[limit:]),
+        price_tier=compared_tier(brief),
     )
     summary = render_summary(advice, run.msgs, run.locale, base, shape is not None)
     return Advice(**{**advice.__dict__, "summary": summary})
@@ -265,7 +310,7 @@ def _candidate(c: _Scored, run: _Run) -> Candidate:
     s = c.sizing
     mem = s.memory
     need = mem.total_gb if mem else 0.0
-    params = _params(s, c.fact, run.text(f"unit.{s.unit}", {}))
+    params = _with_tiers(_params(s, c.fact, run.text(f"unit.{s.unit}", {})), s, run)
     price_src = (
         run.text("price.from_quote", {"provider": s.quote.provider or "-", "as_of": s.quote.as_of or "-"})
         if s.quote
@@ -299,6 +344,9 @@ def _candidate(c: _Scored, run: _Run) -> Candidate:
             run.text(f"unit.{s.unit}", {}),
             price_src,
             s.quote.as_of if s.quote else (s.price.as_of if s.price else ""),
+            cost_unit(s.unit),
+            s.price_tier,
+            s.price_tier_fallback,
         ),
         ownership=Ownership(
             round(s.annual_power_usd, 2),
