@@ -343,3 +343,21 @@ def test_server_boundary_beats_a_cheaper_model_api(stub):
         r = _recommend(stub, {**brief, "boundary": boundary})
         assert r.route.kind == kind and "Top pick" in r.summary
 
+
+
+def test_cli_tables_show_price_tiers_and_what_was_cut(stub):
+    import io
+
+    from service.cli import print_advice, print_gpus
+
+    brief = {"workload": "WORKLOAD_TYPE_BATCH_INFERENCE",
+             "model": {"params_billion": 8, "precision": "PRECISION_BF16", "context_tokens": 4096}}
+    out = io.StringIO()
+    print_advice(_recommend(stub, brief, max_candidates=3), out)
+    text = out.getvalue()
+    assert "price tier" in text and "marketplace*" in text and "Prices compared at on-demand" in text
+    assert "Not shown (max_candidates):" in text
+    out = io.StringIO()
+    print_gpus(stub.ListGpus(pb.ListGpusRequest(), timeout=10), out)
+    a100 = next(line for line in out.getvalue().splitlines() if line.startswith("a100-80gb "))
+    assert "marketplace" in a100
