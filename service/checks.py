@@ -3,6 +3,7 @@ conflicting overlaps, and the age of prices. Errors block a rules version; warni
 
 from __future__ import annotations
 
+import re
 from datetime import date
 from itertools import combinations
 
@@ -13,6 +14,7 @@ from .engine.analyze import implies, satisfiable
 from .engine.ir import Rule
 from .engine.load import Problem
 from .engine.parse import FactSchema, did_you_mean
+from .expectations import STRAY_SPACE
 from .render.messages import placeholders
 
 # Message keys the code itself renders (not named by any rule file).
@@ -77,6 +79,7 @@ CANDIDATE_EXTRAS = (
 )
 
 LOCALES = ("en", "zh-CN")
+_PLACEHOLDER = re.compile(r"\{[^{}]*\}")
 
 
 def _where(location: str) -> tuple[str, int]:
@@ -136,6 +139,15 @@ def message_problems(
                         f"message key '{key}' (used by the service) is not defined for {locale}",
                     )
                 )
+    # Chinese text: no space between two CJK characters or beside full-width punctuation (filled-in values are
+    # tidied when served; authored text is checked here, once, instead of on every answer).
+    for key, template in messages.get("zh-CN", {}).items():
+        literal = _PLACEHOLDER.sub("X", template)
+        hit = STRAY_SPACE.search(literal)
+        if hit:
+            path, line = _where(locations["zh-CN"][key])
+            shown = literal[max(0, hit.start() - 6) : hit.end() + 6]
+            out.append(Problem(path, line, 1, key, f"stray space in Chinese text: '{shown}'", "warning"))
     # translations must cover the same keys with the same placeholders
     en, zh = messages.get("en", {}), messages.get("zh-CN", {})
     for key in sorted(set(en) | set(zh)):

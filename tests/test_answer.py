@@ -361,3 +361,41 @@ def test_cli_tables_show_price_tiers_and_what_was_cut(stub):
     print_gpus(stub.ListGpus(pb.ListGpusRequest(), timeout=10), out)
     a100 = next(line for line in out.getvalue().splitlines() if line.startswith("a100-80gb "))
     assert "marketplace" in a100
+
+
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(brief=brief_strategy())
+def test_the_counterfactual_router_picks_what_the_hit_policies_pick(bundle, brief):
+    # route_depends_on re-decides routes in Python and stops at the first matching row; on any plan fact it
+    # must pick what the engine's matches give after the hit policies, as the advisor reads them.
+    from service.decide import facts as F
+    from service.decide.provisional import route_of, route_rules
+    from service.engine.ir import apply_hit_policies
+
+    a = bundle.book.assumptions
+    shape = shape_of(brief, a)
+    sizings = [size(g, brief, shape, a, (), TODAY) for g in bundle.catalog] if shape else []
+    base = F.brief_fact(brief, a.num("default_utilization"), shape, sizings, 0)
+    plan = F.plan_fact(base, sizings[0] if sizings else None, len(sizings), brief.economics.hours_per_month)
+    rules = bundle.book.program.for_fact("plan")
+    matched = bundle.engine.evaluate("plan", [plan])["plan"]
+    expected = next((str(x.get("kind")) for r in apply_hit_policies(rules, matched) for x in r.actions
+                     if x.kind == "route"), None)
+    assert route_of(route_rules(rules), plan) == expected
+
+
+def test_rules_check_reports_a_stray_space_in_authored_chinese(tmp_path: Path):
+    import shutil
+
+    dst = tmp_path / "rules"
+    shutil.copytree(RULES, dst)
+    f = dst / "messages" / "zh-CN.yaml"
+    text = f.read_text(encoding="utf-8")
+    old = 'summary.warnings_header: "注意："'
+    assert old in text
+    f.write_text(text.replace(old, 'summary.warnings_header: "请 注意："'), encoding="utf-8")
+    line = next(i for i, ln in enumerate(f.read_text(encoding="utf-8").splitlines(), 1) if "请 注意" in ln)
+    _, found = load_rulebook(dst, today=TODAY)
+    assert any(str(p).startswith(f"rules/messages/zh-CN.yaml:{line}:") and "stray space" in str(p)
+               for p in found), [str(p) for p in found]

@@ -66,9 +66,16 @@ class _Run:
         self.trace: list[TraceEntry] = []
         self.warnings: list[Warning] = []
         self.notes: list[Reason] = []
+        self._names: dict[str, str] = {}
 
     def text(self, key: str, params: dict[str, Any]) -> str:
         return self.msgs.text(key, self.locale, params)
+
+    def name(self, key: str) -> str:
+        """A message without placeholders (a tier's or unit's name), looked up once per request."""
+        if key not in self._names:
+            self._names[key] = self.text(key, {})
+        return self._names[key]
 
     def title(self, code: str) -> str:
         """A warning's name (`warning.<code>`); rules-check requires one for every code, "" keeps a gap silent."""
@@ -141,8 +148,8 @@ def _params(s: Sizing, fact: dict[str, Any], unit_text: str) -> dict[str, Any]:
 
 
 def _with_tiers(p: dict[str, Any], s: Sizing, run: _Run) -> dict[str, Any]:
-    p["rent_tier_name"] = run.text(f"tier.{s.price_tier or 'UNSPECIFIED'}", {})
-    p["price_tier_name"] = run.text(f"tier.{s.compared_tier}", {})
+    p["rent_tier_name"] = run.name(f"tier.{s.price_tier or 'UNSPECIFIED'}")
+    p["price_tier_name"] = run.name(f"tier.{s.compared_tier}")
     return p
 
 
@@ -214,7 +221,7 @@ def advise(book: Rulebook, engine: Evaluator, req: AdviceRequest, today: date | 
     scored = [_Scored(s, F.candidate_fact(base, s)) for s in sizings]
     fired = run.fire("candidate", [c.fact for c in scored])
     for c in scored:
-        params = _with_tiers(_params(c.sizing, c.fact, run.text(f"unit.{c.sizing.unit}", {})), c.sizing, run)
+        params = _with_tiers(_params(c.sizing, c.fact, run.name(f"unit.{c.sizing.unit}")), c.sizing, run)
         for rule in fired[c.fact["id"]]:
             run.common(rule, params)
             for act in rule.actions:
@@ -310,7 +317,7 @@ def _candidate(c: _Scored, run: _Run) -> Candidate:
     s = c.sizing
     mem = s.memory
     need = mem.total_gb if mem else 0.0
-    params = _with_tiers(_params(s, c.fact, run.text(f"unit.{s.unit}", {})), s, run)
+    params = _with_tiers(_params(s, c.fact, run.name(f"unit.{s.unit}")), s, run)
     price_src = (
         run.text("price.from_quote", {"provider": s.quote.provider or "-", "as_of": s.quote.as_of or "-"})
         if s.quote
@@ -341,7 +348,7 @@ def _candidate(c: _Scored, run: _Run) -> Candidate:
             round(s.usd_per_hour, 4),
             _sig(s.usd_per_tflop_hour),
             _sig(s.usd_per_unit),
-            run.text(f"unit.{s.unit}", {}),
+            run.name(f"unit.{s.unit}"),
             price_src,
             s.quote.as_of if s.quote else (s.price.as_of if s.price else ""),
             cost_unit(s.unit),

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..engine.ir import Rule, apply_hit_policies
+from ..engine.ir import Rule
 from .facts import api_comparable
 
 
@@ -80,13 +80,18 @@ def _derive(fact: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def route_of(rules: tuple[Rule, ...], fact: dict[str, Any]) -> str | None:
-    """The route the plan rules give `fact`, as the advisor picks it: the first rule in effect with a route."""
-    winners = apply_hit_policies(rules, {r.id for r in rules if r.matches(fact)})
-    for rule in winners:
-        for act in rule.actions:
-            if act.kind == "route":
-                return str(act.get("kind"))
+def route_rules(rules: tuple[Rule, ...]) -> tuple[Rule, ...]:
+    """The rules that give a route, in the order the advisor reads rules in effect (apply_hit_policies)."""
+    with_route = (r for r in rules if any(a.kind == "route" for a in r.actions))
+    return tuple(sorted(with_route, key=lambda r: (-r.priority, r.group, r.order)))
+
+
+def route_of(ordered: tuple[Rule, ...], fact: dict[str, Any]) -> str | None:
+    """The route `fact` gets, as the advisor picks it: the first rule in effect with a route. In that order the
+    first matching rule is always in effect (it is the best of its group), so the search stops there."""
+    for rule in ordered:
+        if rule.matches(fact):
+            return next(str(a.get("kind")) for a in rule.actions if a.kind == "route")
     return None
 
 
@@ -95,7 +100,7 @@ def route_depends_on(
 ) -> tuple[str, ...]:
     """Brief paths, not given in `plan`, that change `route` when given (each tried alone). `default` is the
     route when no rule gives one."""
-    plan_rules = tuple(r for r in rules if any(a.kind == "route" for a in r.actions))
+    plan_rules = route_rules(rules)
     out = []
     for path, (unknown, variants) in ROUTE_INPUTS.items():
         if not unknown(plan):

@@ -15,6 +15,7 @@ import math
 import re
 import string
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import Any
 
 _FORMATTER = string.Formatter()
@@ -102,12 +103,28 @@ class Messages:
         template = self.tables.get(locale, {}).get(key) or self.tables.get(self.fallback, {}).get(key)
         if template is None:
             return key  # rules-check rejects this; never crash an answer over it
-        return tidy(fill(template, params or {}), locale)
+        text, wide_value = _fill(template, params or {})
+        # Authored text is checked by rules-check; only a filled-in Chinese value can leave a stray space.
+        return tidy(text, locale) if wide_value else text
+
+
+@lru_cache(maxsize=4096)
+def _parsed(template: str) -> tuple[tuple[str, str | None, str | None, str | None], ...]:
+    return tuple(_FORMATTER.parse(template))
+
+
+_WIDE_CHAR = re.compile(rf"[{_CJK}{_FULLWIDTH}]")
 
 
 def fill(template: str, params: Mapping[str, Any]) -> str:
+    return _fill(template, params)[0]
+
+
+def _fill(template: str, params: Mapping[str, Any]) -> tuple[str, bool]:
+    """The filled template, and whether a string value with CJK or full-width characters went in."""
     out = []
-    for literal, name, spec, conv in _FORMATTER.parse(template):
+    wide = False
+    for literal, name, spec, conv in _parsed(template):
         out.append(literal)
         if name is None:
             continue
@@ -117,6 +134,8 @@ def fill(template: str, params: Mapping[str, Any]) -> str:
         value = params[name]
         if conv:
             value = _FORMATTER.convert_field(value, conv)
+        if isinstance(value, str) and _WIDE_CHAR.search(value):
+            wide = True
         try:
             if not spec:
                 out.append(compact(value))
@@ -126,4 +145,4 @@ def fill(template: str, params: Mapping[str, Any]) -> str:
                 out.append(format(value, spec))
         except (ValueError, TypeError):
             out.append(compact(value))
-    return "".join(out)
+    return "".join(out), wide
