@@ -139,3 +139,4 @@ class Advice:
     provisional: bool = False  # nothing could be sized or classified, or the route depends on a missing field
     not_shown: tuple[str, ...] = ()  # GPU ids that passed the rules but were cut by max_candidates, best first
     price_tier: str = ""  # the tier candidates are compared at
+    assumed: tuple[tuple[str, str], ...] = ()  # (brief path, assumed value as printed) the sizing depends on

@@ -184,7 +184,8 @@ def _reasons(items: Iterable[domain.Reason]) -> list[pb.Reason]:
 
 def advice_to_proto(a: Advice) -> pb.RecommendResponse:
     out = pb.RecommendResponse(summary=a.summary, provisional=a.provisional, not_shown_count=len(a.not_shown),
-                               not_shown=list(a.not_shown), price_tier=enum_number("PriceTier", a.price_tier))
+                               not_shown=list(a.not_shown), price_tier=enum_number("PriceTier", a.price_tier),
+                               assumed=[path for path, _ in a.assumed])
     for c in a.candidates:
         out.candidates.append(pb.Candidate(
             gpu=c.gpu, name=c.name, count=c.count, score=c.score,

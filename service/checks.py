@@ -9,7 +9,7 @@ from itertools import combinations
 
 from .brief import PRICE_TIERS, RENT_TIERS, ROUTE_KINDS, SUCCESS_UNITS, WORKLOADS
 from .catalog import Gpu
-from .decide.provisional import ROUTE_INPUTS
+from .decide.provisional import ROUTE_INPUTS, SIZING_DEFAULT_FIELDS
 from .engine.analyze import implies, satisfiable
 from .engine.ir import Rule
 from .engine.load import Problem
@@ -43,6 +43,9 @@ CODE_MESSAGE_KEYS = (
     "summary.not_shown",
     "summary.tier_fallback",
     "note.assumed_value",
+    "summary.sizing_provisional",
+    "summary.assumption",
+    *(f"field.{f}" for f in SIZING_DEFAULT_FIELDS),
     *(f"field.{f}" for f in ROUTE_INPUTS),
     "summary.warning",
     "summary.self_host",

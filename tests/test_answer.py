@@ -21,6 +21,7 @@ from service.brief import (
     Model,
     Quote,
     Traffic,
+    Training,
 )
 from service.catalog import Gpu, Price, tier_preference
 from service.decide.sizing import shape_of, size
@@ -180,6 +181,29 @@ def test_a_conversation_never_flips_the_route_without_having_said_it_might(bundl
         prev = now
     assert flips >= 1  # each sequence does move the route, so the check bites
     assert not prev.route.provisional and not prev.provisional
+
+
+def test_sizing_defaults_the_questions_still_ask_for_make_the_answer_provisional(bundle):
+    from service.decide.advisor import _defaults_stated
+    from service.decide.provisional import SIZING_DEFAULT_FIELDS
+
+    thin = Brief(workload="REALTIME_INFERENCE", model=Model(8),
+                 economics=Economics(hours_per_month=300, horizon_months=6, demand="STEADY", utilization=0.5,
+                                     needs_hardware_control=True, has_platform_team=True), run_cycle="ALWAYS_ON")
+    for locale, words in (("en", "weight precision BF16"), ("zh-CN", "权重精度为 BF16")):
+        advice = bundle.advise(AdviceRequest(brief=thin, locale=locale, as_of=TODAY))
+        assert not advice.route.provisional  # the route is settled ...
+        assert advice.provisional and ("model.precision", "BF16") in advice.assumed  # ... the sizing is not
+        assert words in advice.summary and summary_problems(advice.summary) == []
+    # A pretraining brief is not provisional on traffic defaults no question asks about.
+    train = Brief(workload="PRETRAINING", model=Model(7, precision="BF16", context_tokens=4096),
+                  training=Training(100, 30), success_unit="TRAINING_RUN",
+                  economics=Economics(hours_per_month=730, horizon_months=3, demand="STEADY", utilization=0.9,
+                                      needs_hardware_control=True, has_platform_team=True), run_cycle="ALWAYS_ON")
+    advice = bundle.advise(AdviceRequest(brief=train, as_of=TODAY))
+    assert advice.assumed == () and not advice.provisional
+    shape = shape_of(thin, bundle.book.assumptions)
+    assert set(_defaults_stated(shape, bundle.book.assumptions)) == set(SIZING_DEFAULT_FIELDS)
 
 
 def test_a_complete_brief_is_not_provisional(bundle):

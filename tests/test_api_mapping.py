@@ -186,6 +186,7 @@ def _advice() -> A.Advice:
                A.TraceEntry("routing.buy", "rules/routing.yaml:50", "plan", False, "horizon < 18")),
         notes=(r("assume.bf16", "BF16 assumed"),),
         provisional=True, not_shown=("l4", "rtx-4090"), price_tier="ON_DEMAND",
+        assumed=(("model.precision", "BF16"),),
     )
 
 
@@ -223,6 +224,7 @@ def test_advice_to_proto_carries_every_field():
     assert d["metric"]["kind"] == "METRIC_KIND_COST_PER_ACCEPTED_RESPONSE"
     assert d["provisional"] is True and d["price_tier"] == "PRICE_TIER_ON_DEMAND"
     assert d["not_shown_count"] == 2 and d["not_shown"] == ["l4", "rtx-4090"]
+    assert d["assumed"] == ["model.precision"]
 
 
 def test_empty_advice_leaves_optional_messages_unset():

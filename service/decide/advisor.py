@@ -30,7 +30,7 @@ from ..advice import (
 )
 from ..brief import AdviceRequest
 from ..engine.ir import Rule, apply_hit_policies
-from ..render.messages import Messages
+from ..render.messages import Messages, compact
 from ..render.summary import render_summary
 from ..rulebook import Rulebook
 from . import facts as F
@@ -194,8 +194,12 @@ def advise(book: Rulebook, engine: Evaluator, req: AdviceRequest, today: date | 
                     rule.id,
                     act.get("kind", ""),
                 )
+    assumed: list[tuple[str, str]] = []
     if shape:
         stated = _defaults_stated(shape, a)
+        asked = {q.field for q in questions}
+        # Only defaults the rules still ask about count: the others do not matter for this workload.
+        assumed = [(f, compact(stated[f])) for f in shape.defaults_used if f in asked and f in stated]
         for f in shape.defaults_used:
             key, params = "note.assumed_default", {"field": f}
             if f in stated:
@@ -276,7 +280,8 @@ def advise(book: Rulebook, engine: Evaluator, req: AdviceRequest, today: date | 
         trace=tuple(run.trace),
         notes=tuple(run.notes),
         # Nothing sized or classified, or a missing field could change the route: ask before acting on it.
-        provisional=shape is None or brief.workload == "UNSPECIFIED" or bool(depends_on),
+        provisional=shape is None or brief.workload == "UNSPECIFIED" or bool(depends_on) or bool(assumed),
+        assumed=tuple(assumed),
         not_shown=tuple(c.sizing.gpu.id for c in survivors[limit:]),
         price_tier=compared_tier(brief),
     )

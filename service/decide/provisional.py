@@ -18,6 +18,17 @@ from typing import Any
 from ..engine.ir import Rule
 from .facts import api_comparable
 
+# Brief fields the sizing fills with a default when missing (sizing.shape_of); while the questions still ask for
+# one, the candidates' figures rest on its default and the answer says so.
+SIZING_DEFAULT_FIELDS = (
+    "model.precision",
+    "model.context_tokens",
+    "traffic.avg_input_tokens",
+    "traffic.avg_output_tokens",
+    "traffic.concurrent_sessions",
+    "traffic.batch_size",
+)
+
 
 def _within_horizon(fact: dict[str, Any]) -> bool:
     be, horizon = fact["top_break_even_months"], fact["horizon_months"]

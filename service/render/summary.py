@@ -29,6 +29,10 @@ def render_summary(advice: Advice, msgs: Messages, locale: str, brief: dict[str,
         # Sized as generation for want of a workload: a "top pick" would claim a fit nobody asked about.
         lines.append(t("summary.no_pick_workload"))
     elif advice.candidates:
+        if advice.assumed:
+            # The figures below rest on defaults the questions still ask about: say which, with their values.
+            what = sep.join(t("summary.assumption", field=t(f"field.{f}"), value=v) for f, v in advice.assumed)
+            lines.append(t("summary.sizing_provisional", assumptions=what))
         c = advice.candidates[0]
         # With a model API as the route, the best GPU is the self-hosting alternative, not a pick.
         key = "summary.self_host" if api_route else (
