@@ -68,6 +68,10 @@ _NUMBER_SPEC = re.compile(r"^(?P<head>(?:.?[<>=^])?[+\- ]?z?#?0?\d*)(?P<prec>\.\
 
 def format_number(value: float | int, spec: str) -> str:
     """Python's format(), grouped from 1,000 up and never in exponent notation."""
+    if -1000 < value < 1000:  # the common case: nothing to group, and only a tiny value can get an exponent
+        out = format(value, spec)
+        if "e" not in out and "E" not in out:
+            return out
     m = _NUMBER_SPEC.match(spec)
     if m and abs(value) >= 1000 and m.group("type") != "n":
         spec = f"{m.group('head')},{m.group('prec') or ''}{m.group('type')}"
