@@ -44,6 +44,7 @@ CODE_MESSAGE_KEYS = (
     "summary.tier_fallback",
     "note.assumed_value",
     "summary.sizing_provisional",
+    "note.utilization_assumed",
     "summary.assumption",
     *(f"field.{f}" for f in SIZING_DEFAULT_FIELDS),
     *(f"field.{f}" for f in ROUTE_INPUTS),
@@ -80,6 +81,10 @@ CANDIDATE_EXTRAS = (
     "rent_tier_name",
     "price_tier_name",
 )
+
+# Plan and outcome messages may also say whether the utilization was given ("" or a localized "(assumed)").
+PLAN_EXTRAS = ("utilization_basis",)
+EXTRAS = {"candidate": CANDIDATE_EXTRAS, "plan": PLAN_EXTRAS, "outcome": PLAN_EXTRAS}
 
 LOCALES = ("en", "zh-CN")
 _PLACEHOLDER = re.compile(r"\{[^{}]*\}")
@@ -118,7 +123,7 @@ def message_problems(
                     Problem(path, line, 1, rid, f"message key '{key}' is not defined for {locale}{near}")
                 )
         if rule is not None and key in messages.get("en", {}):
-            allowed = set(schema[rule.fact]) | (set(CANDIDATE_EXTRAS) if rule.fact == "candidate" else set())
+            allowed = set(schema[rule.fact]) | set(EXTRAS.get(rule.fact, ()))
             for name in _safe_placeholders(messages["en"][key]):
                 if name not in allowed:
                     out.append(

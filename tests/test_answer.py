@@ -206,6 +206,21 @@ def test_sizing_defaults_the_questions_still_ask_for_make_the_answer_provisional
     assert set(_defaults_stated(shape, bundle.book.assumptions)) == set(SIZING_DEFAULT_FIELDS)
 
 
+def test_a_default_utilization_is_printed_as_assumed(bundle):
+    brief = Brief(workload="REALTIME_INFERENCE", model=Model(8, precision="BF16", context_tokens=8192),
+                  traffic=Traffic(concurrent_sessions=8), boundary="ON_PREM",
+                  economics=Economics(hours_per_month=730, horizon_months=36, demand="STEADY",
+                                      needs_hardware_control=True, has_platform_team=True))
+    for locale, assumed in (("en", "60% (assumed) utilization"), ("zh-CN", "60%（假设值）")):
+        advice = bundle.advise(AdviceRequest(brief=brief, locale=locale, as_of=TODAY))
+        assert assumed in advice.route.rationale[0].text
+        be = [r.text for c in advice.candidates for r in c.reasons if r.rule_id == "ownership.break-even"]
+        assert be and all(assumed in t for t in be)
+        given = replace(brief, economics=replace(brief.economics, utilization=0.6))
+        advice = bundle.advise(AdviceRequest(brief=given, locale=locale, as_of=TODAY))
+        assert "60%" in advice.route.rationale[0].text and assumed not in advice.route.rationale[0].text
+
+
 def test_a_complete_brief_is_not_provisional(bundle):
     brief = replace(THIN, run_cycle="ALWAYS_ON", success_unit="RESPONSE", economics=Economics(
         hours_per_month=730, horizon_months=12, utilization=0.7, demand="STEADY", needs_hardware_control=True,

@@ -251,18 +251,20 @@ def advise(book: Rulebook, engine: Evaluator, req: AdviceRequest, today: date | 
         base, top, len(survivors), brief.economics.hours_per_month, a.num("model_api_usd_per_million_tokens"), ratio
     )
     route_kind, rationale = DEFAULT_ROUTE, []
+    # A utilization the brief did not give is the rules' default: a message that prints it says so.
+    said = {**plan, "utilization_basis": "" if plan["utilization_given"] else run.name("note.utilization_assumed")}
     for rule in run.fire("plan", [plan])["plan"]:
-        run.common(rule, plan)
+        run.common(rule, said)
         for act in rule.actions:
             if act.kind == "route" and not rationale:
                 route_kind = act.get("kind")
-                rationale.append(Reason(rule.id, run.text(act.get("message"), plan)))
+                rationale.append(Reason(rule.id, run.text(act.get("message"), said)))
     depends_on = route_depends_on(book.program.for_fact("plan"), plan, route_kind, DEFAULT_ROUTE)
 
     # 4. outcome rules: mistakes that depend on the route
     outcome = F.outcome_fact(plan, route_kind)
     for rule in run.fire("outcome", [outcome])["outcome"]:
-        run.common(rule, outcome)
+        run.common(rule, {**outcome, "utilization_basis": said["utilization_basis"]})
 
     candidates = tuple(_candidate(c, run) for c in shown)
     excluded = tuple(Exclusion(c.sizing.gpu.id, tuple(c.exclusions)) for c in scored if c.exclusions)
@@ -367,14 +369,15 @@ def _candidate(c: _Scored, run: _Run) -> Candidate:
             round(s.break_even_months, 2) if math.isfinite(s.break_even_months) else -1.0,
             round(s.purchase.usd * s.count, 2) if s.purchase else 0.0,
         ),
-        reasons=(Reason("rank.score", formula), *_ownership_reason(s, run), *c.reasons),
+        reasons=(Reason("rank.score", formula), *_ownership_reason(s, run, c.fact["utilization_given"]),
+                 *c.reasons),
         caveats=tuple(c.caveats),
         interconnect=interconnect,
         throughput=throughput,
     )
 
 
-def _ownership_reason(s: Sizing, run: _Run) -> tuple[Reason, ...]:
+def _ownership_reason(s: Sizing, run: _Run, utilization_given: bool) -> tuple[Reason, ...]:
     """The break-even arithmetic, so a reader can redo it from the printed figures."""
     if s.purchase is None or s.usd_per_hour <= 0:
         return ()
@@ -385,6 +388,7 @@ def _ownership_reason(s: Sizing, run: _Run) -> tuple[Reason, ...]:
         "break_even_hours": s.break_even_hours,
         "break_even_months": s.break_even_months,
         "utilization": s.ownership_utilization,
+        "utilization_basis": "" if utilization_given else run.name("note.utilization_assumed"),
         "purchase_source": s.purchase.source,
     }
     key = "ownership.formula" if math.isfinite(s.break_even_hours) else "ownership.never"
