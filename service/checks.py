@@ -34,6 +34,7 @@ CODE_MESSAGE_KEYS = (
     "summary.provisional",
     "summary.top",
     "summary.top_no_unit",
+    "summary.top_per_million",
     "summary.alternative",
     "summary.none_fit",
     "summary.route",

@@ -13,6 +13,8 @@ from .messages import Messages
 MAX_ALTERNATIVES = 2
 MAX_WARNINGS = 3
 MAX_QUESTIONS = 5
+TINY_UNIT_COST = 0.01  # below a cent per item, the summary prices a million of them
+PER_ITEM_UNITS = ("RESPONSE", "TASK", "IMAGE", "VIDEO_SECOND", "RECORD")
 
 
 def render_summary(advice: Advice, msgs: Messages, locale: str, brief: dict[str, Any], sized: bool) -> str:
@@ -38,6 +40,8 @@ def render_summary(advice: Advice, msgs: Messages, locale: str, brief: dict[str,
         key = "summary.self_host" if api_route else (
             "summary.top" if c.cost.usd_per_unit > 0 else "summary.top_no_unit"
         )
+        if key == "summary.top" and c.cost.usd_per_unit < TINY_UNIT_COST and c.cost.unit_kind in PER_ITEM_UNITS:
+            key = "summary.top_per_million"  # $0.44 per million records reads; $0.00000044 per record does not
         lines.append(
             t(
                 key,
@@ -45,6 +49,7 @@ def render_summary(advice: Advice, msgs: Messages, locale: str, brief: dict[str,
                 name=c.name,
                 usd_per_hour=c.cost.usd_per_hour,
                 usd_per_unit=c.cost.usd_per_unit,
+                usd_per_million=c.cost.usd_per_unit * 1e6,
                 unit=c.cost.unit,
                 need_gb=c.memory.need_gb,
                 capacity_gb=c.memory.capacity_gb,
