@@ -27,6 +27,9 @@ class Cost:
     unit: str  # "accepted response", "training run", ...
     price_source: str = ""  # "catalog: <source> (as of ...)" or "quote: <provider> (as of ...)"
     price_as_of: str = ""
+    unit_kind: str = ""  # COST_UNIT name without prefix: TRAINING_RUN, MILLION_OUTPUT_TOKENS, RECORD, ...
+    price_tier: str = ""  # brief.PRICE_TIERS: the tier of the price used
+    price_tier_fallback: bool = False  # no price in the compared tier: another tier's was used
 
 
 @dataclass(frozen=True)
@@ -90,6 +93,8 @@ class Exclusion:
 class Route:
     kind: str  # one of brief.ROUTE_KINDS
     rationale: tuple[Reason, ...] = ()
+    provisional: bool = False  # a field the brief did not give could change the route
+    depends_on: tuple[str, ...] = ()  # those fields, as brief paths
 
 
 @dataclass(frozen=True)
@@ -98,6 +103,7 @@ class Warning:
     severity: str  # INFO | WARNING | CRITICAL
     text: str
     rule_id: str
+    title: str = ""  # the warning's name in the request's locale
 
 
 @dataclass(frozen=True)
@@ -115,6 +121,7 @@ class Metric:
     name: str
     formula: str
     rule_id: str = ""
+    kind: str = ""  # brief.METRIC_KINDS, locale-independent
 
 
 @dataclass(frozen=True)
@@ -159,3 +166,7 @@ class Advice:
     ruleset: RulesetRef | None = None
     trace: tuple[TraceEntry, ...] = ()
     notes: tuple[Reason, ...] = field(default_factory=tuple)  # brief-level notes (assumptions made, hedges)
+    provisional: bool = False  # nothing could be sized or classified, or the route depends on a missing field
+    not_shown: tuple[str, ...] = ()  # GPU ids that passed the rules but were cut by max_candidates, best first
+    price_tier: str = ""  # the tier candidates are compared at
+    assumed: tuple[tuple[str, str], ...] = ()  # (brief path, assumed value as printed) the sizing depends on

@@ -26,6 +26,7 @@ from gpuadvisor.v1 import advisor_pb2_grpc as pb_grpc  # noqa: E402
 from . import advice as domain  # noqa: E402
 from .advice import Advice  # noqa: E402
 from .brief import (  # noqa: E402
+    DEFAULT_PRICE_TIER,
     AdviceRequest,
     Brief,
     Economics,
@@ -35,7 +36,7 @@ from .brief import (  # noqa: E402
     Traffic,
     Training,
 )
-from .catalog import Gpu  # noqa: E402
+from .catalog import Gpu, tier_preference  # noqa: E402
 from .proto_schema import field_at, json_type  # noqa: E402
 
 __all__ = ["pb", "pb_grpc", "request_from_proto", "request_to_proto", "advice_to_proto", "gpu_to_proto",
@@ -53,6 +54,9 @@ _PREFIX = {
     "RouteKind": "ROUTE_KIND_",
     "Severity": "SEVERITY_",
     "AttentionKind": "ATTENTION_KIND_",
+    "PriceTier": "PRICE_TIER_",
+    "CostUnit": "COST_UNIT_",
+    "MetricKind": "METRIC_KIND_",
 }
 
 
@@ -123,11 +127,14 @@ def request_from_proto(r: pb.RecommendRequest) -> AdviceRequest:
             demand=enum_name("Demand", e.demand),
             has_platform_team=_opt(e, "has_platform_team"),
             acceptance_rate=e.acceptance_rate,
+            price_tier=enum_name("PriceTier", e.price_tier),
         ),
     )
     return AdviceRequest(
         brief=brief,
-        quotes=tuple(Quote(q.gpu, q.usd_per_hour, q.provider, q.as_of) for q in r.quotes),
+        quotes=tuple(
+            Quote(q.gpu, q.usd_per_hour, q.provider, q.as_of, enum_name("PriceTier", q.tier)) for q in r.quotes
+        ),
         locale=r.locale or "en",
         max_candidates=r.max_candidates,
         include_trace=r.include_trace,
@@ -143,6 +150,7 @@ def request_to_proto(r: AdviceRequest) -> pb.RecommendRequest:
         hours_per_month=e.hours_per_month, horizon_months=e.horizon_months, utilization=e.utilization,
         budget_usd_per_hour=e.budget_usd_per_hour, electricity_usd_per_kwh=e.electricity_usd_per_kwh,
         demand=enum_number("Demand", e.demand), acceptance_rate=e.acceptance_rate,
+        price_tier=enum_number("PriceTier", e.price_tier),
     )
     if e.needs_hardware_control is not None:
         econ.needs_hardware_control = e.needs_hardware_control
@@ -173,7 +181,8 @@ def request_to_proto(r: AdviceRequest) -> pb.RecommendRequest:
     )
     return pb.RecommendRequest(
         brief=brief,
-        quotes=[pb.PriceQuote(gpu=q.gpu, usd_per_hour=q.usd_per_hour, provider=q.provider, as_of=q.as_of)
+        quotes=[pb.PriceQuote(gpu=q.gpu, usd_per_hour=q.usd_per_hour, provider=q.provider, as_of=q.as_of,
+                              tier=enum_number("PriceTier", q.tier))
                 for q in r.quotes],
         locale=r.locale, max_candidates=r.max_candidates, include_trace=r.include_trace,
         as_of=r.as_of.isoformat() if r.as_of else "",
@@ -203,7 +212,9 @@ def _performance(p: domain.Performance | None) -> pb.Performance | None:
 
 
 def advice_to_proto(a: Advice) -> pb.RecommendResponse:
-    out = pb.RecommendResponse(summary=a.summary)
+    out = pb.RecommendResponse(summary=a.summary, provisional=a.provisional, not_shown_count=len(a.not_shown),
+                               not_shown=list(a.not_shown), price_tier=enum_number("PriceTier", a.price_tier),
+                               assumed=[path for path, _ in a.assumed])
     for c in a.candidates:
         out.candidates.append(pb.Candidate(
             gpu=c.gpu, name=c.name, count=c.count, score=c.score,
@@ -213,7 +224,9 @@ def advice_to_proto(a: Advice) -> pb.RecommendResponse:
                                            for n, v in c.memory.breakdown]),
             cost=pb.Cost(usd_per_hour=c.cost.usd_per_hour, usd_per_tflop_hour=c.cost.usd_per_tflop_hour,
                          usd_per_unit=c.cost.usd_per_unit, unit=c.cost.unit, price_source=c.cost.price_source,
-                         price_as_of=c.cost.price_as_of),
+                         price_as_of=c.cost.price_as_of, unit_kind=enum_number("CostUnit", c.cost.unit_kind),
+                         price_tier=enum_number("PriceTier", c.cost.price_tier),
+                         price_tier_fallback=c.cost.price_tier_fallback),
             ownership=pb.Ownership(annual_power_usd=c.ownership.annual_power_usd,
                                    owned_usd_per_hour=c.ownership.owned_usd_per_hour,
                                    break_even_hours=c.ownership.break_even_hours,
@@ -227,14 +240,16 @@ def advice_to_proto(a: Advice) -> pb.RecommendResponse:
         out.excluded.append(pb.Exclusion(gpu=x.gpu, reasons=_reasons(x.reasons)))
     if a.route:
         out.route.CopyFrom(pb.Route(kind=enum_number("RouteKind", a.route.kind),
-                                    rationale=_reasons(a.route.rationale)))
+                                    rationale=_reasons(a.route.rationale), provisional=a.route.provisional,
+                                    depends_on=list(a.route.depends_on)))
     for w in a.warnings:
         out.warnings.append(pb.Warning(code=w.code, severity=enum_number("Severity", w.severity), text=w.text,
-                                       rule_id=w.rule_id))
+                                       rule_id=w.rule_id, title=w.title))
     for q in a.questions:
         out.questions.append(question_to_proto(q))
     if a.metric:
-        out.metric.CopyFrom(pb.Metric(name=a.metric.name, formula=a.metric.formula, rule_id=a.metric.rule_id))
+        out.metric.CopyFrom(pb.Metric(name=a.metric.name, formula=a.metric.formula, rule_id=a.metric.rule_id,
+                                      kind=enum_number("MetricKind", a.metric.kind)))
     for st in a.benchmark_plan:
         out.benchmark_plan.append(pb.BenchmarkStage(name=st.name, steps=list(st.steps),
                                                     record=list(st.record)))
@@ -273,7 +288,7 @@ def _brief_json(fd: Any, value: Any) -> str:
 
 
 def gpu_to_proto(g: Gpu, day: date) -> pb.GpuInfo:
-    rent = g.price("rent", day)
+    rent = g.rent_price(day, tier_preference(DEFAULT_PRICE_TIER))
     info = pb.GpuInfo(
         id=g.id, name=g.name, vendor=g.vendor, gpu_class=g.gpu_class, memory_gb=g.memory_gb,
         memory_type=g.memory_type, bandwidth_tbs=g.bandwidth_tbs, tflops_bf16=g.tflops_bf16,
@@ -289,6 +304,7 @@ def gpu_to_proto(g: Gpu, day: date) -> pb.GpuInfo:
             kind=p.kind, usd=p.usd, as_of=str(p.as_of), source=p.source,
             valid_from=p.valid_from.isoformat() if p.valid_from else "",
             valid_until=p.valid_until.isoformat() if p.valid_until else "", current=p.valid_on(day),
+            tier=enum_number("PriceTier", p.tier),
         ))
     return info
 

@@ -52,6 +52,22 @@ ROUTE_KINDS = (
     "PRIVATE_CLOUD",
 )
 LOCALES = ("en", "zh-CN")
+# Which market a price comes from (catalog rows say it in lower case: on_demand, marketplace, ...).
+PRICE_TIERS = ("ON_DEMAND", "MARKETPLACE", "RESERVED", "LIST_PURCHASE")
+RENT_TIERS = ("ON_DEMAND", "MARKETPLACE", "RESERVED")
+DEFAULT_PRICE_TIER = "ON_DEMAND"
+# What a cost per unit is per (the API's CostUnit): a SUCCESS_UNIT, except that tokens are counted in millions.
+COST_UNITS = tuple("MILLION_OUTPUT_TOKENS" if u == "TOKEN" else u for u in SUCCESS_UNITS)
+METRIC_KINDS = (
+    "COST_PER_TRAINING_RUN",
+    "COST_PER_ACCEPTED_CHECKPOINT",
+    "COST_PER_ACCEPTED_RESPONSE",
+    "COST_PER_ACCEPTED_RECORD",
+    "COST_PER_ACCEPTED_ASSET",
+    "COST_PER_EVAL_SUITE",
+    "COST_PER_DEVELOPER_HOUR",
+    "COST_PER_ACCEPTED_UNIT",
+)
 
 
 @dataclass(frozen=True)
@@ -105,6 +121,7 @@ class Economics:
     demand: str = UNSPECIFIED
     has_platform_team: bool | None = None
     acceptance_rate: float = 0.0
+    price_tier: str = UNSPECIFIED  # compare at this tier's prices; UNSPECIFIED = on-demand
 
 
 @dataclass(frozen=True)
@@ -156,6 +173,7 @@ class Quote:
     usd_per_hour: float
     provider: str = ""
     as_of: str = ""
+    tier: str = UNSPECIFIED  # UNSPECIFIED = the tier the request compares at
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import date
 
+RENT_TIER_ORDER = ("ON_DEMAND", "MARKETPLACE", "RESERVED")
+
+
+def tier_preference(tier: str) -> tuple[str, ...]:
+    """Rent tiers to try for a comparison at `tier`: that tier first, then the others in a fixed order, so every
+    GPU without a row in `tier` falls back the same way."""
+    return (tier, *(t for t in RENT_TIER_ORDER if t != tier))
+
 
 @dataclass(frozen=True)
 class Price:
@@ -15,6 +23,7 @@ class Price:
     valid_from: date | None = None
     valid_until: date | None = None
     location: str = ""  # file:line of the row, for explanations
+    tier: str = ""  # ON_DEMAND | MARKETPLACE | RESERVED | LIST_PURCHASE (brief.PRICE_TIERS)
 
     def valid_on(self, day: date) -> bool:
         if self.valid_from and day < self.valid_from:
@@ -48,12 +57,18 @@ class Gpu:
     prices: tuple[Price, ...] = ()
     location: str = ""
 
-    def price(self, kind: str, day: date) -> Price | None:
-        """The newest price row of `kind` valid on `day` (rows are dated; the latest valid_from wins)."""
-        rows = [p for p in self.prices if p.kind == kind and p.valid_on(day)]
+    def price(self, kind: str, day: date, tier: str = "") -> Price | None:
+        """The newest price row of `kind` (and `tier`, when given) valid on `day` (the latest valid_from wins)."""
+        rows = [p for p in self.prices if p.kind == kind and p.valid_on(day) and (not tier or p.tier == tier)]
         if not rows:
             return None
         return max(rows, key=lambda p: (p.valid_from or date.min, p.as_of))
+
+    def rent_price(self, day: date, tiers: tuple[str, ...]) -> Price | None:
+        """The rent row of the first tier in `tiers` that has one valid on `day`; else any valid rent row (a
+        row without a tier, as a hand-built catalog may have)."""
+        row = next((p for p in (self.price("rent", day, t) for t in tiers) if p is not None), None)
+        return row or self.price("rent", day)
 
     @property
     def fast_interconnect(self) -> bool:

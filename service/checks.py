@@ -3,16 +3,19 @@ conflicting overlaps, and the age of prices. Errors block a rules version; warni
 
 from __future__ import annotations
 
+import re
 from datetime import date
 from itertools import combinations
 from typing import Any
 
-from .brief import ENUM_FIELDS, ROUTE_KINDS, SUCCESS_UNITS, WORKLOADS, brief_field_kind
+from .brief import ENUM_FIELDS, PRICE_TIERS, RENT_TIERS, ROUTE_KINDS, SUCCESS_UNITS, WORKLOADS, brief_field_kind
 from .catalog import Gpu
+from .decide.provisional import ROUTE_INPUTS, SIZING_DEFAULT_FIELDS
 from .engine.analyze import implies, satisfiable
 from .engine.ir import Rule
 from .engine.load import Problem
 from .engine.parse import FactSchema, did_you_mean
+from .expectations import STRAY_SPACE
 from .render.messages import placeholders
 
 # Message keys the code itself renders (not named by any rule file).
@@ -32,12 +35,27 @@ CODE_MESSAGE_KEYS = (
     "summary.provisional",
     "summary.top",
     "summary.top_no_unit",
+    "summary.top_per_million",
     "summary.alternative",
     "summary.none_fit",
     "summary.route",
     "summary.warnings_header",
+    "summary.route_provisional",
+    "summary.list_separator",
+    "summary.not_shown",
+    "summary.tier_fallback",
+    "note.assumed_value",
+    "summary.sizing_provisional",
+    "note.utilization_assumed",
+    "summary.assumption",
+    *(f"field.{f}" for f in SIZING_DEFAULT_FIELDS),
+    *(f"field.{f}" for f in ROUTE_INPUTS),
+    "summary.warning",
+    "summary.self_host",
+    "summary.no_pick_workload",
     "summary.questions_header",
     *(f"route.{k}" for k in ROUTE_KINDS),
+    *(f"tier.{t}" for t in (*PRICE_TIERS, "UNSPECIFIED")),
     *(f"workload.{w}" for w in (*WORKLOADS, "UNSPECIFIED")),
     *(f"unit.{u}" for u in SUCCESS_UNITS),
 )
@@ -62,9 +80,16 @@ CANDIDATE_EXTRAS = (
     "owned_usd_per_hour",
     "interconnect_gbs",
     "tflops",
+    "rent_tier_name",
+    "price_tier_name",
 )
 
+# Plan and outcome messages may also say whether the utilization was given ("" or a localized "(assumed)").
+PLAN_EXTRAS = ("utilization_basis",)
+EXTRAS = {"candidate": CANDIDATE_EXTRAS, "plan": PLAN_EXTRAS, "outcome": PLAN_EXTRAS}
+
 LOCALES = ("en", "zh-CN")
+_PLACEHOLDER = re.compile(r"\{[^{}]*\}")
 
 
 def _where(location: str) -> tuple[str, int]:
@@ -84,6 +109,8 @@ def message_problems(
     for r in rules:
         for a in r.actions:
             keys = [a.get("message")] + ([a.get("name")] if a.kind == "metric" else [])
+            if a.kind == "warn" and a.get("code"):
+                keys.append(f"warning.{a.get('code')}")  # the summary names a warning, never prints its code
             used += [(k, r.location, r.id, r) for k in keys if k]
     used += [(k, where, "", None) for k, where in content_keys]
     for locale in LOCALES:
@@ -99,7 +126,7 @@ def message_problems(
                     Problem(path, line, 1, rid, f"message key '{key}' is not defined for {locale}{near}")
                 )
         if rule is not None and key in messages.get("en", {}):
-            allowed = set(schema[rule.fact]) | (set(CANDIDATE_EXTRAS) if rule.fact == "candidate" else set())
+            allowed = set(schema[rule.fact]) | set(EXTRAS.get(rule.fact, ()))
             for name in _safe_placeholders(messages["en"][key]):
                 if name not in allowed:
                     out.append(
@@ -123,6 +150,15 @@ def message_problems(
                         f"message key '{key}' (used by the service) is not defined for {locale}",
                     )
                 )
+    # Chinese text: no space between two CJK characters or beside full-width punctuation (filled-in values are
+    # tidied when served; authored text is checked here, once, instead of on every answer).
+    for key, template in messages.get("zh-CN", {}).items():
+        literal = _PLACEHOLDER.sub("X", template)
+        hit = STRAY_SPACE.search(literal)
+        if hit:
+            path, line = _where(locations["zh-CN"][key])
+            shown = literal[max(0, hit.start() - 6) : hit.end() + 6]
+            out.append(Problem(path, line, 1, key, f"stray space in Chinese text: '{shown}'", "warning"))
     # translations must cover the same keys with the same placeholders
     en, zh = messages.get("en", {}), messages.get("zh-CN", {})
     for key in sorted(set(en) | set(zh)):
@@ -259,9 +295,22 @@ def price_problems(catalog: tuple[Gpu, ...], today: date, max_age_days: int) -> 
         if g.price("rent", today) is None:
             out.append(Problem(path, line, 1, g.id, f"no rent price valid on {today.isoformat()}", "warning"))
         for p in g.prices:
+            ppath, pline = _where(p.location)
+            # The schema says so too; this keeps a folder without schemas honest.
+            allowed = RENT_TIERS if p.kind == "rent" else ("LIST_PURCHASE", "MARKETPLACE")
+            if p.tier not in allowed:
+                out.append(
+                    Problem(
+                        ppath,
+                        pline,
+                        1,
+                        g.id,
+                        f"{p.kind} price tier '{p.tier.lower()}' must be one of "
+                        + ", ".join(t.lower() for t in allowed),
+                    )
+                )
             if not p.valid_on(today):
                 continue
-            ppath, pline = _where(p.location)
             try:
                 age = (today - date.fromisoformat(str(p.as_of))).days
             except ValueError:

@@ -104,6 +104,10 @@ def _unit_cost(v: float) -> str:
     return f"${v:,.2f}" if v >= 1 else f"${v:.3g}"
 
 
+def _tier(number: int) -> str:
+    return enum_name("PriceTier", number).lower().replace("_", "-") if number else "-"
+
+
 def _months(v: float) -> str:
     if v < 0:
         return "never"
@@ -112,23 +116,30 @@ def _months(v: float) -> str:
 
 def print_advice(resp: pb.RecommendResponse, out: TextIO | None = None) -> None:
     out = out or sys.stdout  # looked up per call, so redirection (tests, contextlib) is honoured
-    rows = [["#", "gpu", "count", "$/h", "$/unit", "need/capacity GB", "headroom", "break-even mo"]]
+    rows = [["#", "gpu", "count", "$/h", "price tier", "$/unit", "need/capacity GB", "headroom", "break-even mo"]]
     for i, c in enumerate(resp.candidates, 1):
+        # A star marks a price from another tier than the one compared (no price in that tier).
+        tier = _tier(c.cost.price_tier) + ("*" if c.cost.price_tier_fallback else "")
         rows.append([
-            str(i), c.gpu, str(c.count), _money(c.cost.usd_per_hour), _unit_cost(c.cost.usd_per_unit),
+            str(i), c.gpu, str(c.count), _money(c.cost.usd_per_hour), tier, _unit_cost(c.cost.usd_per_unit),
             f"{c.memory.need_gb:,.1f}/{c.memory.capacity_gb:,.0f}", f"{c.memory.headroom:.0%}",
             _months(c.ownership.break_even_months),
         ])
     if len(rows) > 1:
         unit = next((c.cost.unit for c in resp.candidates if c.cost.unit), "")
         print(f"Candidates{f' ($/unit = per {unit})' if unit else ''}:", file=out)
-        _table(rows, out, right=(0, 2, 3, 4, 5, 6, 7))
+        _table(rows, out, right=(0, 2, 3, 5, 6, 7, 8))
+        print(f"Prices compared at {_tier(resp.price_tier)}; * = no price in that tier, another tier's is used.",
+              file=out)
+        if resp.not_shown_count:
+            print(f"Not shown (max_candidates): {resp.not_shown_count}: {', '.join(resp.not_shown)}", file=out)
     else:
         print("No GPU candidates.", file=out)
     if resp.excluded:
         print(f"\nExcluded: {', '.join(x.gpu for x in resp.excluded)}", file=out)
     if resp.HasField("route"):
-        print(f"\nRoute: {enum_name('RouteKind', resp.route.kind)}", file=out)
+        provisional = f" (provisional: depends on {', '.join(resp.route.depends_on)})" if resp.route.provisional else ""
+        print(f"\nRoute: {enum_name('RouteKind', resp.route.kind)}{provisional}", file=out)
         for r in resp.route.rationale:
             print(f"  - {r.text} [{r.rule_id}]", file=out)
     if resp.warnings:
@@ -167,18 +178,23 @@ def print_trace(resp: pb.RecommendResponse, out: TextIO | None = None) -> None:
 
 def print_gpus(resp: pb.ListGpusResponse, out: TextIO | None = None) -> None:
     out = out or sys.stdout  # looked up per call, so redirection (tests, contextlib) is honoured
-    rows = [["id", "name", "memory GB", "BF16 TF", "FP8 TF", "rent $/h", "$/TFLOP-h", "purchase $",
-             "price as of", "price source"]]
+    rows = [["id", "name", "memory GB", "BF16 TF", "FP8 TF", "rent $/h", "rent tier", "$/TFLOP-h", "purchase $",
+             "purchase tier", "price as of", "price source"]]
     for g in resp.gpus:
-        current = {p.kind: p for p in g.prices if p.current}
-        rent, buy = current.get("rent"), current.get("purchase")
+        current = [p for p in g.prices if p.current]
+        # The on-demand row when there is one: the tier answers compare at by default.
+        rents = sorted((p for p in current if p.kind == "rent"), key=lambda p: p.tier != pb.PRICE_TIER_ON_DEMAND)
+        rent = rents[0] if rents else None
+        buy = next((p for p in current if p.kind == "purchase"), None)
         rows.append([
             g.id, g.name, f"{g.memory_gb:g}", f"{g.tflops_bf16:g}",
             f"{g.tflops_fp8:g}" if g.tflops_fp8 else "-",
-            _money(rent.usd) if rent else "-", f"{g.usd_per_tflop_hour:.4f}" if g.usd_per_tflop_hour else "-",
-            _money(buy.usd, 0) if buy else "-", rent.as_of if rent else "-", rent.source if rent else "-",
+            _money(rent.usd) if rent else "-", _tier(rent.tier) if rent else "-",
+            f"{g.usd_per_tflop_hour:.4f}" if g.usd_per_tflop_hour else "-",
+            _money(buy.usd, 0) if buy else "-", _tier(buy.tier) if buy else "-",
+            rent.as_of if rent else "-", rent.source if rent else "-",
         ])
-    _table(rows, out, right=(2, 3, 4, 5, 6, 7))
+    _table(rows, out, right=(2, 3, 4, 5, 7, 8))
     if resp.HasField("ruleset"):
         print(f"\n{_ruleset_ref(resp.ruleset)}", file=out)
 

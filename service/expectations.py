@@ -29,10 +29,40 @@ KEYS = (
     "cost_per_hour",
     "break_even_hours",
     "summary_has_cjk",
+    "summary_readable",
+    "summary_includes",
+    "summary_excludes",
+    "provisional",
+    "route_depends_on",
+    "not_shown_count",
+    "price_tier",
     "fired",
     "not_fired",
 )
 CJK = re.compile(r"[\u4e00-\u9fff]")
+EXPONENT = re.compile(r"\d[eE][+-]?\d")
+UNGROUPED = re.compile(r"(?<![\d.,])\d{5,}")  # 5+ digits in a row, not after a decimal point
+RAW_CODE = re.compile(r"\b(?:MISTAKE|ROUTE_KIND|WORKLOAD_TYPE|PRICE_TIER|SUCCESS_UNIT)_[A-Z_]+")
+_WIDE = "\u3400-\u4dbf\u4e00-\u9fff\u3000-\u303f\uff00-\uffef"
+STRAY_SPACE = re.compile(rf"[{_WIDE}] +[{_WIDE}]|[\u3000-\u303f\uff00-\uffef] | [\u3000-\u303f\uff00-\uffef]")
+
+
+def summary_problems(text: str) -> list[str]:
+    """How a summary fails to read as people write numbers and Chinese: exponent notation, 5+ digits without
+    thousands separators, raw enum or warning codes, spaces between CJK characters or beside full-width
+    punctuation. Empty when it reads right."""
+    out = []
+    for name, pattern in (
+        ("exponent notation", EXPONENT),
+        ("digits without thousands separators", UNGROUPED),
+        ("a raw code", RAW_CODE),
+        ("a stray space in Chinese text", STRAY_SPACE),
+    ):
+        hit = pattern.search(text)
+        if hit:
+            start = max(0, hit.start() - 20)
+            out.append(f"summary has {name}: ...{text[start:hit.end() + 20]}...")
+    return out
 
 
 def _in(v: float, rng: list[float]) -> bool:
@@ -119,8 +149,29 @@ def check(
                 fails += relative_failures(gpu, ".".join(attr), v, rng, catalog)
             elif not _in(v, rng):
                 fails.append(f"{gpu} {'.'.join(attr)} {v} not in {rng}")
-    if expect.get("summary_has_cjk") and not CJK.search(r.get("summary", "")):
+    summary = r.get("summary", "")
+    if expect.get("summary_has_cjk") and not CJK.search(summary):
         fails.append("summary has no Chinese characters")
+    if expect.get("summary_readable"):
+        fails += summary_problems(summary)
+    for text in expect.get("summary_includes", []):
+        if text not in summary:
+            fails.append(f"summary lacks {text!r}")
+    for text in expect.get("summary_excludes", []):
+        if text in summary:
+            fails.append(f"summary contains {text!r}")
+    if "provisional" in expect and bool(r.get("provisional", False)) != expect["provisional"]:
+        fails.append(f"provisional is {bool(r.get('provisional', False))}, expected {expect['provisional']}")
+    depends = r.get("route", {}).get("depends_on", [])
+    for path in expect.get("route_depends_on", []):
+        if path not in depends:
+            fails.append(f"route does not depend on {path} (depends on {depends})")
+    if "not_shown_count" in expect and not _in(int(r.get("not_shown_count", 0)), expect["not_shown_count"]):
+        fails.append(f"not_shown_count {r.get('not_shown_count', 0)} not in {expect['not_shown_count']}")
+    if "price_tier" in expect:
+        tier = str(r.get("price_tier", "PRICE_TIER_UNSPECIFIED")).removeprefix("PRICE_TIER_")
+        if tier != expect["price_tier"]:
+            fails.append(f"price_tier {tier}, expected {expect['price_tier']}")
     for rid in expect.get("fired", []):
         if rid not in fired:
             fails.append(f"rule {rid} did not fire")

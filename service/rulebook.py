@@ -173,7 +173,7 @@ def _gpus(doc: Doc, problems: list[Problem]) -> list[Gpu]:
         prices = []
         for j, p in enumerate(g.get("prices", [])):
             pl, pc = pos(g["prices"], j)
-            missing = [k for k in ("kind", "as_of", "source") if not p.get(k)]
+            missing = [k for k in ("kind", "tier", "as_of", "source") if not p.get(k)]
             if missing:  # the schema says so too; this keeps a folder without schemas honest
                 problems.append(
                     Problem(doc.path, pl, pc, str(g.get("id", "")), f"price row without {', '.join(missing)}")
@@ -188,6 +188,7 @@ def _gpus(doc: Doc, problems: list[Problem]) -> list[Gpu]:
                     valid_from=_date(p.get("valid_from")),
                     valid_until=_date(p.get("valid_until")),
                     location=f"{doc.path}:{pl}",
+                    tier=str(p["tier"]).upper(),
                 )
             )
         ic = g.get("interconnect", {}) or {}

@@ -17,6 +17,12 @@ from .brief import LOCALES
 
 Violation = tuple[str, str]
 
+
+def _list_purchase(econ: Message) -> int:
+    # Read from the descriptor: only api.py imports generated code.
+    tier = econ.DESCRIPTOR.fields_by_name["price_tier"].enum_type
+    return tier.values_by_name["PRICE_TIER_LIST_PURCHASE"].number
+
 MAX_STRING = 256
 MAX_TOOLCHAIN = 32
 MAX_QUOTES = 64
@@ -115,6 +121,9 @@ def validate(request: Any, known_gpus: Iterable[str] = ()) -> list[Violation]:
         out.append(("brief.economics.utilization", "must be at least 0.01 when given (0 = use the default)"))
     if 0 < e.acceptance_rate < 0.001:
         out.append(("brief.economics.acceptance_rate", "must be at least 0.001 when given (0 = not known)"))
+    # Rent is compared, and quotes are rent: a purchase list price is no tier to rent at.
+    if e.price_tier == _list_purchase(e):
+        out.append(("brief.economics.price_tier", "must be a rent tier (on-demand, marketplace or reserved)"))
     if 0 < brief.training.target_days < 0.01:
         out.append(("brief.training.target_days", "must be at least 0.01 days (about 15 minutes) when given"))
     if len(brief.toolchain) > MAX_TOOLCHAIN:
@@ -136,6 +145,8 @@ def validate(request: Any, known_gpus: Iterable[str] = ()) -> list[Violation]:
         for name in ("gpu", "provider", "as_of"):
             if len(getattr(q, name)) > MAX_STRING:
                 out.append((f"{p}.{name}", f"must be at most {MAX_STRING} characters"))
+        if q.tier == _list_purchase(e):
+            out.append((f"{p}.tier", "a quote is a rent price: on-demand, marketplace or reserved"))
         if q.as_of and not _date_ok(q.as_of):
             out.append((f"{p}.as_of", "must be a date YYYY-MM-DD"))
     if request.locale and request.locale not in LOCALES:

@@ -40,11 +40,13 @@ FULL_BRIEF = {
     "training": {"tokens_billion": 1.5, "target_days": 3, "global_batch_tokens": 4194304},
     "economics": {"hours_per_month": 730, "horizon_months": 24, "utilization": 0.65,
                   "budget_usd_per_hour": 80, "electricity_usd_per_kwh": 0.12, "needs_hardware_control": False,
-                  "demand": "DEMAND_STEADY", "has_platform_team": True, "acceptance_rate": 0.93},
+                  "demand": "DEMAND_STEADY", "has_platform_team": True, "acceptance_rate": 0.93,
+                  "price_tier": "PRICE_TIER_MARKETPLACE"},
 }
 FULL_REQUEST = {
     "brief": FULL_BRIEF,
-    "quotes": [{"gpu": "h200", "usd_per_hour": 3.1, "provider": "acme", "as_of": "2026-11-01"}],
+    "quotes": [{"gpu": "h200", "usd_per_hour": 3.1, "provider": "acme", "as_of": "2026-11-01",
+                "tier": "PRICE_TIER_RESERVED"}],
     "locale": "zh-CN",
     "max_candidates": 7,
     "include_trace": True,
@@ -55,7 +57,8 @@ FULL_REQUEST = {
 ENUMS = {
     "WorkloadType": B.WORKLOADS, "Precision": B.PRECISIONS, "RunCycle": B.RUN_CYCLES,
     "Boundary": B.BOUNDARIES, "SuccessUnit": B.SUCCESS_UNITS, "Demand": B.DEMANDS, "RouteKind": B.ROUTE_KINDS,
-    "Severity": ("INFO", "WARNING", "CRITICAL"),
+    "Severity": ("INFO", "WARNING", "CRITICAL"), "PriceTier": B.PRICE_TIERS, "CostUnit": B.COST_UNITS,
+    "MetricKind": B.METRIC_KINDS,
 }
 
 
@@ -73,7 +76,8 @@ def test_full_request_to_domain():
     assert (e.hours_per_month, e.horizon_months, e.utilization, e.budget_usd_per_hour) == (730, 24, 0.65, 80)
     assert (e.electricity_usd_per_kwh, e.demand, e.acceptance_rate) == (0.12, "STEADY", 0.93)
     assert e.needs_hardware_control is False and e.has_platform_team is True
-    assert r.quotes == (B.Quote("h200", 3.1, "acme", "2026-11-01"),)
+    assert e.price_tier == "MARKETPLACE"
+    assert r.quotes == (B.Quote("h200", 3.1, "acme", "2026-11-01", "RESERVED"),)
     assert (r.locale, r.max_candidates, r.include_trace, r.as_of) == ("zh-CN", 7, True, date(2026, 6, 30))
     # Integers stay integers: the engine's facts are typed.
     assert isinstance(b.model.context_tokens, int) and isinstance(b.traffic.concurrent_sessions, int)
@@ -162,7 +166,8 @@ def _advice() -> A.Advice:
         memory=A.MemoryFit(need_gb=120.0, capacity_gb=160.0, headroom=0.25,
                            breakdown=(("weights", 70.0), ("kv_cache", 50.0))),
         cost=A.Cost(usd_per_hour=6.3, usd_per_tflop_hour=0.0032, usd_per_unit=0.0021,
-                    unit="accepted response", price_source="catalog: seed", price_as_of="2025-12-01"),
+                    unit="accepted response", price_source="catalog: seed", price_as_of="2025-12-01",
+                    unit_kind="RESPONSE", price_tier="MARKETPLACE", price_tier_fallback=True),
         ownership=A.Ownership(annual_power_usd=2100.0, owned_usd_per_hour=2.2, break_even_hours=8000.0,
                               break_even_months=-1.0, purchase_usd=50000.0),
         reasons=(r("matrix.x", "fits"),), caveats=(r("caveat.y", "watch PCIe"),),
@@ -171,20 +176,23 @@ def _advice() -> A.Advice:
     return A.Advice(
         candidates=(cand,),
         excluded=(A.Exclusion("rtx-4090", (r("eligibility.z", "too small"),)),),
-        route=A.Route("RESERVE", (r("routing.reserve", "steady"),)),
-        warnings=(A.Warning("MISTAKE_HOURLY_RATE", "CRITICAL", "by $/h", "mistake.hourly"),),
+        route=A.Route("RESERVE", (r("routing.reserve", "steady"),), True, ("economics.demand",)),
+        warnings=(A.Warning("MISTAKE_HOURLY_RATE", "CRITICAL", "by $/h", "mistake.hourly", "Choosing by $/h"),),
         questions=(A.Question("model.params_billion", "how big?", "ask.params"),
                    A.Question("model.precision", "which?", "ask.precision", assumed="BF16", priority=80),
                    A.Question("traffic.avg_output_tokens", "how many?", "ask.output-tokens", unit="tokens",
                               assumed=512.0, priority=70),
                    A.Question("economics.has_platform_team", "a team?", "ask.platform-team", assumed=False)),
-        metric=A.Metric("cost per accepted response", "usd_per_hour / accepted", "metric.realtime"),
+        metric=A.Metric("cost per accepted response", "usd_per_hour / accepted", "metric.realtime",
+                        "COST_PER_ACCEPTED_RESPONSE"),
         benchmark_plan=(A.BenchmarkStage("smoke", ("run it",), ("p95",)),),
         procurement_checklist=(A.ChecklistSection("contract", ("exit clause",)),),
         summary="**H100**", ruleset=A.RulesetRef("abc123", "abc123def"),
         trace=(A.TraceEntry("routing.reserve", "rules/routing.yaml:40", "plan", True, ""),
                A.TraceEntry("routing.buy", "rules/routing.yaml:50", "plan", False, "horizon < 18")),
         notes=(r("assume.bf16", "BF16 assumed"),),
+        provisional=True, not_shown=("l4", "rtx-4090"), price_tier="ON_DEMAND",
+        assumed=(("model.precision", "BF16"),),
     )
 
 
@@ -224,6 +232,15 @@ def test_advice_to_proto_carries_every_field():
     assert d["ruleset"] == {"revision": "abc123", "content_hash": "abc123def"}
     assert [t.fired for t in resp.trace] == [True, False] and resp.trace[1].detail == "horizon < 18"
     assert d["notes"] == [{"rule_id": "assume.bf16", "text": "BF16 assumed"}]
+    # Numbers and kinds a program needs are fields beside the localized text (issue 6 items 7, 9-11).
+    assert c["cost"]["unit_kind"] == "COST_UNIT_RESPONSE" and c["cost"]["price_tier"] == "PRICE_TIER_MARKETPLACE"
+    assert c["cost"]["price_tier_fallback"] is True
+    assert d["route"]["provisional"] is True and d["route"]["depends_on"] == ["economics.demand"]
+    assert w.title == "Choosing by $/h"
+    assert d["metric"]["kind"] == "METRIC_KIND_COST_PER_ACCEPTED_RESPONSE"
+    assert d["provisional"] is True and d["price_tier"] == "PRICE_TIER_ON_DEMAND"
+    assert d["not_shown_count"] == 2 and d["not_shown"] == ["l4", "rtx-4090"]
+    assert d["assumed"] == ["model.precision"]
 
 
 def test_empty_advice_leaves_optional_messages_unset():

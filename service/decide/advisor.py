@@ -33,17 +33,19 @@ from ..advice import (
 from ..assumptions import Assumptions
 from ..brief import AdviceRequest
 from ..engine.ir import Action, Rule, apply_hit_policies
-from ..render.messages import Messages
+from ..render.messages import Messages, compact
 from ..render.summary import render_summary
 from ..rulebook import Rulebook
 from . import facts as F
 from .cancel import StillWanted, checkpoint
-from .sizing import Sizing, shape_of, size
+from .provisional import route_depends_on
+from .sizing import Shape, Sizing, compared_tier, shape_of, size
 
 SEVERITY_ORDER = {"CRITICAL": 0, "WARNING": 1, "INFO": 2}
 # An estimated KV cache is described as the kind of attention it assumed (never as exact).
 _KV_NOTE = {"MLA": "note.kv_estimated_mla", "MHA": "note.kv_estimated_mha", "MQA": "note.kv_estimated_mqa"}
 DEFAULT_MAX_CANDIDATES = 5
+DEFAULT_ROUTE = "RENT_ON_DEMAND"  # when no routing row matches
 
 
 class Evaluator(Protocol):
@@ -74,9 +76,21 @@ class _Run:
         self.trace: list[TraceEntry] = []
         self.warnings: list[Warning] = []
         self.notes: list[Reason] = []
+        self._names: dict[str, str] = {}
 
     def text(self, key: str, params: dict[str, Any]) -> str:
         return self.msgs.text(key, self.locale, params)
+
+    def name(self, key: str) -> str:
+        """A message without placeholders (a tier's or unit's name), looked up once per request."""
+        if key not in self._names:
+            self._names[key] = self.text(key, {})
+        return self._names[key]
+
+    def title(self, code: str) -> str:
+        """A warning's name (`warning.<code>`); rules-check requires one for every code, "" keeps a gap silent."""
+        key = f"warning.{code}"
+        return self.text(key, {}) if self.msgs.has(key, self.locale) or self.msgs.has(key, "en") else ""
 
     def fire(self, fact_type: str, facts: list[dict[str, Any]]) -> dict[str, list[Rule]]:
         """Rules in effect per fact id, after hit policies; records the trace when asked."""
@@ -111,6 +125,7 @@ class _Run:
                         act.get("severity", "WARNING"),
                         self.text(act.get("message"), fact),
                         rule.id,
+                        self.title(act.get("code")),
                     )
                 )
             elif act.kind == "note" and fact["id"] in ("brief", "plan", "outcome"):
@@ -142,6 +157,29 @@ def _params(s: Sizing, fact: dict[str, Any], unit_text: str) -> dict[str, Any]:
     return p
 
 
+def _with_tiers(p: dict[str, Any], s: Sizing, run: _Run) -> dict[str, Any]:
+    p["rent_tier_name"] = run.name(f"tier.{s.price_tier or 'UNSPECIFIED'}")
+    p["price_tier_name"] = run.name(f"tier.{s.compared_tier}")
+    return p
+
+
+def cost_unit(unit: str) -> str:
+    """The locale-independent CostUnit of a sizing's unit (a SUCCESS_UNIT name): tokens are per million."""
+    return "MILLION_OUTPUT_TOKENS" if unit == "TOKEN" else unit
+
+
+def _defaults_stated(shape: Shape, a: Any) -> dict[str, Any]:
+    """The value assumed for each brief field the sizing had to default, so a note can state it."""
+    return {
+        "model.precision": shape.precision,
+        "model.context_tokens": int(a.num("default_context_tokens")),
+        "traffic.avg_input_tokens": shape.input_tokens,
+        "traffic.avg_output_tokens": shape.output_tokens,
+        "traffic.concurrent_sessions": shape.sequences,
+        "traffic.batch_size": shape.sequences,
+    }
+
+
 def advise(
     book: Rulebook, engine: Evaluator, req: AdviceRequest, today: date | None = None,
     still_wanted: StillWanted | None = None,
@@ -167,10 +205,23 @@ def advise(
                                           unit=act.get("unit", ""), assumed=_assumed(act, a),
                                           priority=rule.priority))
             elif act.kind == "metric" and metric is None:
-                metric = Metric(run.text(act.get("name"), base), run.text(act.get("message"), base), rule.id)
+                metric = Metric(
+                    run.text(act.get("name"), base),
+                    run.text(act.get("message"), base),
+                    rule.id,
+                    act.get("kind", ""),
+                )
+    assumed: list[tuple[str, str]] = []
     if shape:
+        stated = _defaults_stated(shape, a)
+        asked = {q.field for q in questions}
+        # Only defaults the rules still ask about count: the others do not matter for this workload.
+        assumed = [(f, compact(stated[f])) for f in shape.defaults_used if f in asked and f in stated]
         for f in shape.defaults_used:
-            run.notes.append(Reason("sizing.defaults", run.text("note.assumed_default", {"field": f})))
+            key, params = "note.assumed_default", {"field": f}
+            if f in stated:
+                key, params = "note.assumed_value", {"field": f, "value": stated[f]}
+            run.notes.append(Reason("sizing.defaults", run.text(key, params)))
         if not shape.arch.exact:
             run.notes.append(
                 Reason(
@@ -193,7 +244,7 @@ def advise(
     scored = [_Scored(s, F.candidate_fact(base, s)) for s in sizings]
     fired = run.fire("candidate", [c.fact for c in scored])
     for c in scored:
-        params = _params(c.sizing, c.fact, run.text(f"unit.{c.sizing.unit}", {}))
+        params = _with_tiers(_params(c.sizing, c.fact, run.name(f"unit.{c.sizing.unit}")), c.sizing, run)
         for rule in fired[c.fact["id"]]:
             run.common(rule, params)
             for act in rule.actions:
@@ -220,18 +271,21 @@ def advise(
     plan = F.plan_fact(
         base, top, len(survivors), brief.economics.hours_per_month, a.num("model_api_usd_per_million_tokens"), ratio
     )
-    route_kind, rationale = "RENT_ON_DEMAND", []
+    route_kind, rationale = DEFAULT_ROUTE, []
+    # A utilization the brief did not give is the rules' default: a message that prints it says so.
+    said = {**plan, "utilization_basis": "" if plan["utilization_given"] else run.name("note.utilization_assumed")}
     for rule in run.fire("plan", [plan])["plan"]:
-        run.common(rule, plan)
+        run.common(rule, said)
         for act in rule.actions:
             if act.kind == "route" and not rationale:
                 route_kind = act.get("kind")
-                rationale.append(Reason(rule.id, run.text(act.get("message"), plan)))
+                rationale.append(Reason(rule.id, run.text(act.get("message"), said)))
+    depends_on = route_depends_on(book.program.for_fact("plan"), plan, route_kind, DEFAULT_ROUTE)
 
     # 4. outcome rules: mistakes that depend on the route
     outcome = F.outcome_fact(plan, route_kind)
     for rule in run.fire("outcome", [outcome])["outcome"]:
-        run.common(rule, outcome)
+        run.common(rule, {**outcome, "utilization_basis": said["utilization_basis"]})
 
     checkpoint(still_wanted, "render")
     candidates = tuple(_candidate(c, run) for c in shown)
@@ -240,7 +294,7 @@ def advise(
     advice = Advice(
         candidates=candidates,
         excluded=excluded,
-        route=Route(route_kind, tuple(rationale)),
+        route=Route(route_kind, tuple(rationale), bool(depends_on), depends_on),
         warnings=warnings,
         questions=tuple(questions),
         metric=metric,
@@ -249,6 +303,11 @@ def advise(
         ruleset=RulesetRef(book.revision, book.content_hash),
         trace=tuple(run.trace),
         notes=tuple(run.notes),
+        # Nothing sized or classified, or a missing field could change the route: ask before acting on it.
+        provisional=shape is None or brief.workload == "UNSPECIFIED" or bool(depends_on) or bool(assumed),
+        assumed=tuple(assumed),
+        not_shown=tuple(c.sizing.gpu.id for c in survivors[limit:]),
+        price_tier=compared_tier(brief),
     )
     summary = render_summary(advice, run.msgs, run.locale, base, shape is not None)
     return Advice(**{**advice.__dict__, "summary": summary})
@@ -301,7 +360,7 @@ def _candidate(c: _Scored, run: _Run) -> Candidate:
     s = c.sizing
     mem = s.memory
     need = mem.total_gb if mem else 0.0
-    params = _params(s, c.fact, run.text(f"unit.{s.unit}", {}))
+    params = _with_tiers(_params(s, c.fact, run.name(f"unit.{s.unit}")), s, run)
     price_src = (
         run.text("price.from_quote", {"provider": s.quote.provider or "-", "as_of": s.quote.as_of or "-"})
         if s.quote
@@ -333,9 +392,12 @@ def _candidate(c: _Scored, run: _Run) -> Candidate:
             round(s.usd_per_hour, 4),
             _sig(s.usd_per_tflop_hour),
             _sig(s.usd_per_unit),
-            run.text(f"unit.{s.unit}", {}),
+            run.name(f"unit.{s.unit}"),
             price_src,
             s.quote.as_of if s.quote else (s.price.as_of if s.price else ""),
+            cost_unit(s.unit),
+            s.price_tier,
+            s.price_tier_fallback,
         ),
         ownership=Ownership(
             round(s.annual_power_usd, 2),
@@ -344,7 +406,8 @@ def _candidate(c: _Scored, run: _Run) -> Candidate:
             round(s.break_even_months, 2) if math.isfinite(s.break_even_months) else -1.0,
             round(s.purchase.usd * s.count, 2) if s.purchase else 0.0,
         ),
-        reasons=(Reason("rank.score", formula), *_ownership_reason(s, run), *c.reasons),
+        reasons=(Reason("rank.score", formula), *_ownership_reason(s, run, c.fact["utilization_given"]),
+                 *c.reasons),
         caveats=tuple(c.caveats),
         interconnect=interconnect,
         throughput=throughput,
@@ -373,7 +436,7 @@ def performance(s: Sizing) -> Performance:
     )
 
 
-def _ownership_reason(s: Sizing, run: _Run) -> tuple[Reason, ...]:
+def _ownership_reason(s: Sizing, run: _Run, utilization_given: bool) -> tuple[Reason, ...]:
     """The break-even arithmetic, so a reader can redo it from the printed figures."""
     if s.purchase is None or s.usd_per_hour <= 0:
         return ()
@@ -384,6 +447,7 @@ def _ownership_reason(s: Sizing, run: _Run) -> tuple[Reason, ...]:
         "break_even_hours": s.break_even_hours,
         "break_even_months": s.break_even_months,
         "utilization": s.ownership_utilization,
+        "utilization_basis": "" if utilization_given else run.name("note.utilization_assumed"),
         "purchase_source": s.purchase.source,
     }
     key = "ownership.formula" if math.isfinite(s.break_even_hours) else "ownership.never"

@@ -12,8 +12,10 @@ from typing import Any
 
 from ..brief import (
     BOUNDARIES,
+    DEFAULT_PRICE_TIER,
     DEMANDS,
     PRECISIONS,
+    PRICE_TIERS,
     ROUTE_KINDS,
     RUN_CYCLES,
     SUCCESS_UNITS,
@@ -40,6 +42,7 @@ BRIEF_FIELDS: dict[str, FieldSpec] = {
     "success_unit": _enum(SUCCESS_UNITS, "what an accepted output is"),
     "demand": _enum(DEMANDS, "how predictable demand is"),
     "hardware_control": FieldSpec("enum", "topology/runtime/weights/data boundary must be ours", TRI),
+    "price_tier": _enum(PRICE_TIERS, "the tier every GPU's rent is compared at (the brief's, else ON_DEMAND)"),
     "platform_team": FieldSpec("enum", "someone owns drivers, CUDA, serving, on-call", TRI),
     "is_training": FieldSpec("bool", "pretraining, full or adapter fine-tuning"),
     "is_inference": FieldSpec("bool", "batch/realtime inference, embeddings, evaluation or notebooks"),
@@ -101,6 +104,10 @@ CANDIDATE_FIELDS: dict[str, FieldSpec] = {
     "headroom": FieldSpec("number", "1 - need/capacity"),
     "priced": FieldSpec("bool", "a rent price (catalog or quote) is known"),
     "price_from_quote": FieldSpec("bool", "the caller's quote set the price"),
+    "rent_tier": _enum(PRICE_TIERS, "the tier of this GPU's rent price (UNSPECIFIED when unpriced)"),
+    "price_tier_fallback": FieldSpec(
+        "bool", "no rent price in the compared tier: another tier's price stands in (not like for like)"
+    ),
     "usd_per_hour": FieldSpec("number", "rent for the whole configuration, $/h"),
     "usd_per_gpu_hour": FieldSpec("number", "rent per GPU, $/h"),
     "within_budget": FieldSpec("bool", "no budget, or usd_per_hour <= budget"),
@@ -153,6 +160,14 @@ SCHEMA: FactSchema = {
 CUDA_ONLY_TOOLS = ("tensorrt-llm", "tensorrt", "triton", "cuda", "flash-attention-3")
 
 
+API_WORKLOADS = ("BATCH_INFERENCE", "REALTIME_INFERENCE", "EMBEDDING", "MEDIA_GENERATION", "EVALUATION")
+
+
+def api_comparable(workload: str, hardware_control: str) -> bool:
+    """A model API could do this work: inference-like, and the brief does not need to control the hardware."""
+    return workload in API_WORKLOADS and hardware_control != "YES"
+
+
 def _tri(v: bool | None) -> str:
     return "UNKNOWN" if v is None else ("YES" if v else "NO")
 
@@ -172,6 +187,7 @@ def brief_fact(
         "success_unit": brief.success_unit,
         "demand": e.demand,
         "hardware_control": _tri(e.needs_hardware_control),
+        "price_tier": e.price_tier if e.price_tier != UNSPECIFIED else DEFAULT_PRICE_TIER,
         "platform_team": _tri(e.has_platform_team),
         "is_training": brief.workload in TRAINING_WORKLOADS,
         "is_inference": brief.workload in INFERENCE_WORKLOADS,
@@ -242,6 +258,8 @@ def candidate_fact(base: dict[str, Any], s: Sizing) -> dict[str, Any]:
         "headroom": round(s.headroom, 4),
         "priced": s.usd_per_gpu_hour > 0,
         "price_from_quote": s.price_from_quote,
+        "rent_tier": s.price_tier or UNSPECIFIED,
+        "price_tier_fallback": s.price_tier_fallback,
         "usd_per_hour": round(s.usd_per_hour, 4),
         "usd_per_gpu_hour": round(s.usd_per_gpu_hour, 4),
         "within_budget": budget <= 0 or s.usd_per_hour <= budget,
@@ -292,9 +310,7 @@ def plan_fact(
         "top_break_even_months": round(be, 2),
         "break_even_within_horizon": be >= 0 and horizon > 0 and be <= horizon,
         "monthly_usd": round(top.usd_per_hour * hours_per_month, 2) if top else 0.0,
-        "api_comparable": base["workload"]
-        in ("BATCH_INFERENCE", "REALTIME_INFERENCE", "EMBEDDING", "MEDIA_GENERATION", "EVALUATION")
-        and base["hardware_control"] != "YES",
+        "api_comparable": api_comparable(base["workload"], base["hardware_control"]),
         "top_usd_per_million_tokens": round(gpu_per_m, 4),
         "api_usd_per_million_tokens": round(api_per_m, 4),
         "api_cheaper": gpu_per_m > 0 and 0 < api_per_m < gpu_per_m,

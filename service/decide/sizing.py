@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from datetime import date
 
 from ..assumptions import Assumptions
-from ..brief import TRAINING_WORKLOADS, Brief, Quote
-from ..catalog import Gpu, Price
+from ..brief import DEFAULT_PRICE_TIER, TRAINING_WORKLOADS, UNSPECIFIED, Brief, Quote
+from ..catalog import Gpu, Price, tier_preference
 from ..money import cost as money
 from ..money import ownership as own
 from ..physics import compute
@@ -54,6 +54,8 @@ class Sizing:
     quote: Quote | None = None
     usd_per_gpu_hour: float = 0.0
     usd_per_hour: float = 0.0
+    compared_tier: str = DEFAULT_PRICE_TIER  # the tier every candidate is compared at
+    price_tier: str = ""  # the tier of the price used ("" when unpriced)
     tflops: float = 0.0  # dense TFLOPS per GPU at the precision used for compute
     effective_tflops: float = 0.0  # what one GPU delivers on this work: peak x MFU-scaling x saturation
     usd_per_tflop_hour: float = 0.0
@@ -91,6 +93,11 @@ class Sizing:
     @property
     def usd_per_run(self) -> float:
         return self.usd_per_hour * self.train_hours
+
+    @property
+    def price_tier_fallback(self) -> bool:
+        """Priced, but not in the tier the candidates are compared at."""
+        return bool(self.price_tier) and self.price_tier != self.compared_tier
 
 
 def shape_of(brief: Brief, a: Assumptions) -> Shape | None:
@@ -207,19 +214,26 @@ def compute_tflops(gpu: Gpu, precision: str) -> float:
     return gpu.tflops_bf16
 
 
-def _price(gpu: Gpu, quotes: tuple[Quote, ...], day: date) -> tuple[Price | None, Quote | None, float]:
+def compared_tier(brief: Brief) -> str:
+    return brief.economics.price_tier if brief.economics.price_tier != UNSPECIFIED else DEFAULT_PRICE_TIER
+
+
+def _price(
+    gpu: Gpu, quotes: tuple[Quote, ...], day: date, tier: str
+) -> tuple[Price | None, Quote | None, float, str]:
+    """The rent price in the compared tier, else the next tier that has one; a caller's quote beats both."""
     quote = next((q for q in quotes if q.gpu == gpu.id), None)
-    row = gpu.price("rent", day)
+    row = gpu.rent_price(day, tier_preference(tier))
     if quote is not None:
-        return row, quote, quote.usd_per_hour
-    return row, None, row.usd if row else 0.0
+        return row, quote, quote.usd_per_hour, quote.tier if quote.tier != UNSPECIFIED else tier
+    return row, None, row.usd if row else 0.0, row.tier if row else ""
 
 
 def size(
     gpu: Gpu, brief: Brief, shape: Shape, a: Assumptions, quotes: tuple[Quote, ...], day: date
 ) -> Sizing:
-    s = Sizing(gpu=gpu)
-    s.price, s.quote, s.usd_per_gpu_hour = _price(gpu, quotes, day)
+    s = Sizing(gpu=gpu, compared_tier=compared_tier(brief))
+    s.price, s.quote, s.usd_per_gpu_hour, s.price_tier = _price(gpu, quotes, day, s.compared_tier)
     s.purchase = gpu.price("purchase", day)
     s.tflops = compute_tflops(gpu, shape.precision)
     w = brief.workload

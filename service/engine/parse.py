@@ -15,6 +15,7 @@ import difflib
 from dataclasses import dataclass
 from typing import Any
 
+from ..brief import METRIC_KINDS
 from .ir import OPS, Action, Condition, Rule
 from .load import Doc, Problem, pos, value_pos
 from .schema_errors import spelling_hint
@@ -57,7 +58,7 @@ ACTIONS: dict[str, ActionSpec] = {
         {"field": "string", "message": "message"},
         {"unit": "string", "assumes": "scalar", "assumes_from": "string"},
     ),
-    "metric": ActionSpec(("brief",), {"name": "string", "message": "message"}, {}),
+    "metric": ActionSpec(("brief",), {"name": "string", "message": "message"}, {"kind": "enum:metric"}),
 }
 SEVERITIES = ("INFO", "WARNING", "CRITICAL")
 RULE_KEYS = ("id", "description", "fact", "priority", "when", "when_any", "then")
@@ -230,6 +231,8 @@ class _Compiler:
             return value in SEVERITIES
         if want == "enum:route":
             return value in self.route_kinds
+        if want == "enum:metric":
+            return value in METRIC_KINDS
         return isinstance(value, str) and bool(value)
 
     def arg_doc(self, want: str) -> str:
@@ -239,6 +242,8 @@ class _Compiler:
             return "one of " + ", ".join(self.route_kinds)
         if want == "scalar":
             return "a string, number or boolean"
+        if want == "enum:metric":
+            return "one of " + ", ".join(METRIC_KINDS)
         return "a number" if want == "number" else "a non-empty string"
 
     # -- files --------------------------------------------------------------------------------------------

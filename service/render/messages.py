@@ -2,13 +2,20 @@
 
 Templates use `{name}` and `{name:format}` placeholders (Python format mini-language, no attribute or index
 access), e.g. "{gpu} needs {count} GPUs; headroom {headroom:.0%}". Numbers without a format print compactly.
+
+Numbers read as people write them, in every locale: thousands separators from 1,000 up, and never exponent
+notation (a spec such as `.4g` that would print `1.421e+06` prints `1,421,000`, a tiny cost `0.00000044`).
+Chinese text keeps a space between CJK and Latin letters or digits (the messages' convention) but none between
+two CJK characters or next to full-width punctuation, which a filled-in Chinese value would otherwise leave.
 """
 
 from __future__ import annotations
 
 import math
+import re
 import string
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import Any
 
 _FORMATTER = string.Formatter()
@@ -38,10 +45,54 @@ def compact(v: Any) -> str:
             return f"{v:,.0f}"
         if abs(v) >= 1:
             return f"{v:,.2f}".rstrip("0").rstrip(".")
-        return f"{v:.3g}"
+        return readable(v, 3)
     if isinstance(v, int):
         return f"{v:,}"
     return str(v)
+
+
+def readable(v: float, digits: int = 4) -> str:
+    """`v` to `digits` significant figures in positional notation with thousands separators: 93,960,000 and
+    0.00000044, never 9.396e+07 or 4.4e-07."""
+    if v == 0 or not math.isfinite(v):
+        return compact(float(v)) if not math.isfinite(v) else "0"
+    magnitude = math.floor(math.log10(abs(v)))
+    decimals = max(0, digits - 1 - magnitude)
+    text = f"{round(v, decimals):,.{decimals}f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+# [[fill]align][sign][z][#][0][width][grouping][.precision][type]; only number specs without grouping match.
+_NUMBER_SPEC = re.compile(r"^(?P<head>(?:.?[<>=^])?[+\- ]?z?#?0?\d*)(?P<prec>\.\d+)?(?P<type>[dfFgGn]?)$")
+
+
+def format_number(value: float | int, spec: str) -> str:
+    """Python's format(), grouped from 1,000 up and never in exponent notation."""
+    if -1000 < value < 1000:  # the common case: nothing to group, and only a tiny value can get an exponent
+        out = format(value, spec)
+        if "e" not in out and "E" not in out:
+            return out
+    m = _NUMBER_SPEC.match(spec)
+    if m and abs(value) >= 1000 and m.group("type") != "n":
+        spec = f"{m.group('head')},{m.group('prec') or ''}{m.group('type')}"
+    out = format(value, spec)
+    if isinstance(value, float) and math.isfinite(value) and ("e" in out or "E" in out) and not spec.endswith("%"):
+        prec = m.group("prec") if m else None
+        return readable(value, int(prec[1:]) if prec and int(prec[1:]) > 0 else 6)
+    return out
+
+
+_CJK = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_FULLWIDTH = r"\u3000-\u303f\uff00-\uffef"
+_CJK_GAP = re.compile(rf"(?<=[{_CJK}{_FULLWIDTH}]) +(?=[{_CJK}{_FULLWIDTH}])")
+_PUNCT_GAP = re.compile(rf" +(?=[{_FULLWIDTH}])|(?<=[{_FULLWIDTH}]) +")
+
+
+def tidy(text: str, locale: str) -> str:
+    """Chinese: drop spaces between two CJK characters and around full-width punctuation."""
+    if not locale.startswith("zh"):
+        return text
+    return _PUNCT_GAP.sub("", _CJK_GAP.sub("", text))
 
 
 class Messages:
@@ -56,12 +107,28 @@ class Messages:
         template = self.tables.get(locale, {}).get(key) or self.tables.get(self.fallback, {}).get(key)
         if template is None:
             return key  # rules-check rejects this; never crash an answer over it
-        return fill(template, params or {})
+        text, wide_value = _fill(template, params or {})
+        # Authored text is checked by rules-check; only a filled-in Chinese value can leave a stray space.
+        return tidy(text, locale) if wide_value else text
+
+
+@lru_cache(maxsize=4096)
+def _parsed(template: str) -> tuple[tuple[str, str | None, str | None, str | None], ...]:
+    return tuple(_FORMATTER.parse(template))
+
+
+_WIDE_CHAR = re.compile(rf"[{_CJK}{_FULLWIDTH}]")
 
 
 def fill(template: str, params: Mapping[str, Any]) -> str:
+    return _fill(template, params)[0]
+
+
+def _fill(template: str, params: Mapping[str, Any]) -> tuple[str, bool]:
+    """The filled template, and whether a string value with CJK or full-width characters went in."""
     out = []
-    for literal, name, spec, conv in _FORMATTER.parse(template):
+    wide = False
+    for literal, name, spec, conv in _parsed(template):
         out.append(literal)
         if name is None:
             continue
@@ -71,8 +138,15 @@ def fill(template: str, params: Mapping[str, Any]) -> str:
         value = params[name]
         if conv:
             value = _FORMATTER.convert_field(value, conv)
+        if isinstance(value, str) and _WIDE_CHAR.search(value):
+            wide = True
         try:
-            out.append(format(value, spec) if spec else compact(value))
+            if not spec:
+                out.append(compact(value))
+            elif isinstance(value, (int, float)) and not isinstance(value, bool):
+                out.append(format_number(value, spec))
+            else:
+                out.append(format(value, spec))
         except (ValueError, TypeError):
             out.append(compact(value))
-    return "".join(out)
+    return "".join(out), wide

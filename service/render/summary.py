@@ -13,6 +13,8 @@ from .messages import Messages
 MAX_ALTERNATIVES = 2
 MAX_WARNINGS = 3
 MAX_QUESTIONS = 5
+TINY_UNIT_COST = 0.01  # below a cent per item, the summary prices a million of them
+PER_ITEM_UNITS = ("RESPONSE", "TASK", "IMAGE", "VIDEO_SECOND", "RECORD")
 
 
 def render_summary(advice: Advice, msgs: Messages, locale: str, brief: dict[str, Any], sized: bool) -> str:
@@ -20,12 +22,26 @@ def render_summary(advice: Advice, msgs: Messages, locale: str, brief: dict[str,
         return msgs.text(key, locale, params)
 
     workload = t(f"workload.{brief['workload']}")
+    sep = t("summary.list_separator")
     lines = [t("summary.title", workload=workload)]
     if not sized:
         lines.append(t("summary.provisional"))
-    if advice.candidates:
+    api_route = advice.route is not None and advice.route.kind == "MODEL_API"
+    if advice.candidates and brief["workload"] == "UNSPECIFIED":
+        # Sized as generation for want of a workload: a "top pick" would claim a fit nobody asked about.
+        lines.append(t("summary.no_pick_workload"))
+    elif advice.candidates:
+        if advice.assumed:
+            # The figures below rest on defaults the questions still ask about: say which, with their values.
+            what = sep.join(t("summary.assumption", field=t(f"field.{f}"), value=v) for f, v in advice.assumed)
+            lines.append(t("summary.sizing_provisional", assumptions=what))
         c = advice.candidates[0]
-        key = "summary.top" if c.cost.usd_per_unit > 0 else "summary.top_no_unit"
+        # With a model API as the route, the best GPU is the self-hosting alternative, not a pick.
+        key = "summary.self_host" if api_route else (
+            "summary.top" if c.cost.usd_per_unit > 0 else "summary.top_no_unit"
+        )
+        if key == "summary.top" and c.cost.usd_per_unit < TINY_UNIT_COST and c.cost.unit_kind in PER_ITEM_UNITS:
+            key = "summary.top_per_million"  # $0.44 per million records reads; $0.00000044 per record does not
         lines.append(
             t(
                 key,
@@ -33,13 +49,14 @@ def render_summary(advice: Advice, msgs: Messages, locale: str, brief: dict[str,
                 name=c.name,
                 usd_per_hour=c.cost.usd_per_hour,
                 usd_per_unit=c.cost.usd_per_unit,
+                usd_per_million=c.cost.usd_per_unit * 1e6,
                 unit=c.cost.unit,
                 need_gb=c.memory.need_gb,
                 capacity_gb=c.memory.capacity_gb,
                 headroom=c.memory.headroom,
             )
         )
-        for alt in advice.candidates[1 : 1 + MAX_ALTERNATIVES]:
+        for alt in ([] if api_route else advice.candidates[1 : 1 + MAX_ALTERNATIVES]):
             lines.append(
                 t(
                     "summary.alternative",
@@ -49,6 +66,14 @@ def render_summary(advice: Advice, msgs: Messages, locale: str, brief: dict[str,
                     score=alt.score,
                 )
             )
+        fallback = [c.gpu for c in advice.candidates if c.cost.price_tier_fallback]
+        if fallback:
+            tier = t(f"tier.{advice.price_tier or 'ON_DEMAND'}")
+            lines.append(t("summary.tier_fallback", price_tier_name=tier, gpus=sep.join(fallback)))
+        if advice.not_shown:
+            lines.append(
+                t("summary.not_shown", not_shown_count=len(advice.not_shown), gpus=sep.join(advice.not_shown))
+            )
     elif sized:
         lines.append(t("summary.none_fit"))
     for note in advice.notes:
@@ -57,10 +82,13 @@ def render_summary(advice: Advice, msgs: Messages, locale: str, brief: dict[str,
     if advice.route:
         why = advice.route.rationale[0].text if advice.route.rationale else ""
         lines.append(t("summary.route", route=t(f"route.{advice.route.kind}"), why=why))
+        if advice.route.provisional and sized:
+            fields = sep.join(t(f"field.{f}") for f in advice.route.depends_on)
+            lines.append(t("summary.route_provisional", fields=fields))
     if advice.warnings:
         lines.append(t("summary.warnings_header"))
         for w in advice.warnings[:MAX_WARNINGS]:
-            lines.append(f"- `{w.code}`: {w.text}")
+            lines.append(t("summary.warning", title=w.title, text=w.text) if w.title else f"- {w.text}")
     if advice.questions:
         lines.append(t("summary.questions_header"))
         for q in advice.questions[:MAX_QUESTIONS]:

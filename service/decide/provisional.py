@@ -1,0 +1,121 @@
+"""Which missing brief fields could change the route: the answer is provisional while any of them is unknown.
+
+A route decided on a silently assumed default flips from one conversation turn to the next as the caller fills
+the brief in. Instead of guessing which rows "depend" on a field, each unknown field is tried at a few plausible
+values, one at a time, against the same plan rules (the reference evaluator over the compiled rules: no engine
+call, no join); the fields whose values change the route are the ones the answer depends on.
+
+The operating boundary is not tried: a brief that names none has none (public cloud), otherwise every answer
+would be provisional on it. Derived plan fields (api_comparable, api_cheaper, break_even_within_horizon) are
+recomputed from the varied field, so a counterfactual fact is one the real pipeline could have produced.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ..engine.ir import Rule
+from .facts import api_comparable
+
+# Brief fields the sizing fills with a default when missing (sizing.shape_of); while the questions still ask for
+# one, the candidates' figures rest on its default and the answer says so.
+SIZING_DEFAULT_FIELDS = (
+    "model.precision",
+    "model.context_tokens",
+    "traffic.avg_input_tokens",
+    "traffic.avg_output_tokens",
+    "traffic.concurrent_sessions",
+    "traffic.batch_size",
+)
+
+
+def _within_horizon(fact: dict[str, Any]) -> bool:
+    be, horizon = fact["top_break_even_months"], fact["horizon_months"]
+    return be >= 0 and horizon > 0 and be <= horizon
+
+
+def _api_cheaper(fact: dict[str, Any]) -> bool:
+    gpu, api = fact["top_usd_per_million_tokens"], fact["api_usd_per_million_tokens"]
+    return gpu > 0 and 0 < api < gpu
+
+
+def _with_utilization(fact: dict[str, Any], util: float) -> dict[str, Any]:
+    # $ per 1M tokens of the top pick is rent / (tokens/s x utilization): it scales as 1 / utilization.
+    out = {**fact, "utilization": util}
+    if fact["top_usd_per_million_tokens"] > 0:
+        out["top_usd_per_million_tokens"] = fact["top_usd_per_million_tokens"] * fact["utilization"] / util
+    return out
+
+
+# brief path → (is it unknown in this plan fact?, the counterfactual facts to try)
+Variants = Callable[[dict[str, Any]], list[dict[str, Any]]]
+ROUTE_INPUTS: dict[str, tuple[Callable[[dict[str, Any]], bool], Variants]] = {
+    "economics.hours_per_month": (
+        lambda f: f["hours_per_month"] <= 0,
+        lambda f: [{**f, "hours_per_month": h} for h in (50.0, 300.0, 730.0)],
+    ),
+    "economics.horizon_months": (
+        lambda f: f["horizon_months"] <= 0,
+        lambda f: [{**f, "horizon_months": m} for m in (6.0, 36.0)],
+    ),
+    "economics.demand": (
+        lambda f: f["demand"] == "UNSPECIFIED",
+        lambda f: [{**f, "demand": d} for d in ("UNCERTAIN", "VOLATILE", "STEADY")],
+    ),
+    "run_cycle": (
+        lambda f: f["run_cycle"] == "UNSPECIFIED",
+        lambda f: [{**f, "run_cycle": c} for c in ("ALWAYS_ON", "SCHEDULED_BATCH", "BURST", "EXPERIMENTAL")],
+    ),
+    "economics.needs_hardware_control": (
+        lambda f: f["hardware_control"] == "UNKNOWN",
+        lambda f: [{**f, "hardware_control": v} for v in ("YES", "NO")],
+    ),
+    "economics.has_platform_team": (
+        lambda f: f["platform_team"] == "UNKNOWN",
+        lambda f: [{**f, "platform_team": v} for v in ("YES", "NO")],
+    ),
+    "economics.utilization": (
+        lambda f: not f["utilization_given"],
+        lambda f: [_with_utilization(f, u) for u in (0.2, 0.9)],
+    ),
+}
+
+
+def _derive(fact: dict[str, Any]) -> dict[str, Any]:
+    return {
+        **fact,
+        "api_comparable": api_comparable(fact["workload"], fact["hardware_control"]),
+        "api_cheaper": _api_cheaper(fact),
+        "break_even_within_horizon": _within_horizon(fact),
+    }
+
+
+def route_rules(rules: tuple[Rule, ...]) -> tuple[Rule, ...]:
+    """The rules that give a route, in the order the advisor reads rules in effect (apply_hit_policies)."""
+    with_route = (r for r in rules if any(a.kind == "route" for a in r.actions))
+    return tuple(sorted(with_route, key=lambda r: (-r.priority, r.group, r.order)))
+
+
+def route_of(ordered: tuple[Rule, ...], fact: dict[str, Any]) -> str | None:
+    """The route `fact` gets, as the advisor picks it: the first rule in effect with a route. In that order the
+    first matching rule is always in effect (it is the best of its group), so the search stops there."""
+    for rule in ordered:
+        if rule.matches(fact):
+            return next(str(a.get("kind")) for a in rule.actions if a.kind == "route")
+    return None
+
+
+def route_depends_on(
+    rules: tuple[Rule, ...], plan: dict[str, Any], route: str, default: str
+) -> tuple[str, ...]:
+    """Brief paths, not given in `plan`, that change `route` when given (each tried alone). `default` is the
+    route when no rule gives one."""
+    plan_rules = route_rules(rules)
+    out = []
+    for path, (unknown, variants) in ROUTE_INPUTS.items():
+        if not unknown(plan):
+            continue
+        if any((route_of(plan_rules, _derive(v)) or default) != route for v in variants(plan)):
+            out.append(path)
+    return tuple(out)
