@@ -282,7 +282,7 @@ def test_candidate_warn_is_linted_as_answer_wide(rules: Path):
         "kind: rules\nfact: candidate\nrules:\n"
         "  - id: extra.warn-per-gpu\n"
         "    when: {fits: false}\n"
-        "    then: {warn: {code: EXTRA, message: eligibility.no_fit}}\n",
+        "    then: {warn: {code: MISTAKE_MEMORY_FIT_MARGIN, message: eligibility.no_fit}}\n",
         encoding="utf-8",
     )
     book, found = load_rulebook(rules, today=TODAY)
