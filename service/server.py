@@ -12,68 +12,25 @@ import signal
 import threading
 from concurrent import futures
 from datetime import date
-from typing import NoReturn
 
 import grpc
 import structlog
-from google.protobuf import any_pb2
-from google.rpc import code_pb2, error_details_pb2, status_pb2
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
-from grpc_status import rpc_status
 
 from . import api, metrics
 from .api import pb, pb_grpc
+from .errors import abort_invalid as _invalid
 from .interceptors import RequestContextInterceptor
 from .logging import configure
 from .ruletests import self_test
 from .store import Bundle, RulesetStatus, RuleStore
 from .validate import validate
+from .wire import add_servicer
 
 log = structlog.get_logger("gpu_advisor.server")
 
 DEFAULT_ADDR = "127.0.0.1:50051"
-
-
-MAX_VIOLATIONS = 20  # the first ones name the problem; all of them could exceed gRPC's 16 KB metadata limit
-MAX_FIELD = 120
-MAX_DESCRIPTION = 240
-MAX_DETAIL_BYTES = 6 * 1024  # serialized BadRequest: base64 in the trailers makes it 8 KB
-MAX_MESSAGE_BYTES = 1024  # UTF-8 of grpc-message, which is percent-encoded (up to 3 KB): 11 KB in all, of 16
-
-
-def _clip(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def invalid_status(violations: list[tuple[str, str]]) -> status_pb2.Status:
-    """INVALID_ARGUMENT with a google.rpc.BadRequest naming the bad fields: at most MAX_VIOLATIONS, each clipped,
-    within MAX_DETAIL_BYTES, because the status travels in response trailers (16 KB of metadata in all)."""
-    field_violation = error_details_pb2.BadRequest.FieldViolation
-    bad = error_details_pb2.BadRequest()
-    for f, d in violations[:MAX_VIOLATIONS]:
-        v = field_violation(field=_clip(f, MAX_FIELD), description=_clip(d, MAX_DESCRIPTION))
-        if bad.ByteSize() + v.ByteSize() + 4 > MAX_DETAIL_BYTES:
-            break
-        bad.field_violations.append(v)
-    detail = any_pb2.Any()
-    detail.Pack(bad)
-    shown = bad.field_violations[:5]
-    message = "; ".join(f"{v.field}: {v.description}" for v in shown)
-    if len(violations) > len(shown):
-        message += f" (and {len(violations) - len(shown)} more"
-        if len(violations) > len(bad.field_violations):
-            message += f"; the details list the first {len(bad.field_violations)}"
-        message += ")"
-    if len(message.encode()) > MAX_MESSAGE_BYTES:
-        message = message.encode()[: MAX_MESSAGE_BYTES - 3].decode(errors="ignore") + "…"
-    return status_pb2.Status(code=code_pb2.INVALID_ARGUMENT, message=message, details=[detail])
-
-
-def _invalid(context: grpc.ServicerContext, violations: list[tuple[str, str]]) -> NoReturn:
-    """Abort the call with invalid_status (raises like context.abort)."""
-    context.abort_with_status(rpc_status.to_status(invalid_status(violations)))
-    raise AssertionError("unreachable: abort_with_status raises")
 
 
 def _status_to_proto(st: RulesetStatus) -> pb.RulesetInfo:
@@ -154,7 +111,7 @@ def serve(
     # The rule engine holds the GIL, so a few threads suffice; they keep health checks answering.
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=workers),
                          interceptors=[RequestContextInterceptor()])
-    pb_grpc.add_GpuAdvisorServicer_to_server(Servicer(store, admin_token), server)
+    add_servicer(Servicer(store, admin_token), server)  # like the generated add_*, but bad bytes: INVALID_ARGUMENT
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     health_name = health_pb2.DESCRIPTOR.services_by_name["Health"].full_name
     reflection.enable_server_reflection((api.SERVICE_NAME, health_name, reflection.SERVICE_NAME), server)

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from service import api
 from service.api import pb
 from service.decide.sizing import MAX_GPUS
-from service.server import MAX_VIOLATIONS, invalid_status
+from service.errors import MAX_VIOLATIONS, invalid_status
 from service.store import RuleStore
 from service.validate import MAX_QUOTE_USD_PER_HOUR, validate
 from tests.conftest import Running, call
@@ -163,3 +163,34 @@ _WIDE = st.text(alphabet=st.characters(min_codepoint=0x4E00, max_codepoint=0x9FF
 def test_any_violation_list_fits_the_trailers(violations):
     status = invalid_status(violations)
     assert len(status.SerializeToString()) * 4 / 3 + len(status.message.encode()) * 3 < METADATA_LIMIT
+
+
+def _raw(server: Running, method: str):  # noqa: ANN202 - a callable taking and returning bytes
+    return server.channel.unary_unary(f"/gpuadvisor.v1.GpuAdvisor/{method}",
+                                      request_serializer=lambda b: b, response_deserializer=lambda b: b)
+
+
+def test_bytes_that_are_not_a_request_get_invalid_argument(server: Running):
+    # A string field holding invalid UTF-8, garbage, a truncated field: grpc itself would answer INTERNAL.
+    cases = [("Recommend", b"\x1a\x02\xff\xfe")]  # locale (field 3) = two bytes that are not UTF-8
+    cases += [(m, raw) for m in ("Recommend", "ListGpus", "GetRuleset") for raw in (b"\xff\xff\xff", b"\x0a\x05\x0a")]
+    for method, raw in cases:
+        try:
+            _raw(server, method)(raw, timeout=10)
+            raise AssertionError(f"{method} accepted {raw!r}")
+        except grpc.RpcError as err:
+            assert err.code() == grpc.StatusCode.INVALID_ARGUMENT, (method, raw, err.details())
+            assert "is not a valid gpuadvisor.v1." in err.details()
+
+
+@given(seed=seeds, flips=st.lists(st.tuples(st.integers(0, 10_000), st.integers(0, 255)), min_size=1, max_size=6))
+@settings(max_examples=200, deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck))
+def test_corrupted_request_bytes_get_ok_or_invalid_argument(server: Running, seed: int, flips):  # noqa: ANN001
+    data = bytearray(request_from_seed(seed).SerializeToString())
+    for at, value in flips:
+        if data:
+            data[at % len(data)] = value
+    try:
+        _raw(server, "Recommend")(bytes(data), timeout=20)
+    except grpc.RpcError as err:
+        assert err.code() == grpc.StatusCode.INVALID_ARGUMENT, (err.code(), err.details()[:300])
