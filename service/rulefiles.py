@@ -32,6 +32,7 @@ class Entry:
     real: str
     size: int
     mtime_ns: int
+    inode: tuple[int, int] = (0, 0)  # (st_dev, st_ino) when walked: the file read must be this one
 
 
 def _inside(real: str, root_real: str) -> bool:
@@ -92,16 +93,17 @@ def walk(root: Path) -> tuple[list[Entry], list[tuple[str, str]]]:
                 seen_dirs.add(real)
                 stack.append((full, rel, depth + 1))
             elif stat.S_ISREG(st.st_mode):
-                files.append(Entry(full, rel, real, st.st_size, st.st_mtime_ns))
+                files.append(Entry(full, rel, real, st.st_size, st.st_mtime_ns, (st.st_dev, st.st_ino)))
             else:
                 refused.append((rel, f"is {_kind(st.st_mode)}, not a regular file: refused without opening it"))
     files.sort(key=lambda e: e.rel)
     return files, refused
 
 
-def read_regular(path: str | Path, limit: int = MAX_FILE_BYTES) -> bytes:
+def read_regular(path: str | Path, limit: int = MAX_FILE_BYTES, inode: tuple[int, int] | None = None) -> bytes:
     """At most `limit` bytes of a regular file. Opens without blocking (a FIFO swapped in after the walk's
-    `stat` must not hang the reader) and checks the opened file's type again. Raises ValueError with a
+    `stat` must not hang the reader) and checks the opened file's type again, and with `inode` that it is the
+    file the walk checked (a link swapped in between must not lead elsewhere). Raises ValueError with a
     sentence fit for a rule author (no path, no exception text)."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0))
@@ -111,6 +113,8 @@ def read_regular(path: str | Path, limit: int = MAX_FILE_BYTES) -> bytes:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise ValueError(f"is {_kind(st.st_mode)}, not a regular file: refused")
+        if inode is not None and (st.st_dev, st.st_ino) != inode:
+            raise ValueError("changed while the folder was read: try again")
         if st.st_size > limit:
             raise ValueError(f"is {st.st_size:,} bytes; the limit is {limit:,}")
         chunks, size = [], 0
@@ -150,7 +154,7 @@ def read_folder(root: Path, shown_root: str) -> tuple[list[RuleFile], list[Probl
             problems.append(Problem(shown, 1, 1, "", f"the folder holds more than {MAX_TOTAL_BYTES:,} bytes"))
             break
         try:
-            data = read_regular(e.real)
+            data = read_regular(e.real, inode=e.inode)
         except ValueError as exc:
             problems.append(Problem(shown, 1, 1, "", str(exc)))
             continue

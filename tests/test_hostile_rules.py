@@ -271,3 +271,13 @@ def test_rules_check_reports_a_fifo_instead_of_hanging(rules_copy):
                           capture_output=True, text=True, timeout=60, cwd=Path(__file__).parents[1])
     assert done.returncode == 1
     assert "rules/pipe.yaml:1:1 is a FIFO, not a regular file" in done.stdout
+
+
+def test_a_file_swapped_after_the_walk_is_not_read(rules_copy, tmp_path):
+    files, _ = rulefiles.walk(rules_copy)
+    entry = next(f for f in files if f.rel == "assumptions.yaml")
+    outside = tmp_path / "outside.yaml"
+    outside.write_text(SECRET, encoding="utf-8")
+    os.replace(outside, entry.real)  # a different inode where the walk saw the file
+    with pytest.raises(ValueError, match="changed while"):
+        rulefiles.read_regular(entry.real, inode=entry.inode)
