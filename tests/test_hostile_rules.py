@@ -281,3 +281,25 @@ def test_a_file_swapped_after_the_walk_is_not_read(rules_copy, tmp_path):
     os.replace(outside, entry.real)  # a different inode where the walk saw the file
     with pytest.raises(ValueError, match="changed while"):
         rulefiles.read_regular(entry.real, inode=entry.inode)
+
+
+def test_devices_and_sockets_in_the_folder_are_refused_unopened(rules_copy):
+    import socket
+    import stat
+
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.bind(str(rules_copy / "control.yaml"))
+    try:
+        expected = {"control.yaml": "a socket"}
+        try:
+            os.mknod(rules_copy / "zero.yaml", stat.S_IFCHR | 0o600, os.makedev(1, 5))  # what /dev/zero is
+            expected["zero.yaml"] = "a device"
+        except (PermissionError, OSError):
+            pass  # not root here: the socket still shows the check
+        _, refused = rulefiles.walk(rules_copy)
+        for rel, kind in expected.items():
+            assert any(r == rel and kind in why and "without opening" in why for r, why in refused), refused
+        book, problems = load_rulebook(rules_copy)
+        assert book is None and any("rules/control.yaml" in str(p) for p in problems)
+    finally:
+        sock.close()
