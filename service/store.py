@@ -308,7 +308,10 @@ class RuleStore:
         if self._watcher is not None:
             return
         self._stop.clear()
-        self._watcher = threading.Thread(target=self._watch, name="rules-watcher", daemon=True)
+        # The baseline is taken now, not when the thread first runs: an edit made right after this returns
+        # (a busy machine may start the thread late) must count as a change.
+        seen = self.fingerprint()
+        self._watcher = threading.Thread(target=self._watch, args=(seen,), name="rules-watcher", daemon=True)
         self._watcher.start()
 
     def stop_watching(self) -> None:
@@ -317,8 +320,7 @@ class RuleStore:
             self._watcher.join(timeout=5)
             self._watcher = None
 
-    def _watch(self) -> None:
-        seen = self.fingerprint()
+    def _watch(self, seen: tuple) -> None:
         while not self._stop.wait(self.poll_seconds):
             current = self.fingerprint()
             if current == seen:
