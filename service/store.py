@@ -237,6 +237,7 @@ class RuleStore:
         try:
             attempted_at = now()
             self._status.last_attempted_at = attempted_at
+            self._status.last_attempted_revision = ""  # known only once the folder has been read
             if self._load is not None and self._load.running():
                 # One stuck load at a time: never pile up threads behind something that does not finish.
                 age = time.monotonic() - self._load.started
