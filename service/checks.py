@@ -4,6 +4,7 @@ conflicting overlaps, and the age of prices. Errors block a rules version; warni
 from __future__ import annotations
 
 import re
+import string
 from datetime import date
 from itertools import combinations
 from typing import Any
@@ -16,7 +17,9 @@ from .engine.ir import Rule
 from .engine.load import Problem
 from .engine.parse import FactSchema, did_you_mean
 from .expectations import STRAY_SPACE
-from .render.messages import placeholders
+from .render.messages import placeholders, spec_problem
+
+_FORMATTER = string.Formatter()
 
 # Message keys the code itself renders (not named by any rule file).
 CODE_MESSAGE_KEYS = (
@@ -428,4 +431,27 @@ def _unmatrixed_gpu_lints(rules: list[Rule], catalog: tuple[Gpu, ...]) -> list[P
                 "add it to a row, or a row with a note saying cost alone is meant",
                 "warning",
             ))
+    return out
+
+
+def format_spec_problems(
+    messages: dict[str, dict[str, str]], locations: dict[str, dict[str, str]]
+) -> list[Problem]:
+    """Every template of every locale: no conversions (`!r`), and format specs within the plain mini-language
+    and small widths and precisions. Templates are data; an answer must not grow by what one says.
+    (Attribute and index access, `{gpu.__class__}` or `{0[0]}`, fail `placeholders` in message_problems.)"""
+    out: list[Problem] = []
+    for locale in sorted(messages):
+        for key, template in messages[locale].items():
+            try:
+                fields = [(n, s, c) for _, n, s, c in _FORMATTER.parse(template) if n is not None]
+            except ValueError:
+                continue  # malformed: message_problems reports it
+            path, line = _where(locations[locale][key])
+            for name, spec, conv in fields:
+                if conv:
+                    out.append(Problem(path, line, 1, key, f"{{{name}!{conv}}}: conversions are not allowed"))
+                why = spec_problem(spec) if spec else None
+                if why:
+                    out.append(Problem(path, line, 1, key, f"{{{name[:40]}}}: {why}"))
     return out

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from pathlib import Path
@@ -21,12 +20,20 @@ import jsonschema
 from .assumptions import Assumptions, missing_keys
 from .brief import ROUTE_KINDS
 from .catalog import Gpu, Price
-from .checks import lint_problems, logic_problems, message_problems, price_problems, question_problems
+from .checks import (
+    format_spec_problems,
+    lint_problems,
+    logic_problems,
+    message_problems,
+    price_problems,
+    question_problems,
+)
 from .decide.facts import SCHEMA
 from .engine.ir import Program
 from .engine.load import Doc, Problem, load_yaml, plain, pos
 from .engine.parse import compile_docs, did_you_mean
 from .engine.schema_errors import most_specific, readable
+from .rulefiles import RuleFile, read_folder, walk
 
 KINDS = ("catalog", "assumptions", "rules", "decision_table", "benchmark_plan", "checklist", "messages")
 LOCALES = ("en", "zh-CN")
@@ -80,14 +87,18 @@ class Rulebook:
         return out
 
 
-def _schemas(root: Path) -> dict[str, dict[str, Any]]:
-    out = {}
-    folder = root / "schema"
+def _schemas(files: dict[str, bytes], shown_root: str) -> tuple[dict[str, dict[str, Any]], list[Problem]]:
+    out, problems = {}, []
     for kind in KINDS:
-        f = folder / f"{kind}.schema.json"
-        if f.exists():
-            out[kind] = json.loads(f.read_text(encoding="utf-8"))
-    return out
+        rel = f"schema/{kind}.schema.json"
+        if rel in files:
+            try:
+                out[kind] = json.loads(files[rel].decode("utf-8"))
+            except UnicodeDecodeError:
+                problems.append(Problem(f"{shown_root}/{rel}", 1, 1, "", "not UTF-8 text"))
+            except json.JSONDecodeError as exc:
+                problems.append(Problem(f"{shown_root}/{rel}", exc.lineno, exc.colno, "", f"broken JSON: {exc.msg}"))
+    return out, problems
 
 
 def _jsonable(v: Any) -> Any:
@@ -233,24 +244,19 @@ def _steps(items: Any) -> tuple[Step, ...]:
 
 
 def rule_files(root: Path) -> list[Path]:
-    """Every file of a rules folder, following symlinks (a Kubernetes ConfigMap mounts links through `..data`)
-    and skipping hidden entries (`..data`, `..2026_…` timestamp folders, editor swap files)."""
-    out = []
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=True):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-        out += [Path(dirpath) / f for f in filenames if not f.startswith(".")]
-    return sorted(out)
+    """Every regular file of a rules folder that `rulefiles.walk` accepts (links that stay inside the folder, as
+    a Kubernetes ConfigMap mounts them through `..data`; hidden entries skipped)."""
+    return [e.path for e in walk(root)[0]]
 
 
-def content_hash(root: Path) -> tuple[str, list[Path]]:
-    files = rule_files(root)
+def content_hash(files: list[RuleFile]) -> str:
     h = hashlib.sha256()
-    for p in files:
-        h.update(p.relative_to(root).as_posix().encode())
+    for f in files:
+        h.update(f.rel.encode())
         h.update(b"\0")
-        h.update(p.read_bytes())
+        h.update(f.data)
         h.update(b"\0")
-    return h.hexdigest(), files
+    return h.hexdigest()
 
 
 def _content_file(by_kind: dict[str, list[Doc]], kind: str) -> str:
@@ -262,18 +268,21 @@ def load_rulebook(
 ) -> tuple[Rulebook | None, list[Problem]]:
     """Every problem at once; a Rulebook only when there are no errors (warnings ride along)."""
     root = Path(root)
-    problems: list[Problem] = []
     if not root.is_dir():
-        return None, [Problem(str(root), 1, 1, "", "rules folder does not exist")]
-    digest, files = content_hash(root)
-    schemas = _schemas(root)
+        return None, [Problem(root.name or str(root), 1, 1, "", "rules folder does not exist")]
+    files, problems = read_folder(root, root.name)
+    if problems:
+        return None, problems  # a folder with a hostile entry is refused whole, before any parsing
+    digest = content_hash(files)
+    by_rel = {f.rel: f.data for f in files}
+    schemas, problems = _schemas(by_rel, root.name)
     docs: list[Doc] = []
     yaml_files = [
-        p for p in files if p.suffix in (".yaml", ".yml") and p.relative_to(root).parts[0] not in SKIP_DIRS
+        f for f in files if f.rel.endswith((".yaml", ".yml")) and f.rel.split("/")[0] not in SKIP_DIRS
     ]
-    for p in yaml_files:
-        shown = (Path(root.name) / p.relative_to(root)).as_posix()
-        doc, errs = load_yaml(p, shown)
+    for f in yaml_files:
+        shown = f"{root.name}/{f.rel}"
+        doc, errs = load_yaml(root / f.rel, shown, f.data)
         problems += errs
         if doc is None:
             continue
@@ -350,6 +359,7 @@ def load_rulebook(
     problems += message_problems(
         rules, messages, locations, [(k, f"{_content_file(by_kind, w)}:1") for k, w in content_keys], SCHEMA
     )
+    problems += format_spec_problems(messages, locations)
     problems += logic_problems(rules, SCHEMA)
     problems += question_problems(rules, values)
     problems += lint_problems(rules, tuple(catalog))
@@ -370,7 +380,7 @@ def load_rulebook(
         message_locations=locations,
         benchmark_plan=stages,
         checklist=sections,
-        files=tuple((Path(root.name) / p.relative_to(root)).as_posix() for p in yaml_files),
+        files=tuple(f"{root.name}/{f.rel}" for f in yaml_files),
         warnings=tuple(p for p in problems if p.severity != "error"),
     )
     return book, problems

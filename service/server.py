@@ -18,22 +18,21 @@ from typing import Any, NoReturn
 
 import grpc
 import structlog
-from google.protobuf import any_pb2
-from google.rpc import code_pb2, error_details_pb2, status_pb2
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection, reflection_pb2, reflection_pb2_grpc
-from grpc_status import rpc_status
 
 from . import api, metrics
 from .api import pb, pb_grpc
 from .credentials import ConfigError, admin_token, server_credentials
 from .decide.cancel import Cancelled
+from .errors import abort_invalid as _invalid
 from .interceptors import AdmissionInterceptor, RequestContextInterceptor
 from .lifecycle import AdvisorServer, TrackingExecutor
 from .logging import configure
 from .ruletests import self_test
 from .store import Bundle, RulesetStatus, RuleStore
 from .validate import validate
+from .wire import add_servicer
 
 log = structlog.get_logger("gpu_advisor.server")
 
@@ -47,20 +46,6 @@ DEFAULT_GRACE_SECONDS = 10.0
 # Threads beyond what the limited methods can hold, so health checks and reflection never wait for a worker.
 SPARE_WORKERS = 8
 RECOMMEND = f"/{api.SERVICE_NAME}/Recommend"  # the method path, as metrics label it
-
-
-def _invalid(context: grpc.ServicerContext, violations: list[tuple[str, str]]) -> NoReturn:
-    """INVALID_ARGUMENT with a google.rpc.BadRequest naming every bad field (raises like context.abort)."""
-    field_violation = error_details_pb2.BadRequest.FieldViolation
-    bad = error_details_pb2.BadRequest(
-        field_violations=[field_violation(field=f, description=d) for f, d in violations]
-    )
-    detail = any_pb2.Any()
-    detail.Pack(bad)
-    message = "; ".join(f"{f}: {d}" for f, d in violations[:5])
-    status = status_pb2.Status(code=code_pb2.INVALID_ARGUMENT, message=message, details=[detail])
-    context.abort_with_status(rpc_status.to_status(status))
-    raise AssertionError("unreachable: abort_with_status raises")
 
 
 def _status_to_proto(st: RulesetStatus) -> pb.RulesetInfo:
@@ -194,7 +179,7 @@ def serve(
     executor = TrackingExecutor(workers or len(limited) * (max_concurrent + max_queue) + SPARE_WORKERS)
     # The request interceptor comes first so refused calls are logged and counted too.
     server = grpc.server(executor, interceptors=[RequestContextInterceptor(), admission])
-    pb_grpc.add_GpuAdvisorServicer_to_server(Servicer(store, admin_token), server)
+    add_servicer(Servicer(store, admin_token), server)  # like the generated add_*, but bad bytes: INVALID_ARGUMENT
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     health_name = health_pb2.DESCRIPTOR.services_by_name["Health"].full_name
     _enable_reflection((api.SERVICE_NAME, health_name, reflection.SERVICE_NAME), server)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -25,6 +26,7 @@ from .decide.cancel import StillWanted
 from .engine.durable import DurableEngine
 from .engine.load import Problem, RulesError
 from .rulebook import Rulebook, load_rulebook, now
+from .rulefiles import walk
 
 log = structlog.get_logger("gpu_advisor.store")
 
@@ -108,14 +110,87 @@ class ReloadResult:
     problems: tuple[str, ...] = ()
 
 
+MAX_PROBLEMS = 20  # shown in GetRuleset, ReloadRules and the log; rules-check lists them all
+MAX_PROBLEM_CHARS = 300
+DEFAULT_LOAD_TIMEOUT = 20.0  # seconds; the shipped rules load, compile and self-test in about one
+
+
+def cap_problems(problems: list[str]) -> list[str]:
+    """The first MAX_PROBLEMS, each clipped, and a line saying how many more: an error travels in a reply."""
+    out = [p if len(p) <= MAX_PROBLEM_CHARS else p[: MAX_PROBLEM_CHARS - 1] + "…" for p in problems[:MAX_PROBLEMS]]
+    if len(problems) > MAX_PROBLEMS:
+        out.append(f"… and {len(problems) - MAX_PROBLEMS} more problems (run rules-check to see all)")
+    return out
+
+
+@dataclass
+class _Prepared:
+    book: Rulebook | None = None
+    errors: list[str] = field(default_factory=list)
+    bundle: Bundle | None = None  # compiled and self-tested; None when unchanged or rejected
+
+
+class _Load:
+    """One load on its own thread. The caller waits up to a timeout; a load it stopped waiting for is abandoned
+    and, should it ever finish, frees what it built instead of being swapped in."""
+
+    def __init__(self, work: Callable[[], _Prepared]):
+        self._work = work
+        self._lock = threading.Lock()
+        self._done = threading.Event()
+        self._abandoned = False
+        self.result: _Prepared | None = None
+        self.started = time.monotonic()
+        self.thread = threading.Thread(target=self._run, name="rules-load", daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        try:
+            result = self._work()
+        except Exception:  # a loader bug must not take the server down with it; the log keeps the traceback
+            log.exception("rules_load_crashed")
+            result = _Prepared(errors=["the rules loader failed unexpectedly (see the server log)"])
+        with self._lock:
+            if self._abandoned:
+                if result.bundle is not None:
+                    result.bundle.retire(None)
+                log.warning("rules_load_finished_late", seconds=round(time.monotonic() - self.started, 1))
+                return
+            self.result = result
+            self._done.set()
+
+    def wait(self, timeout: float) -> _Prepared | None:
+        """The result, or None (and the load abandoned) when it takes longer than `timeout`."""
+        self._done.wait(timeout)
+        with self._lock:
+            if self.result is None:
+                self._abandoned = True
+            return self.result
+
+    def running(self) -> bool:
+        return self.thread.is_alive()
+
+
 class RuleStore:
-    def __init__(self, rules_dir: str | Path, self_test: SelfTest | None = None, poll_seconds: float = 0.5):
+    def __init__(
+        self,
+        rules_dir: str | Path,
+        self_test: SelfTest | None = None,
+        poll_seconds: float = 0.5,
+        load_timeout: float | None = None,
+    ):
         self.rules_dir = Path(rules_dir)
         self.self_test = self_test
         self.poll_seconds = poll_seconds
+        self.load_timeout = (
+            load_timeout
+            if load_timeout is not None
+            else float(os.environ.get("GPU_ADVISOR_RULES_LOAD_TIMEOUT") or DEFAULT_LOAD_TIMEOUT)
+        )
         self._active: Bundle | None = None
         self._status = RulesetStatus(source_dir=str(self.rules_dir))
         self._reload_lock = threading.Lock()
+        self._load: _Load | None = None
         self._watcher: threading.Thread | None = None
         self._stop = threading.Event()
         self.reloads = 0
@@ -134,89 +209,111 @@ class RuleStore:
         """First load: raises RulesError when the folder is not a valid rules version."""
         result = self.reload()
         if not result.ok:
-            raise RulesError([Problem(str(self.rules_dir), 1, 1, "", p) for p in result.problems])
+            raise RulesError([Problem(self.rules_dir.name, 1, 1, "", p) for p in result.problems])
+
+    def _prepare(self, attempted_at: datetime) -> _Prepared:
+        """Everything slow, off the caller's thread: read, check, compile, self-test."""
+        book, problems = load_rulebook(self.rules_dir)
+        errors = [str(p) for p in problems if p.severity == "error"]
+        if book is None or errors:
+            return _Prepared(book, errors or ["rules did not load"])
+        current = self._active
+        if current is not None and current.content_hash == book.content_hash:
+            return _Prepared(book)
+        try:
+            bundle = Bundle(book, attempted_at)
+        except Exception as exc:
+            return _Prepared(book, [f"engine rejected the rules: {type(exc).__name__}: {exc}"])
+        failures = self.self_test(bundle) if self.self_test else []
+        if failures:
+            bundle.retire(None)
+            return _Prepared(book, [f"rule test failed: {f}" for f in failures])
+        return _Prepared(book, bundle=bundle)
 
     def reload(self) -> ReloadResult:
-        """Never raises: a failed reload leaves the active version serving and records why."""
-        with self._reload_lock:
+        """Never raises, and returns within about `load_timeout`: a failed or hanging reload leaves the active
+        version serving and records why."""
+        if not self._reload_lock.acquire(timeout=self.load_timeout + 1):
+            return ReloadResult(False, False, "", ("another reload is in progress",))
+        try:
             attempted_at = now()
-            try:
-                book, problems = load_rulebook(self.rules_dir)
-            except Exception as exc:  # a loader bug must not take the server down with it
-                log.exception("rules_load_crashed")
-                book, problems = None, [Problem(str(self.rules_dir), 1, 1, "", f"loader failed: {exc!r}")]
-            errors = [str(p) for p in problems if p.severity == "error"]
-            revision = book.revision if book else ""
             self._status.last_attempted_at = attempted_at
-            self._status.last_attempted_revision = revision
-            if book is None or errors:
-                return self._fail(revision, errors or ["rules did not load"])
-            current = self._active
-            if current is not None and current.content_hash == book.content_hash:
-                self._status.last_error = ""
-                return ReloadResult(True, False, book.revision)
-            try:
-                bundle = Bundle(book, attempted_at)
-            except Exception as exc:
-                return self._fail(revision, [f"engine rejected the rules: {exc}"])
-            failures = self.self_test(bundle) if self.self_test else []
-            if failures:
-                bundle.retire(None)
-                return self._fail(revision, [f"rule test failed: {f}" for f in failures])
-            self._active = bundle  # the swap: one reference assignment
-            self.reloads += 1
-            self._status.revision = book.revision
-            self._status.content_hash = book.content_hash
-            self._status.loaded_at = attempted_at
-            self._status.counts = book.counts()
+            self._status.last_attempted_revision = ""  # known only once the folder has been read
+            if self._load is not None and self._load.running():
+                # One stuck load at a time: never pile up threads behind something that does not finish.
+                age = time.monotonic() - self._load.started
+                return self._fail("", [f"a previous load has not finished after {age:.0f} s; not reloading"])
+            self._load = _Load(lambda: self._prepare(attempted_at))
+            prepared = self._load.wait(self.load_timeout)
+            if prepared is None:
+                return self._fail("", [f"loading the rules took longer than {self.load_timeout:g} s: stopped"])
+            return self._activate(prepared, attempted_at)
+        finally:
+            self._reload_lock.release()
+
+    def _activate(self, prepared: _Prepared, attempted_at: datetime) -> ReloadResult:
+        book = prepared.book
+        revision = book.revision if book else ""
+        self._status.last_attempted_at = attempted_at
+        self._status.last_attempted_revision = revision
+        if book is None or prepared.errors:
+            return self._fail(revision, prepared.errors or ["rules did not load"])
+        bundle = prepared.bundle
+        if bundle is None:  # same content as the active version
             self._status.last_error = ""
-            if current is not None:
-                current.retire(bundle)
-            for hook in self.on_activate:
-                hook(bundle)
-            log.info(
-                "rules_activated",
-                revision=book.revision,
-                rules=len(book.program.rules),
-                previous=current.revision if current else None,
-            )
-            return ReloadResult(True, True, book.revision)
+            return ReloadResult(True, False, book.revision)
+        current = self._active
+        self._active = bundle  # the swap: one reference assignment
+        self.reloads += 1
+        self._status.revision = book.revision
+        self._status.content_hash = book.content_hash
+        self._status.loaded_at = attempted_at
+        self._status.counts = book.counts()
+        self._status.last_error = ""
+        if current is not None:
+            current.retire(bundle)
+        for hook in self.on_activate:
+            hook(bundle)
+        log.info(
+            "rules_activated",
+            revision=book.revision,
+            rules=len(book.program.rules),
+            previous=current.revision if current else None,
+        )
+        return ReloadResult(True, True, book.revision)
 
     def _fail(self, revision: str, problems: list[str]) -> ReloadResult:
-        self._status.last_error = "\n".join(problems)
+        shown = cap_problems(problems)
+        self._status.last_error = "\n".join(shown)
         log.warning(
             "rules_rejected",
             attempted_revision=revision or None,
-            problems=problems[:20],
+            problems=shown,
             serving=self._active.revision if self._active else None,
         )
         for hook in self.on_reject:
             hook(self._status.last_error)
-        return ReloadResult(False, False, revision, tuple(problems))
+        return ReloadResult(False, False, revision, tuple(shown))
 
     # -- watching --------------------------------------------------------------------------------------------
     def fingerprint(self) -> tuple:
-        """Cheap change detector. Follows symlinks, so a ConfigMap's `..data` swap shows up as a change."""
-        root = self.rules_dir
-        try:
-            entries = [os.path.realpath(root)]
-            for dirpath, _dirs, files in os.walk(root, followlinks=True):
-                for name in files:
-                    p = os.path.join(dirpath, name)
-                    try:
-                        st = os.stat(p)
-                    except OSError:
-                        continue
-                    entries.append((p, os.path.realpath(p), st.st_mtime_ns, st.st_size))
-            return tuple(sorted(map(str, entries)))
-        except OSError:
-            return ()
+        """Cheap change detector over what a load would read. Records where links lead, so a ConfigMap's
+        `..data` swap shows up as a change; reads no file and walks nothing outside the folder."""
+        entries, refused = walk(self.rules_dir)
+        return (
+            os.path.realpath(self.rules_dir),
+            tuple((e.rel, e.real, e.mtime_ns, e.size) for e in entries),
+            tuple(refused),
+        )
 
     def start_watching(self) -> None:
         if self._watcher is not None:
             return
         self._stop.clear()
-        self._watcher = threading.Thread(target=self._watch, name="rules-watcher", daemon=True)
+        # The baseline is taken now, not when the thread first runs: an edit made right after this returns
+        # (a busy machine may start the thread late) must count as a change.
+        seen = self.fingerprint()
+        self._watcher = threading.Thread(target=self._watch, args=(seen,), name="rules-watcher", daemon=True)
         self._watcher.start()
 
     def stop_watching(self) -> None:
@@ -225,8 +322,7 @@ class RuleStore:
             self._watcher.join(timeout=5)
             self._watcher = None
 
-    def _watch(self) -> None:
-        seen = self.fingerprint()
+    def _watch(self, seen: tuple) -> None:
         while not self._stop.wait(self.poll_seconds):
             current = self.fingerprint()
             if current == seen:

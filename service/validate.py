@@ -27,6 +27,15 @@ MAX_STRING = 256
 MAX_TOOLCHAIN = 32
 MAX_QUOTES = 64
 MAX_CANDIDATES = 50
+# Per GPU-hour. The dearest rack-scale GPU rents for tens of dollars an hour; more is a monthly or whole-cluster
+# price given as hourly, and no arithmetic should start from 1e308 $/h.
+MAX_QUOTE_USD_PER_HOUR = 10_000
+ECHO = 40  # characters of a caller's own text repeated in a description
+
+
+def _echo(text: str) -> str:
+    """A caller's string as a description quotes it: bounded, so a violation list stays small."""
+    return text if len(text) <= ECHO else text[:ECHO] + "…"
 
 # Upper bounds that no real brief reaches: they keep arithmetic finite and catch unit mistakes (GB for B...).
 LIMITS: dict[str, float] = {
@@ -45,7 +54,8 @@ LIMITS: dict[str, float] = {
     "brief.traffic.avg_input_tokens": 10_000_000,
     "brief.traffic.p95_input_tokens": 10_000_000,
     "brief.traffic.avg_output_tokens": 10_000_000,
-    "brief.traffic.requests_per_second": 10_000_000,
+    # A million responses a second is beyond the largest public model APIs; more is a unit mistake (per day?).
+    "brief.traffic.requests_per_second": 1_000_000,
     "brief.latency.p95_ms": 86_400_000,
     "brief.latency.p99_ms": 86_400_000,
     "brief.latency.ttft_ms": 86_400_000,
@@ -139,9 +149,12 @@ def validate(request: Any, known_gpus: Iterable[str] = ()) -> list[Violation]:
         if not q.gpu:
             out.append((f"{p}.gpu", "is required"))
         elif known and q.gpu not in known:
-            out.append((f"{p}.gpu", f"unknown GPU id '{q.gpu}'"))
+            out.append((f"{p}.gpu", f"unknown GPU id '{_echo(q.gpu)}'"))
         if math.isnan(q.usd_per_hour) or math.isinf(q.usd_per_hour) or q.usd_per_hour <= 0:
             out.append((f"{p}.usd_per_hour", "must be a positive finite price"))
+        elif q.usd_per_hour > MAX_QUOTE_USD_PER_HOUR:
+            out.append((f"{p}.usd_per_hour",
+                        f"must be at most {MAX_QUOTE_USD_PER_HOUR:g} $ per GPU-hour (got {q.usd_per_hour:g})"))
         for name in ("gpu", "provider", "as_of"):
             if len(getattr(q, name)) > MAX_STRING:
                 out.append((f"{p}.{name}", f"must be at most {MAX_STRING} characters"))

@@ -108,22 +108,22 @@ def test_reload_rpc_needs_the_token_when_configured(rules_copy, start_server):
 
 
 def test_configmap_symlink_swap_is_picked_up(tmp_path, start_server):
-    # Kubernetes mounts a ConfigMap as files linking through `..data` → a timestamped folder, and swaps
-    # the `..data` link atomically on update.
+    # Kubernetes mounts a ConfigMap as files linking through `..data` → a timestamped folder inside the mount
+    # (kubelet's atomic writer), and swaps the `..data` link atomically on update.
     mount = tmp_path / "mount"
     mount.mkdir()
-    v1 = tmp_path / "v1"
+    v1 = mount / "..2026_12_01_00_00_00.000000001"
     shutil.copytree(Path(__file__).parents[1] / "rules", v1)
-    (mount / "..data").symlink_to(v1)
+    (mount / "..data").symlink_to(v1.name)
     for entry in v1.iterdir():
         (mount / entry.name).symlink_to(Path("..data") / entry.name)
     running = start_server(mount, watch=True, poll_seconds=0.2)
     assert h100_price(running.stub) == pytest.approx(3.15)
-    v2 = tmp_path / "v2"
+    v2 = mount / "..2026_12_02_00_00_00.000000002"
     shutil.copytree(v1, v2)
     set_h100_rent(v2, 3.33)
     tmp_link = mount / "..data_tmp"
-    tmp_link.symlink_to(v2)
+    tmp_link.symlink_to(v2.name)
     os.replace(tmp_link, mount / "..data")
     wait_for(lambda: h100_price(running.stub) == pytest.approx(3.33), timeout=3.0)
 

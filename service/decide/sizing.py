@@ -474,7 +474,14 @@ def _size_inference(s: Sizing, brief: Brief, shape: Shape, a: Assumptions) -> No
     per_request = shape.input_tokens if brief.workload == "EMBEDDING" else shape.output_tokens
     per_replica_rate = s.tokens_per_second / max(1, per_request)
     offered = brief.traffic.requests_per_second
-    s.replicas = max(1, math.ceil(offered / per_replica_rate)) if offered > 0 and per_replica_rate > 0 else 1
+    needed = offered / per_replica_rate if offered > 0 and per_replica_rate > 0 else 1.0
+    # A huge model on a small GPU at a huge offered load can ask for more GPUs than any cluster (or an int32
+    # count) holds: like a training deadline that cannot be met, that is infeasible, not a number to print.
+    most = max(1, MAX_GPUS // n)
+    if needed > most:
+        s.replicas, s.fits = most, False
+    else:
+        s.replicas = max(1, math.ceil(needed))
     s.count = n * s.replicas
     s.memory = _inference_need(gpu, brief, shape, a, n)
     if s.replicas > 1:

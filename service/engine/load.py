@@ -13,7 +13,9 @@ from typing import Any
 
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedSeq
+from ruamel.yaml.composer import Composer, ComposerError, MaxDepthExceededError
 from ruamel.yaml.error import MarkedYAMLError
+from ruamel.yaml.events import AliasEvent
 
 
 @dataclass(frozen=True, order=True)
@@ -50,14 +52,21 @@ class RulesError(Exception):
 _CACHE: dict[str, tuple[str, Doc]] = {}  # shown path → (content digest, parsed document): latest only
 
 
-def load_yaml(path: Path, shown_as: str) -> tuple[Doc | None, list[Problem]]:
-    """Parse one file. The latest parse of each path is kept by content digest (callers never mutate it), so a
-    reload after a one-file edit re-parses one file: the round-trip parser is pure Python and dominates."""
+def load_yaml(path: Path, shown_as: str, raw: bytes | None = None) -> tuple[Doc | None, list[Problem]]:
+    """Parse one file (`raw`: its bytes, already read by the caller). The latest parse of each path is kept by
+    content digest (callers never mutate it), so a reload after a one-file edit re-parses one file: the
+    round-trip parser is pure Python and dominates."""
+    if raw is None:
+        from ..rulefiles import read_regular  # late: rulefiles needs Problem from here
+
+        try:
+            raw = read_regular(path)
+        except ValueError as exc:
+            return None, [Problem(shown_as, 1, 1, "", str(exc))]
     try:
-        raw = path.read_bytes()
         text = raw.decode("utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        return None, [Problem(shown_as, 1, 1, "", f"cannot read file: {exc}")]
+    except UnicodeDecodeError as exc:
+        return None, [Problem(shown_as, 1, 1, "", f"is not UTF-8 text (byte {exc.start})")]
     digest = hashlib.sha256(raw).hexdigest()
     cached = _CACHE.get(shown_as)
     if cached is not None and cached[0] == digest:
@@ -68,16 +77,43 @@ def load_yaml(path: Path, shown_as: str) -> tuple[Doc | None, list[Problem]]:
     return doc, problems
 
 
+MAX_DEPTH = 40  # rule files nest a few levels; a deeper document is hostile (or broken) and recursion is not free
+_NO_ANCHORS = "anchors and aliases (&name, *name, <<) are not allowed in rules files"
+
+
+class _NoAliasComposer(Composer):
+    """Refuses anchors and aliases: no rule file uses them, and aliases are how a few hundred bytes of YAML
+    expand into billions of nodes (the "billion laughs")."""
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        event = self.parser.peek_event()
+        if isinstance(event, AliasEvent) or getattr(event, "anchor", None) is not None:
+            raise ComposerError(None, None, _NO_ANCHORS, event.start_mark)
+        return super().compose_node(parent, index)
+
+
 def _parse(text: str, shown_as: str) -> tuple[Doc | None, list[Problem]]:
     yaml = YAML(typ="rt")
     yaml.allow_duplicate_keys = False
+    yaml.Composer = _NoAliasComposer
+    yaml.max_depth = MAX_DEPTH
     try:
         data = yaml.load(text)
+    except MaxDepthExceededError as exc:
+        mark = exc.problem_mark
+        line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
+        return None, [Problem(shown_as, line, col, "", f"broken YAML: nested deeper than {MAX_DEPTH} levels")]
     except MarkedYAMLError as exc:
         return None, [yaml_problem(exc, shown_as)]
-    except Exception as exc:  # ruamel raises a few unmarked errors (e.g. duplicate keys in old versions)
-        return None, [Problem(shown_as, 1, 1, "", f"broken YAML: {exc}")]
+    except RecursionError:
+        return None, [Problem(shown_as, 1, 1, "", "broken YAML: nested too deeply")]
+    except Exception as exc:  # ruamel raises a few unmarked errors; their text is theirs, not a repr or a path
+        return None, [Problem(shown_as, 1, 1, "", f"broken YAML: {_clip(type(exc).__name__ + ': ' + str(exc))}")]
     return Doc(shown_as, data), []
+
+
+def _clip(text: str, limit: int = 200) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 # ruamel's context for a structure that was opened and never properly closed: a flow `{`/`[`, a quoted or
@@ -95,13 +131,13 @@ def yaml_problem(exc: MarkedYAMLError, shown_as: str) -> Problem:
     line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
     if not unclosed:
         what = " ".join(x for x in (exc.context, exc.problem) if x)
-        return Problem(shown_as, line, col, "", f"broken YAML: {what}")
+        return Problem(shown_as, line, col, "", f"broken YAML: {_clip(what)}")
     structure = str(exc.context).split(" ", 2)[-1]  # "while parsing a flow mapping" → "a flow mapping"
     noticed = f" at {problem.line + 1}:{problem.column + 1}" if problem else ""
     hint = " (check the indentation there)" if "block" in structure else ""
     return Problem(
         shown_as, line, col, "",
-        f"broken YAML: {structure} opened here is not closed properly: {exc.problem}{noticed}{hint}",
+        f"broken YAML: {structure} opened here is not closed properly: {_clip(str(exc.problem))}{noticed}{hint}",
     )
 
 

@@ -20,6 +20,28 @@ from typing import Any
 
 _FORMATTER = string.Formatter()
 
+# The format mini-language, with small bounds: a template is data from the rules folder, and `{gpu:>100000000}`
+# would make every answer 100 MB. Nested fields (`{x:{y}}`) do not match.
+_SPEC = re.compile(
+    r"(?:(?P<fill>[^{}])?(?P<align>[<>=^]))?[-+ ]?z?#?0?(?P<width>\d+)?[,_]?(?:\.(?P<precision>\d+))?"
+    r"[bcdeEfFgGnosxX%]?"
+)
+MAX_WIDTH = 40
+MAX_PRECISION = 12
+
+
+def spec_problem(spec: str) -> str | None:
+    """Why a placeholder's format spec is refused, or None when it is fine."""
+    m = _SPEC.fullmatch(spec)
+    if m is None:
+        return f"format spec ':{spec[:20]}' is not a plain format (fill, align, width, precision, type)"
+    # Compare lengths first: int() of a 5,000-digit string raises rather than compares.
+    if m["width"] and (len(m["width"]) > 3 or int(m["width"]) > MAX_WIDTH):
+        return f"format width {m['width'][:12]} is above {MAX_WIDTH}"
+    if m["precision"] and (len(m["precision"]) > 3 or int(m["precision"]) > MAX_PRECISION):
+        return f"format precision {m['precision'][:12]} is above {MAX_PRECISION}"
+    return None
+
 
 def placeholders(template: str) -> list[str]:
     """Names a template uses; raises ValueError on a malformed template."""
@@ -138,6 +160,8 @@ def _fill(template: str, params: Mapping[str, Any]) -> tuple[str, bool]:
         value = params[name]
         if conv:
             value = _FORMATTER.convert_field(value, conv)
+        if spec and spec_problem(spec):
+            spec = ""  # rules-check refuses it; an answer never grows by it
         if isinstance(value, str) and _WIDE_CHAR.search(value):
             wide = True
         try:

@@ -1,0 +1,196 @@
+"""Fuzzed Recommend requests get OK or INVALID_ARGUMENT naming fields, never anything else (issue 7, item 4).
+
+20,000 generated requests (1,000 Hypothesis examples x 20) go through the real validate → map → advise → map-back
+path in-process (the volume),
+and 500 through a real gRPC server on an ephemeral port (the wire: status details within the metadata limit,
+int32 fields that must encode). Requests come from tests/fuzz_requests.py; each run uses the same seeds
+(derandomized), so a failure reproduces.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+
+import grpc
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from service import api
+from service.api import pb
+from service.decide.sizing import MAX_GPUS
+from service.errors import MAX_VIOLATIONS, invalid_status
+from service.store import RuleStore
+from service.validate import MAX_QUOTE_USD_PER_HOUR, validate
+from tests.conftest import Running, call
+from tests.fuzz_requests import request_from_seed, seeds
+
+RULES = Path(__file__).parents[1] / "rules"
+IN_PROCESS = 20_000
+BATCH = 20
+OVER_GRPC = 500
+METADATA_LIMIT = 16 * 1024  # gRPC's default maximum size of response headers/trailers
+FIELD_PATH = re.compile(r"^[a-z][a-z0-9_]*(\[\d+\])?(\.[a-z][a-z0-9_]*(\[\d+\])?)*$")
+
+
+@pytest.fixture(scope="module")
+def bundle():
+    store = RuleStore(RULES)
+    store.load()
+    yield store.active()
+    store.close()
+
+
+def _check_invalid(request: pb.RecommendRequest, violations: list[tuple[str, str]]) -> None:
+    for field, _ in violations:
+        assert FIELD_PATH.match(field), field
+    status = invalid_status(violations)
+    # The status goes base64-encoded into the trailers, beside grpc-message.
+    assert len(status.SerializeToString()) * 4 / 3 + len(status.message.encode()) * 3 < METADATA_LIMIT
+    assert len(status.details) > 0 and status.message
+
+
+def _check_answer(bundle, request: pb.RecommendRequest) -> None:  # noqa: ANN001
+    advice = bundle.advise(api.request_from_proto(request))
+    response = api.advice_to_proto(advice)
+    assert response.ByteSize() < 4 * 1024 * 1024  # gRPC's default maximum message size
+    for c in response.candidates:
+        assert 1 <= c.count <= MAX_GPUS
+        assert math.isfinite(c.score) and math.isfinite(c.cost.usd_per_hour)
+
+
+def test_generated_requests_in_process_are_answered_or_named_invalid(bundle):
+    seen: set[int] = set()
+    outcomes = {"ok": 0, "invalid": 0}
+    known = bundle.known_gpu_ids()
+
+    # Hypothesis's own bookkeeping costs about as much per example as a request does, so each example draws one
+    # seed and runs a batch of requests derived from it: 1,000 examples x 20 requests.
+    @settings(max_examples=IN_PROCESS // BATCH, deadline=None, derandomize=True, database=None,
+              suppress_health_check=list(HealthCheck))
+    @given(seeds)
+    def batch(seed: int) -> None:
+        for i in range(BATCH):
+            sub = (seed * BATCH + i) % 2**64
+            seen.add(sub)
+            request = request_from_seed(sub)
+            violations = validate(request, known)
+            if violations:
+                outcomes["invalid"] += 1
+                _check_invalid(request, violations)
+            else:
+                outcomes["ok"] += 1
+                _check_answer(bundle, request)
+
+    batch()
+    assert len(seen) >= IN_PROCESS
+    # Both paths must be exercised in volume, or the test proves little about one of them.
+    assert outcomes["ok"] > IN_PROCESS // 10 and outcomes["invalid"] > IN_PROCESS // 10, outcomes
+
+
+def test_generated_requests_over_grpc_are_ok_or_invalid_argument(server: Running):
+    codes: dict[str, int] = {}
+
+    @settings(max_examples=OVER_GRPC, deadline=None, derandomize=True, database=None,
+              suppress_health_check=list(HealthCheck))
+    @given(seeds)
+    def one(seed: int) -> None:
+        out = call(server.stub.Recommend, request_from_seed(seed), timeout=20)
+        codes[out.code.name] = codes.get(out.code.name, 0) + 1
+        assert out.code in (grpc.StatusCode.OK, grpc.StatusCode.INVALID_ARGUMENT), (out.code, out.details[:300])
+        if out.code == grpc.StatusCode.INVALID_ARGUMENT:
+            assert 0 < len(out.fields) <= MAX_VIOLATIONS
+            assert all(FIELD_PATH.match(f) for f in out.fields), out.fields
+
+    one()
+    assert codes.get("OK", 0) > OVER_GRPC // 10 and codes.get("INVALID_ARGUMENT", 0) > OVER_GRPC // 10, codes
+
+
+def _base() -> pb.RecommendRequest:
+    return pb.RecommendRequest(brief=pb.WorkloadBrief(
+        workload=pb.WORKLOAD_TYPE_REALTIME_INFERENCE,
+        model=pb.Model(params_billion=70, precision=pb.PRECISION_FP8, context_tokens=8192),
+    ))
+
+
+def test_a_quote_of_1e308_per_hour_is_invalid_argument_naming_the_quote(server: Running):
+    r = _base()
+    r.quotes.add(gpu="h100-sxm", usd_per_hour=1e308)
+    out = call(server.stub.Recommend, r)
+    assert out.code == grpc.StatusCode.INVALID_ARGUMENT
+    assert out.fields == ("quotes[0].usd_per_hour",)
+    r.quotes[0].usd_per_hour = MAX_QUOTE_USD_PER_HOUR  # the largest price allowed still gets an answer
+    assert call(server.stub.Recommend, r).code == grpc.StatusCode.OK
+
+
+@pytest.mark.parametrize("rps", [1e7, 1_000_000])
+def test_a_load_no_cluster_serves_gets_a_representable_count(server: Running, rps: float):
+    # 1,000B parameters at a million requests a second needs more GPUs than an int32 (or any cluster) holds.
+    r = pb.RecommendRequest(brief=pb.WorkloadBrief(
+        workload=pb.WORKLOAD_TYPE_REALTIME_INFERENCE, model=pb.Model(params_billion=1000),
+        traffic=pb.Traffic(requests_per_second=rps, avg_output_tokens=10_000_000)), max_candidates=50)
+    out = call(server.stub.Recommend, r)
+    if rps > 1_000_000:
+        assert out.code == grpc.StatusCode.INVALID_ARGUMENT
+        assert out.fields == ("brief.traffic.requests_per_second",)
+        return
+    assert out.code == grpc.StatusCode.OK, out.details
+    # No GPU can serve it: each is excluded as infeasible (or, where one could, its count is representable).
+    assert len(out.response.candidates) + len(out.response.excluded) == 14
+    assert all(1 <= c.count <= MAX_GPUS for c in out.response.candidates)
+
+
+def test_many_long_unknown_quote_ids_give_a_bounded_invalid_argument(server: Running):
+    r = _base()
+    for i in range(64):
+        r.quotes.add(gpu=f"unknown-gpu-{i:03d}-" + "x" * 240, usd_per_hour=2.0, provider="p" * 256)
+    out = call(server.stub.Recommend, r)
+    assert out.code == grpc.StatusCode.INVALID_ARGUMENT  # was RESOURCE_EXHAUSTED: trailers over 16 KB
+    assert len(out.fields) == MAX_VIOLATIONS
+    assert out.fields[0] == "quotes[0].gpu"
+    assert "more" in out.details
+    assert len(out.details) < 2000
+
+
+_WIDE = st.text(alphabet=st.characters(min_codepoint=0x4E00, max_codepoint=0x9FFF), min_size=100, max_size=400)
+
+
+@given(st.lists(st.tuples(st.one_of(st.text(max_size=2000), _WIDE), st.one_of(st.text(max_size=5000), _WIDE)),
+                min_size=1, max_size=200))
+@settings(max_examples=60, deadline=None, derandomize=True, database=None)
+def test_any_violation_list_fits_the_trailers(violations):
+    status = invalid_status(violations)
+    assert len(status.SerializeToString()) * 4 / 3 + len(status.message.encode()) * 3 < METADATA_LIMIT
+
+
+def _raw(server: Running, method: str):  # noqa: ANN202 - a callable taking and returning bytes
+    return server.channel.unary_unary(f"/gpuadvisor.v1.GpuAdvisor/{method}",
+                                      request_serializer=lambda b: b, response_deserializer=lambda b: b)
+
+
+def test_bytes_that_are_not_a_request_get_invalid_argument(server: Running):
+    # A string field holding invalid UTF-8, garbage, a truncated field: grpc itself would answer INTERNAL.
+    cases = [("Recommend", b"\x1a\x02\xff\xfe")]  # locale (field 3) = two bytes that are not UTF-8
+    cases += [(m, raw) for m in ("Recommend", "ListGpus", "GetRuleset") for raw in (b"\xff\xff\xff", b"\x0a\x05\x0a")]
+    for method, raw in cases:
+        try:
+            _raw(server, method)(raw, timeout=10)
+            raise AssertionError(f"{method} accepted {raw!r}")
+        except grpc.RpcError as err:
+            assert err.code() == grpc.StatusCode.INVALID_ARGUMENT, (method, raw, err.details())
+            assert "is not a valid gpuadvisor.v1." in err.details()
+
+
+@given(seed=seeds, flips=st.lists(st.tuples(st.integers(0, 10_000), st.integers(0, 255)), min_size=1, max_size=6))
+@settings(max_examples=200, deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck))
+def test_corrupted_request_bytes_get_ok_or_invalid_argument(server: Running, seed: int, flips):  # noqa: ANN001
+    data = bytearray(request_from_seed(seed).SerializeToString())
+    for at, value in flips:
+        if data:
+            data[at % len(data)] = value
+    try:
+        _raw(server, "Recommend")(bytes(data), timeout=20)
+    except grpc.RpcError as err:
+        assert err.code() == grpc.StatusCode.INVALID_ARGUMENT, (err.code(), err.details()[:300])
