@@ -20,6 +20,7 @@ import pytest
 
 from service.api import SERVICE_NAME, pb
 from service.rulebook import content_hash, rule_files
+from service.rulefiles import read_folder
 
 REPO = Path(__file__).parents[1]
 _spec = importlib.util.spec_from_file_location("render_k8s", REPO / "deploy" / "render_k8s.py")
@@ -163,7 +164,9 @@ def test_configmap_mount_serves_the_same_rules_and_follows_a_swap(tmp_path: Path
 
     running = start_server(mount, watch=True, poll_seconds=0.2)
     first = running.stub.GetRuleset(pb.GetRulesetRequest(), timeout=10)
-    assert first.content_hash == content_hash(RULES)[0], "the ConfigMap round trip changed the rules"
+    files, problems = read_folder(RULES, "rules")
+    assert not problems
+    assert first.content_hash == content_hash(files), "the ConfigMap round trip changed the rules"
 
     # An operator edits the ConfigMap (here: a sentence of the rules' README), the kubelet swaps `..data`.
     edited = copy.deepcopy(configmap)
