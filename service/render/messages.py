@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import string
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import Any
 
 _FORMATTER = string.Formatter()
@@ -59,9 +60,18 @@ class Messages:
         return fill(template, params or {})
 
 
+@lru_cache(maxsize=4096)
+def _parsed(template: str) -> tuple[tuple[str, str | None, str | None, str | None], ...]:
+    # Parsing a template costs more than filling it, and an answer fills ~150 of the same few hundred.
+    return tuple(_FORMATTER.parse(template))
+
+
 def fill(template: str, params: Mapping[str, Any]) -> str:
+    parts = _parsed(template)
+    if len(parts) == 1 and parts[0][1] is None:
+        return parts[0][0]  # no placeholder (checklist and benchmark lines)
     out = []
-    for literal, name, spec, conv in _FORMATTER.parse(template):
+    for literal, name, spec, conv in parts:
         out.append(literal)
         if name is None:
             continue
