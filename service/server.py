@@ -9,6 +9,7 @@ import argparse
 import hmac
 import os
 import signal
+import sys
 import threading
 from concurrent import futures
 from datetime import date
@@ -22,7 +23,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 from grpc_status import rpc_status
 
-from . import api, metrics
+from . import api, metrics, processes
 from .api import pb, pb_grpc
 from .interceptors import RequestContextInterceptor
 from .logging import configure
@@ -108,9 +109,10 @@ class Servicer(pb_grpc.GpuAdvisorServicer):
 
 def serve(
     addr: str, rules_dir: str, admin_token: str = "", watch: bool = True, workers: int = 4,
-    poll_seconds: float = 0.5,
+    poll_seconds: float = 0.5, shared_port: bool = False,
 ) -> tuple[grpc.Server, int, RuleStore]:
-    """Start serving and return (server, bound port, store). Health stays NOT_SERVING until rules load."""
+    """Start serving and return (server, bound port, store). Health stays NOT_SERVING until rules load.
+    `shared_port`: one of `--processes N` workers (SO_REUSEPORT); otherwise a busy port fails here."""
     store = RuleStore(rules_dir, poll_seconds=poll_seconds)
     store.self_test = self_test(store.rules_dir)
     health_servicer = health.HealthServicer()
@@ -126,14 +128,20 @@ def serve(
     store.on_reject.append(lambda _error: metrics.rules_rejected())
     # The rule engine holds the GIL, so a few threads suffice; they keep health checks answering.
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=workers),
-                         interceptors=[RequestContextInterceptor()])
+                         interceptors=[RequestContextInterceptor()],
+                         options=[("grpc.so_reuseport", int(shared_port))])
     pb_grpc.add_GpuAdvisorServicer_to_server(Servicer(store, admin_token), server)
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     health_name = health_pb2.DESCRIPTOR.services_by_name["Health"].full_name
     reflection.enable_server_reflection((api.SERVICE_NAME, health_name, reflection.SERVICE_NAME), server)
-    port = server.add_insecure_port(addr)
+    try:
+        port = server.add_insecure_port(addr)
+    except RuntimeError:
+        port = 0
     if port == 0:
-        raise RuntimeError(f"cannot bind {addr}")
+        log.error("bind_failed", addr=addr, hint="address in use or not local; --processes N shares a port")
+        store.close()
+        raise processes.BindError(f"cannot bind {addr}")
     result = store.reload()
     if not result.ok:
         log.error("rules_invalid_at_start", problems=list(result.problems)[:50], rules=rules_dir)
@@ -153,9 +161,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--log-level", default=None)
     parser.add_argument("--metrics-addr", default=os.environ.get("GPU_ADVISOR_METRICS_ADDR", ""),
                         help="serve Prometheus metrics on host:port (off when empty)")
+    parser.add_argument("--processes", type=int, default=processes.default_processes(),
+                        help=f"worker processes sharing the port (env {processes.ENV}, default 1)")
+    parser.add_argument("--shared-port", action="store_true", help=argparse.SUPPRESS)  # set for the workers
     args = parser.parse_args(argv)
-    configure(args.log_level)
-    server, _port, store = serve(args.addr, args.rules, args.admin_token, watch=not args.no_watch)
+    configure(args.log_level, pid=args.shared_port or args.processes > 1)
+    if args.processes < 1:
+        parser.error("--processes must be at least 1")
+    if args.processes > 1:
+        return processes.supervise(args.processes, args.addr, sys.argv[1:] if argv is None else argv,
+                                   args.metrics_addr)
+    try:
+        server, _port, store = serve(args.addr, args.rules, args.admin_token, watch=not args.no_watch,
+                                     shared_port=args.shared_port)
+    except processes.BindError:
+        return 1
     if args.metrics_addr:
         log.info("metrics", port=metrics.serve_metrics(args.metrics_addr))
     stop = threading.Event()
