@@ -23,7 +23,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 from grpc_status import rpc_status
 
-from . import api, metrics, processes
+from . import api, cache, metrics, processes
 from .api import pb, pb_grpc
 from .interceptors import RequestContextInterceptor
 from .logging import configure
@@ -109,10 +109,11 @@ class Servicer(pb_grpc.GpuAdvisorServicer):
 
 def serve(
     addr: str, rules_dir: str, admin_token: str = "", watch: bool = True, workers: int = 4,
-    poll_seconds: float = 0.5, shared_port: bool = False,
+    poll_seconds: float = 0.5, shared_port: bool = False, response_cache: int = 0,
 ) -> tuple[grpc.Server, int, RuleStore]:
     """Start serving and return (server, bound port, store). Health stays NOT_SERVING until rules load.
-    `shared_port`: one of `--processes N` workers (SO_REUSEPORT); otherwise a busy port fails here."""
+    `shared_port`: one of `--processes N` workers (SO_REUSEPORT); otherwise a busy port fails here.
+    `response_cache`: keep that many Recommend answers for repeated identical requests (0 = off)."""
     store = RuleStore(rules_dir, poll_seconds=poll_seconds)
     store.self_test = self_test(store.rules_dir)
     health_servicer = health.HealthServicer()
@@ -130,7 +131,10 @@ def serve(
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=workers),
                          interceptors=[RequestContextInterceptor()],
                          options=[("grpc.so_reuseport", int(shared_port))])
-    pb_grpc.add_GpuAdvisorServicer_to_server(Servicer(store, admin_token), server)
+    servicer = Servicer(store, admin_token)
+    if response_cache > 0:
+        servicer.Recommend = cache.ResponseCache(response_cache).wrap(store, servicer.Recommend)  # type: ignore[method-assign]
+    pb_grpc.add_GpuAdvisorServicer_to_server(servicer, server)
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     health_name = health_pb2.DESCRIPTOR.services_by_name["Health"].full_name
     reflection.enable_server_reflection((api.SERVICE_NAME, health_name, reflection.SERVICE_NAME), server)
@@ -164,6 +168,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--processes", type=int, default=processes.default_processes(),
                         help=f"worker processes sharing the port (env {processes.ENV}, default 1)")
     parser.add_argument("--shared-port", action="store_true", help=argparse.SUPPRESS)  # set for the workers
+    parser.add_argument("--response-cache", type=int, default=int(os.environ.get(cache.ENV, "0") or 0),
+                        help=f"cache this many Recommend answers for identical requests (env {cache.ENV}; 0 = off)")
     args = parser.parse_args(argv)
     configure(args.log_level, pid=args.shared_port or args.processes > 1)
     if args.processes < 1:
@@ -173,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
                                    args.metrics_addr)
     try:
         server, _port, store = serve(args.addr, args.rules, args.admin_token, watch=not args.no_watch,
-                                     shared_port=args.shared_port)
+                                     shared_port=args.shared_port, response_cache=args.response_cache)
     except processes.BindError:
         return 1
     if args.metrics_addr:
