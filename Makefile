@@ -36,8 +36,9 @@ test: $(GEN)
 lint: $(GEN)
 	$(VENV)/bin/ruff check service tests
 
+# BENCH_ARGS: e.g. --load-only, --baseline ../main (the same load on another checkout first), --load-seconds 10
 bench: $(GEN)
-	$(PY) -m service.bench
+	$(PY) -m service.bench $(BENCH_ARGS)
 
 rules-check: $(GEN)
 	$(PY) -m service.rules_cli check $(RULES)
