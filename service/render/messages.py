@@ -28,21 +28,34 @@ def placeholders(template: str) -> list[str]:
 
 
 def compact(v: Any) -> str:
+    # An answer formats a few hundred numbers: test the exact type first (bool is an int, so it comes first).
+    kind = type(v)
+    if kind is float:
+        return _compact_float(v)
+    if kind is int:
+        return f"{v:,}"
+    if kind is str:
+        return v
     if isinstance(v, bool):
         return "yes" if v else "no"
     if isinstance(v, float):
-        if not math.isfinite(v):
-            return "never" if v > 0 else "-"
-        if v == int(v) and abs(v) < 1e15:
-            return f"{int(v):,}"
-        if abs(v) >= 100:
-            return f"{v:,.0f}"
-        if abs(v) >= 1:
-            return f"{v:,.2f}".rstrip("0").rstrip(".")
-        return f"{v:.3g}"
+        return _compact_float(v)
     if isinstance(v, int):
         return f"{v:,}"
     return str(v)
+
+
+def _compact_float(v: float) -> str:
+    if not math.isfinite(v):
+        return "never" if v > 0 else "-"
+    size = abs(v)
+    if size < 1e15 and v.is_integer():
+        return f"{int(v):,}"
+    if size >= 100:
+        return f"{v:,.0f}"
+    if size >= 1:
+        return f"{v:,.2f}".rstrip("0").rstrip(".")
+    return f"{v:.3g}"
 
 
 class Messages:
