@@ -72,9 +72,17 @@ class _Writer:
         thread.join(timeout=5)
         self._thread = None
 
+    def after_fork(self) -> None:
+        # A forked child has the queue but not the thread: start afresh there (lines queued before the fork
+        # belong to the parent, which writes them).
+        self._queue = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._thread = None
+
 
 _WRITER = _Writer()
 atexit.register(_WRITER.close)
+os.register_at_fork(after_in_child=_WRITER.after_fork)
 
 
 class _QueuedLogger:

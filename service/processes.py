@@ -22,7 +22,7 @@ import socket
 import subprocess
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import structlog
 
@@ -72,10 +72,21 @@ def reserve(addr: str) -> tuple[socket.socket, str]:
     return sock, f"{shown}:{bound}"
 
 
+def _find_prctl() -> Callable[..., int] | None:
+    # Looked up in the parent: the forked child before exec only makes the one call (no dlopen there).
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):  # not Linux
+        return None
+
+
+_PRCTL = _find_prctl()
+
+
 def _die_with_parent() -> None:
     # Linux: a worker gets SIGTERM if the parent is killed outright, so no orphan keeps the port.
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+    if _PRCTL is not None:
+        _PRCTL(_PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 def worker_command(argv: Sequence[str], addr: str, metrics_addr: str, index: int) -> list[str]:
