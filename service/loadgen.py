@@ -71,13 +71,19 @@ class ServerProcess:
         env = {**os.environ, "GPU_ADVISOR_LOG_LEVEL": "INFO", "PYTHONPATH": str(repo)}
         env.pop("GPU_ADVISOR_PROCESSES", None)
         self.proc = subprocess.Popen(cmd, cwd=repo, env=env, stdout=subprocess.DEVNULL, stderr=self.log)
-        self._wait_ready(processes)
+        try:
+            self._wait_ready(processes)
+        except BaseException:
+            self.stop()  # never leave a server behind
+            raise
 
     def _wait_ready(self, processes: int) -> None:
         deadline = time.monotonic() + 90
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"server exited: {Path(self.log.name).read_text()[-2000:]}")
+            if '"rules_invalid_at_start"' in Path(self.log.name).read_text():
+                raise RuntimeError(f"server has no valid rules: {Path(self.log.name).read_text()[-2000:]}")
             if Path(self.log.name).read_text().count('"serving"') >= processes:
                 with grpc.insecure_channel(self.addr) as ch, contextlib.suppress(grpc.RpcError):
                     reply = health_pb2_grpc.HealthStub(ch).Check(health_pb2.HealthCheckRequest(), timeout=2)
