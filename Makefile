@@ -4,10 +4,16 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 GEN    := service/gen/.stamp
+CLIENT := $(VENV)/.client-installed
+CLIENT_SRC := client/pyproject.toml client/setup.py $(wildcard client/src/gpu_advisor_client/*.py)
 PROTOS := $(wildcard protos/gpuadvisor/v1/*.proto)
 RULES  ?= rules
+K8S_OUT ?= build/k8s
+# The last released contract: `buf breaking` compares the proto against it. On a release, write a new one with
+# `$(VENV)/bin/buf build --exclude-source-info -o protos/releases/vX.Y.Z.binpb` and point this at it.
+PROTO_RELEASE := protos/releases/v1.0.0.binpb
 
-.PHONY: all venv gen run test lint bench rules-check rules-test clean
+.PHONY: all venv gen client run test lint bench rules-check rules-test k8s deploy-check clean
 
 all: test
 
@@ -27,14 +33,26 @@ $(GEN): $(STAMP) $(PROTOS)
 
 gen: $(GEN)
 
+# The client package installed as a user gets it (`pip install ./client`: a wheel whose stubs are generated from
+# protos/), so the suite tests the installed package, not the source tree. Reinstalled when the proto changes.
+$(CLIENT): $(STAMP) $(PROTOS) $(CLIENT_SRC)
+	rm -rf client/build
+	$(PY) -m pip install --quiet ./client
+	rm -rf client/build client/src/*.egg-info
+	touch $(CLIENT)
+
+client: $(CLIENT)
+
 run: $(GEN)
 	$(PY) -m service
 
-test: $(GEN)
+test: $(GEN) $(CLIENT)
 	$(PY) -m pytest
 
 lint: $(GEN)
-	$(VENV)/bin/ruff check service tests
+	$(VENV)/bin/ruff check service tests client deploy
+	$(VENV)/bin/buf lint
+	$(VENV)/bin/buf breaking --against $(PROTO_RELEASE)
 
 # BENCH_ARGS: e.g. --load-only, --baseline ../main (the same load on another checkout first), --load-seconds 10
 bench: $(GEN)
@@ -46,5 +64,17 @@ rules-check: $(GEN)
 rules-test: $(GEN)
 	$(PY) -m service.rules_cli test $(RULES) --require-coverage
 
+# deploy/k8s/ and a ConfigMap of $(RULES), rendered into $(K8S_OUT) for `kubectl apply -f $(K8S_OUT)`.
+k8s: $(STAMP)
+	$(PY) deploy/render_k8s.py --rules $(RULES) --out $(K8S_OUT)
+
+# The deploy kit without a cluster: every manifest strictly against the Kubernetes schemas that
+# kubernetes-validate bundles (offline), for the oldest version targeted and the newest; the Dockerfile
+# through hadolint.
+deploy-check: k8s
+	$(VENV)/bin/kubernetes-validate --strict --quiet -k 1.30.0 $(K8S_OUT)/*.yaml
+	$(VENV)/bin/kubernetes-validate --strict --quiet $(K8S_OUT)/*.yaml
+	$(VENV)/bin/hadolint deploy/Dockerfile
+
 clean:
-	rm -rf $(VENV) service/gen .pytest_cache .ruff_cache
+	rm -rf $(VENV) service/gen .pytest_cache .ruff_cache build client/build

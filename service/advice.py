@@ -39,6 +39,31 @@ class Ownership:
 
 
 @dataclass(frozen=True)
+class ScoreBreakdown:
+    basis: str  # usd_per_unit | usd_per_million_output_tokens | usd_per_effective_tflop_hour
+    cost: float  # this candidate's, on that basis
+    best_cost: float  # the lowest among the ranked candidates
+    cost_points: float  # 100 x best_cost / cost
+    rules: tuple[tuple[str, float], ...] = ()  # (rule id, points), in firing order
+
+
+@dataclass(frozen=True)
+class Performance:
+    """The sizing's estimates as numbers; 0 where a figure does not apply to the workload."""
+
+    ttft_ms: float = 0.0
+    itl_ms: float = 0.0
+    e2e_p95_ms: float = 0.0
+    tokens_per_second_per_replica: float = 0.0
+    tensor_parallel: int = 0
+    replicas: int = 0
+    nodes: int = 0
+    training_days: float = 0.0
+    gpu_hours: float = 0.0
+    cost_per_run_usd: float = 0.0
+
+
+@dataclass(frozen=True)
 class Candidate:
     gpu: str
     name: str
@@ -51,6 +76,8 @@ class Candidate:
     caveats: tuple[Reason, ...] = ()
     interconnect: str = ""  # what the interconnect must carry, when count > 1
     throughput: str = ""  # human-readable estimate, e.g. "1,850 output tokens/s"
+    score_breakdown: ScoreBreakdown | None = None
+    performance: Performance | None = None
 
 
 @dataclass(frozen=True)
@@ -78,6 +105,9 @@ class Question:
     field: str  # path in the brief, e.g. "model.params_billion"
     text: str
     rule_id: str = ""
+    unit: str = ""  # of a numeric answer, e.g. "tokens"
+    assumed: str | int | float | bool | None = None  # what the answer assumes meanwhile (domain form: "BF16")
+    priority: int = 0  # the asking rule's priority: higher changes the answer more
 
 
 @dataclass(frozen=True)

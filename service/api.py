@@ -6,6 +6,7 @@ Enum numbers become the domain's prefix-less names (WORKLOAD_TYPE_REALTIME_INFER
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Iterable
 from datetime import date
@@ -35,6 +36,7 @@ from .brief import (  # noqa: E402
     Training,
 )
 from .catalog import Gpu  # noqa: E402
+from .proto_schema import field_at, json_type  # noqa: E402
 
 __all__ = ["pb", "pb_grpc", "request_from_proto", "request_to_proto", "advice_to_proto", "gpu_to_proto",
            "response_to_dict", "enum_name", "enum_number", "SERVICE_NAME"]
@@ -50,6 +52,7 @@ _PREFIX = {
     "Demand": "DEMAND_",
     "RouteKind": "ROUTE_KIND_",
     "Severity": "SEVERITY_",
+    "AttentionKind": "ATTENTION_KIND_",
 }
 
 
@@ -90,6 +93,10 @@ def request_from_proto(r: pb.RecommendRequest) -> AdviceRequest:
             kv_heads=m.kv_heads,
             head_dim=m.head_dim,
             hidden_size=m.hidden_size,
+            attention=enum_name("AttentionKind", m.attention),
+            kv_lora_rank=m.kv_lora_rank,
+            rope_head_dim=m.rope_head_dim,
+            sliding_window_tokens=m.sliding_window_tokens,
         ),
         traffic=Traffic(
             concurrent_sessions=t.concurrent_sessions,
@@ -104,7 +111,8 @@ def request_from_proto(r: pb.RecommendRequest) -> AdviceRequest:
         boundary=enum_name("Boundary", b.boundary),
         success_unit=enum_name("SuccessUnit", b.success_unit),
         toolchain=tuple(b.toolchain),
-        training=Training(tokens_billion=tr.tokens_billion, target_days=tr.target_days),
+        training=Training(tokens_billion=tr.tokens_billion, target_days=tr.target_days,
+                          global_batch_tokens=tr.global_batch_tokens),
         economics=Economics(
             hours_per_month=e.hours_per_month,
             horizon_months=e.horizon_months,
@@ -146,6 +154,8 @@ def request_to_proto(r: AdviceRequest) -> pb.RecommendRequest:
             params_billion=m.params_billion, active_params_billion=m.active_params_billion,
             precision=enum_number("Precision", m.precision), context_tokens=m.context_tokens, layers=m.layers,
             kv_heads=m.kv_heads, head_dim=m.head_dim, hidden_size=m.hidden_size,
+            attention=enum_number("AttentionKind", m.attention), kv_lora_rank=m.kv_lora_rank,
+            rope_head_dim=m.rope_head_dim, sliding_window_tokens=m.sliding_window_tokens,
         ),
         traffic=pb.Traffic(
             concurrent_sessions=t.concurrent_sessions, batch_size=t.batch_size,
@@ -157,7 +167,8 @@ def request_to_proto(r: AdviceRequest) -> pb.RecommendRequest:
         boundary=enum_number("Boundary", b.boundary),
         success_unit=enum_number("SuccessUnit", b.success_unit),
         toolchain=list(b.toolchain),
-        training=pb.Training(tokens_billion=tr.tokens_billion, target_days=tr.target_days),
+        training=pb.Training(tokens_billion=tr.tokens_billion, target_days=tr.target_days,
+                             global_batch_tokens=tr.global_batch_tokens),
         economics=econ,
     )
     return pb.RecommendRequest(
@@ -171,6 +182,24 @@ def request_to_proto(r: AdviceRequest) -> pb.RecommendRequest:
 
 def _reasons(items: Iterable[domain.Reason]) -> list[pb.Reason]:
     return [pb.Reason(rule_id=x.rule_id, text=x.text) for x in items]
+
+
+def _score_breakdown(b: domain.ScoreBreakdown | None) -> pb.ScoreBreakdown | None:
+    if b is None:
+        return None
+    return pb.ScoreBreakdown(basis=b.basis, cost=b.cost, best_cost=b.best_cost, cost_points=b.cost_points,
+                             rules=[pb.ScorePoints(rule_id=r, points=p) for r, p in b.rules])
+
+
+def _performance(p: domain.Performance | None) -> pb.Performance | None:
+    if p is None:
+        return None
+    return pb.Performance(
+        ttft_ms=p.ttft_ms, itl_ms=p.itl_ms, e2e_p95_ms=p.e2e_p95_ms,
+        tokens_per_second_per_replica=p.tokens_per_second_per_replica, tensor_parallel=p.tensor_parallel,
+        replicas=p.replicas, nodes=p.nodes, training_days=p.training_days, gpu_hours=p.gpu_hours,
+        cost_per_run_usd=p.cost_per_run_usd,
+    )
 
 
 def advice_to_proto(a: Advice) -> pb.RecommendResponse:
@@ -191,7 +220,8 @@ def advice_to_proto(a: Advice) -> pb.RecommendResponse:
                                    break_even_months=c.ownership.break_even_months,
                                    purchase_usd=c.ownership.purchase_usd),
             reasons=_reasons(c.reasons), caveats=_reasons(c.caveats), interconnect=c.interconnect,
-            throughput=c.throughput,
+            throughput=c.throughput, performance=_performance(c.performance),
+            score_breakdown=_score_breakdown(c.score_breakdown),
         ))
     for x in a.excluded:
         out.excluded.append(pb.Exclusion(gpu=x.gpu, reasons=_reasons(x.reasons)))
@@ -202,7 +232,7 @@ def advice_to_proto(a: Advice) -> pb.RecommendResponse:
         out.warnings.append(pb.Warning(code=w.code, severity=enum_number("Severity", w.severity), text=w.text,
                                        rule_id=w.rule_id))
     for q in a.questions:
-        out.questions.append(pb.Question(field=q.field, text=q.text, rule_id=q.rule_id))
+        out.questions.append(question_to_proto(q))
     if a.metric:
         out.metric.CopyFrom(pb.Metric(name=a.metric.name, formula=a.metric.formula, rule_id=a.metric.rule_id))
     for st in a.benchmark_plan:
@@ -217,6 +247,29 @@ def advice_to_proto(a: Advice) -> pb.RecommendResponse:
                                        detail=t.detail))
     out.notes.extend(_reasons(a.notes))
     return out
+
+
+def question_to_proto(q: domain.Question) -> pb.Question:
+    """The rules say the unit, the assumed value and the priority; the contract says the type and the choices."""
+    out = pb.Question(field=q.field, text=q.text, rule_id=q.rule_id, unit=q.unit, priority=q.priority)
+    fd = field_at(pb.WorkloadBrief.DESCRIPTOR, q.field)
+    if fd is None:
+        return out  # rules-check rejects such a field; an old rules version still gets its text through
+    out.type = json_type(fd)
+    if fd.enum_type is not None:
+        out.allowed_values.extend(v.name for v in fd.enum_type.values if v.number != 0)
+    if q.assumed is not None:
+        out.assumed = _brief_json(fd, q.assumed)
+    return out
+
+
+def _brief_json(fd: Any, value: Any) -> str:
+    # The form a caller sends the value in: proto enum names, JSON true/false, numbers as numbers.
+    if fd.enum_type is not None:
+        return _PREFIX[fd.enum_type.name] + str(value)
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)  # "0", not "0.0": the same number in JSON, and what a person would type
+    return json.dumps(value)
 
 
 def gpu_to_proto(g: Gpu, day: date) -> pb.GpuInfo:

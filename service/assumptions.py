@@ -35,6 +35,13 @@ REQUIRED_NUMBERS = (
     "adapter_flops_per_param_token",
     "model_api_usd_per_million_tokens",
     "kernel_saturation_ms",
+    "decode_step_floor_ms",
+    "tp_allreduce_latency_us_fast_link",
+    "tp_allreduce_latency_us_slow_link",
+    "default_prefill_batch_tokens",
+    "default_global_batch_tokens",
+    "mla_kv_lora_rank",
+    "mla_rope_head_dim",
 )
 
 

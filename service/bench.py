@@ -1,7 +1,7 @@
 """`make bench`: speed and memory, measured side by side in one run (this machine is shared and noisy, so
 compare the ratios, not the absolute numbers).
 
-1. advise() in-process on the shared cases, with and without the trace;
+1. advise() in-process on the golden cases (tests/cases, or --cases DIR), with and without the trace;
 2. the durable_rules engine against the reference evaluator on the same facts;
 3. Recommend through a real gRPC server on 127.0.0.1;
 4. N live reloads of the rules (default 1000), with resident memory before and after;
@@ -14,7 +14,6 @@ compare the ratios, not the absolute numbers).
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import statistics
 import tempfile
@@ -55,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="bench")
     parser.add_argument("--iterations", type=int, default=30)
     parser.add_argument("--reloads", type=int, default=1000)
-    parser.add_argument("--cases", default=os.environ.get("GPU_ADVISOR_CASES") or str(REPO.parent / "shared" / "cases"))
+    parser.add_argument("--cases", default=str(REPO / "tests" / "cases"))  # the project's copy: a clone has it
     parser.add_argument("--load-only", action="store_true", help="only section 5 (load on a server process)")
     parser.add_argument("--load-seconds", type=float, default=5.0)
     parser.add_argument("--briefs", type=int, default=8, help="distinct Recommend briefs (one h2load each)")

@@ -7,8 +7,10 @@ and turns into questions rather than errors. Tri-state booleans are None when th
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from datetime import date
+from typing import Any, get_type_hints
 
 UNSPECIFIED = "UNSPECIFIED"
 
@@ -25,6 +27,7 @@ WORKLOADS = (
 )
 TRAINING_WORKLOADS = ("PRETRAINING", "FULL_FINETUNE", "ADAPTER_FINETUNE")
 PRECISIONS = ("FP32", "BF16", "FP16", "FP8", "INT8", "INT4")
+ATTENTION_KINDS = ("MHA", "GQA", "MQA", "MLA")
 RUN_CYCLES = ("ALWAYS_ON", "SCHEDULED_BATCH", "BURST", "EXPERIMENTAL")
 BOUNDARIES = ("PUBLIC_CLOUD", "PRIVATE_NETWORK", "DEDICATED_CLUSTER", "ON_PREM", "DATA_RESIDENCY")
 SUCCESS_UNITS = (
@@ -61,6 +64,10 @@ class Model:
     kv_heads: int = 0
     head_dim: int = 0
     hidden_size: int = 0
+    attention: str = UNSPECIFIED  # one of ATTENTION_KINDS
+    kv_lora_rank: int = 0  # MLA latent width per layer
+    rope_head_dim: int = 0  # MLA decoupled RoPE key width per layer
+    sliding_window_tokens: int = 0  # 0 = full attention
 
 
 @dataclass(frozen=True)
@@ -84,6 +91,7 @@ class Latency:
 class Training:
     tokens_billion: float = 0.0
     target_days: float = 0.0
+    global_batch_tokens: int = 0  # 0 = the rules' default
 
 
 @dataclass(frozen=True)
@@ -111,6 +119,33 @@ class Brief:
     toolchain: tuple[str, ...] = ()
     training: Training = field(default_factory=Training)
     economics: Economics = field(default_factory=Economics)
+
+
+# Brief fields that take an enum, by path (values without their proto prefix, as rules write them).
+ENUM_FIELDS: dict[str, tuple[str, ...]] = {
+    "workload": WORKLOADS,
+    "model.precision": PRECISIONS,
+    "run_cycle": RUN_CYCLES,
+    "boundary": BOUNDARIES,
+    "success_unit": SUCCESS_UNITS,
+    "economics.demand": DEMANDS,
+}
+
+
+def brief_field_kind(path: str) -> str | None:
+    """number, int, bool, enum, list or None (no such field) for a dotted path in the brief."""
+    cls: Any = Brief
+    hint: Any = None
+    for part in path.split("."):
+        hints = get_type_hints(cls) if dataclasses.is_dataclass(cls) else {}
+        if part not in hints:
+            return None
+        hint = cls = hints[part]
+    if path in ENUM_FIELDS:
+        return "enum"
+    if dataclasses.is_dataclass(hint):
+        return None  # a group (model, traffic...), not a field an answer fills
+    return {float: "number", int: "int", bool | None: "bool", tuple[str, ...]: "list"}.get(hint)
 
 
 @dataclass(frozen=True)

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from datetime import date
 from itertools import combinations
+from typing import Any
 
-from .brief import ROUTE_KINDS, SUCCESS_UNITS, WORKLOADS
+from .brief import ENUM_FIELDS, ROUTE_KINDS, SUCCESS_UNITS, WORKLOADS, brief_field_kind
 from .catalog import Gpu
 from .engine.analyze import implies, satisfiable
 from .engine.ir import Rule
@@ -91,7 +92,8 @@ def message_problems(
     for key, location, rid, rule in used:
         path, line = _where(location)
         for locale in LOCALES:
-            if locale in messages and key not in messages[locale]:
+            # Defined in another locale: a missing translation, reported at this locale's file below.
+            if locale in messages and key not in messages[locale] and not _defined_elsewhere(key, locale, messages):
                 near = did_you_mean(key, messages[locale])
                 out.append(
                     Problem(path, line, 1, rid, f"message key '{key}' is not defined for {locale}{near}")
@@ -111,10 +113,10 @@ def message_problems(
                     )
     for key in CODE_MESSAGE_KEYS:
         for locale in LOCALES:
-            if locale in messages and key not in messages[locale]:
+            if locale in messages and key not in messages[locale] and not _defined_elsewhere(key, locale, messages):
                 out.append(
                     Problem(
-                        f"messages/{locale}",
+                        _locale_file(locations, locale),
                         1,
                         1,
                         "",
@@ -125,11 +127,9 @@ def message_problems(
     en, zh = messages.get("en", {}), messages.get("zh-CN", {})
     for key in sorted(set(en) | set(zh)):
         if key in en and key not in zh:
-            path, line = _where(locations["en"][key])
-            out.append(Problem(path, line, 1, key, "missing zh-CN translation"))
+            out.append(missing_translation(key, "zh-CN", "en", messages, locations))
         elif key in zh and key not in en:
-            path, line = _where(locations["zh-CN"][key])
-            out.append(Problem(path, line, 1, key, "missing en text"))
+            out.append(missing_translation(key, "en", "zh-CN", messages, locations))
         else:
             for locale, table in (("en", en), ("zh-CN", zh)):
                 try:
@@ -141,6 +141,43 @@ def message_problems(
                 path, line = _where(locations["zh-CN"][key])
                 out.append(Problem(path, line, 1, key, "placeholders differ from the en text"))
     return out
+
+
+def _defined_elsewhere(key: str, locale: str, messages: dict[str, dict[str, str]]) -> bool:
+    return any(key in table for other, table in messages.items() if other != locale)
+
+
+def _locale_file(locations: dict[str, dict[str, str]], locale: str) -> str:
+    """The messages file of a locale (where its keys are), or a stand-in name when it has none yet."""
+    for where in locations.get(locale, {}).values():
+        return _where(where)[0]
+    return f"messages/{locale}"
+
+
+def missing_translation(
+    key: str,
+    locale: str,
+    source: str,
+    messages: dict[str, dict[str, str]],
+    locations: dict[str, dict[str, str]],
+) -> Problem:
+    """A key `source` defines and `locale` does not, reported in the file the fix goes into: `locale`'s messages
+    file, at the key the missing one follows in `source`'s order (before the file's first key when none does),
+    naming where the `source` text is."""
+    table, placed = messages.get(locale, {}), locations.get(locale, {})
+    order = list(messages.get(source, {}))
+    after = next((k for k in reversed(order[: order.index(key)]) if k in table), None)
+    if after is not None:
+        (path, line), where = _where(placed[after]), f"add it after '{after}'"
+    elif placed:
+        first = next(iter(placed))
+        (path, line), where = _where(placed[first]), f"add it before '{first}'"
+    else:
+        path, line, where = _locale_file(locations, locale), 1, "add it"
+    return Problem(
+        path, line, 1, key, f"missing {locale} translation of '{key}' ({source} text at "
+        f"{locations[source][key]}); {where}"
+    )
 
 
 def _safe_placeholders(template: str) -> list[str]:
@@ -244,4 +281,102 @@ def price_problems(catalog: tuple[Gpu, ...], today: date, max_age_days: int) -> 
                 )
             if age < 0:
                 out.append(Problem(ppath, pline, 1, g.id, f"as_of {p.as_of} is in the future"))
+    return out
+
+
+def _fits(kind: str, path: str, value: Any) -> bool:
+    if kind == "enum":
+        return value in ENUM_FIELDS[path]
+    if kind == "bool":
+        return isinstance(value, bool)
+    if kind == "int":
+        return isinstance(value, int) and not isinstance(value, bool)
+    if kind == "number":
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    return False
+
+
+def question_problems(rules: list[Rule], assumptions: dict[str, Any]) -> list[Problem]:
+    """An `ask` must name a brief field, and what it says the answer assumes must be a value that field takes:
+    an assistant passes both on to a person."""
+    out: list[Problem] = []
+    for r in rules:
+        for a in r.actions:
+            if a.kind != "ask":
+                continue
+            path, line = _where(r.location)
+            field = a.get("field")
+            kind = brief_field_kind(field)
+            if kind is None:
+                out.append(Problem(path, line, 1, r.id, f"ask field '{field}' is not a field of the brief"))
+                continue
+            literal, name = a.get("assumes"), a.get("assumes_from")
+            if literal is not None and name is not None:
+                out.append(Problem(path, line, 1, r.id, "ask takes 'assumes' or 'assumes_from', not both"))
+                continue
+            if name is not None:
+                if name not in assumptions:
+                    out.append(Problem(path, line, 1, r.id,
+                                       f"assumes_from: no assumption '{name}'{did_you_mean(name, assumptions)}"))
+                    continue
+                literal = assumptions[name]
+            if literal is not None and not _fits(kind, field, literal):
+                want = {"bool": "true or false", "int": "a whole number", "number": "a number"}.get(kind, "")
+                if kind == "enum":
+                    want = "one of " + ", ".join(ENUM_FIELDS[field])
+                out.append(Problem(path, line, 1, r.id,
+                                   f"assumes {literal!r} is not a value {field} takes: it wants {want}"))
+    return out
+
+
+def lint_problems(rules: list[Rule], catalog: tuple[Gpu, ...]) -> list[Problem]:
+    """Warnings about rules that work, but not as their author likely meant."""
+    return _candidate_warn_lints(rules) + _unmatrixed_gpu_lints(rules, catalog)
+
+
+def _candidate_warn_lints(rules: list[Rule]) -> list[Problem]:
+    # Warnings belong to the answer (one per code), so a candidate rule's `warn` shows on the whole answer as
+    # soon as any GPU matches: also one that is excluded or ranked below the shown candidates.
+    out = []
+    for r in rules:
+        if r.fact == "candidate" and any(a.kind == "warn" for a in r.actions):
+            path, line = _where(r.location)
+            out.append(Problem(
+                path, line, 1, r.id,
+                "'warn' on a candidate fact becomes an answer-wide warning when any GPU matches, even one that "
+                "is excluded or not shown; use 'caveat' for this candidate, or test the top pick on the plan fact",
+                "warning",
+            ))
+    return out
+
+
+def _unmatrixed_gpu_lints(rules: list[Rule], catalog: tuple[Gpu, ...]) -> list[Problem]:
+    # The matrix: rows of candidate decision tables that test `gpu`. A catalog GPU none of them names gets no
+    # workload points anywhere, usually because it was added to the catalog and forgotten in the matrix. A row
+    # naming it with no points (a note) records that ranking it on cost alone is meant.
+    rows = [
+        r for r in rules
+        if r.fact == "candidate" and not r.group.endswith((".yaml", ".yml"))
+        and any(c.field == "gpu" for b in r.branches for c in b)
+    ]
+    if not rows:
+        return []
+    named: set[str] = set()
+    for r in rows:
+        for c in (c for b in r.branches for c in b if c.field == "gpu"):
+            if c.op == "eq":
+                named.add(str(c.value))
+            elif c.op == "in" and isinstance(c.value, tuple):
+                named.update(str(v) for v in c.value)
+    tables = ", ".join(sorted({r.group for r in rows}))
+    out = []
+    for g in catalog:
+        if g.id not in named:
+            path, line = _where(g.location)
+            out.append(Problem(
+                path, line, 1, g.id,
+                f"no row of {tables} names this GPU: it gets no workload points and is ranked on cost alone; "
+                "add it to a row, or a row with a note saying cost alone is meant",
+                "warning",
+            ))
     return out

@@ -1,13 +1,16 @@
 """`gpu-advisor`: a terminal client for a running GPU Advisor server.
 
     gpu-advisor recommend BRIEF.yaml [--json] [--locale zh-CN] [--trace] [--max N]
-    gpu-advisor explain BRIEF.yaml       # which rules fired (file:line) and, for the rest, what stopped them
+    gpu-advisor explain BRIEF.yaml [--rule GLOB] [--gpu ID] [--fired | --not-fired]
+                                         # the answer, each candidate's score, which rules fired (file:line)
     gpu-advisor gpus                     # the catalog with dated prices
     gpu-advisor ruleset                  # the active rules version and the last reload attempt
-    gpu-advisor reload [--token T]       # admin: reload the rules now
+    gpu-advisor reload [--token-file F]  # admin: reload the rules now (or the token in GPU_ADVISOR_ADMIN_TOKEN)
+    gpu-advisor mcp [--transport http]   # serve chat assistants over MCP (stdio, or streamable HTTP at /mcp)
 
 A brief file is YAML in protobuf's JSON form: a whole RecommendRequest (with a `brief:` key) or the brief.
 Exit codes: 0 OK, 2 the input was rejected (file or INVALID_ARGUMENT), 1 any other failure.
+TLS: `--tls` (system roots) or `--tls-ca`; `--tls-client-cert/--tls-client-key` for a server that wants mTLS.
 """
 
 from __future__ import annotations
@@ -27,9 +30,12 @@ from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
 from .api import enum_name, pb, pb_grpc
+from .credentials import ConfigError, admin_token, channel_credentials
+from .explain import Filters, print_explanation
 
 DEFAULT_ADDR = "127.0.0.1:50051"
 EXIT_OK, EXIT_FAIL, EXIT_INPUT = 0, 1, 2
+MAX_EXPLAIN_CANDIDATES = 50  # validate.py's limit
 
 
 class InputError(Exception):
@@ -197,7 +203,11 @@ def print_ruleset(info: pb.RulesetInfo, out: TextIO | None = None) -> None:
 
 
 def _stub(args: argparse.Namespace) -> tuple[grpc.Channel, pb_grpc.GpuAdvisorStub]:
-    channel = grpc.insecure_channel(args.addr)
+    if args.tls or args.tls_ca or args.tls_client_cert or args.tls_client_key:
+        creds = channel_credentials(args.tls_ca, args.tls_client_cert, args.tls_client_key)
+        channel = grpc.secure_channel(args.addr, creds)
+    else:
+        channel = grpc.insecure_channel(args.addr)
     return channel, pb_grpc.GpuAdvisorStub(channel)
 
 
@@ -209,15 +219,16 @@ def _recommend(args: argparse.Namespace, explain: bool) -> int:
         request.max_candidates = args.max
     if explain or getattr(args, "trace", False):
         request.include_trace = True
+    if explain and args.gpu and not request.max_candidates:
+        request.max_candidates = MAX_EXPLAIN_CANDIDATES  # the GPU asked about is shown wherever it ranks
     channel, stub = _stub(args)
     with channel:
         resp = stub.Recommend(request, timeout=args.timeout)
     if args.json:
         print(MessageToJson(resp, preserving_proto_field_name=True, ensure_ascii=False))
     elif explain:
-        print_trace(resp)
-        print()
-        print_advice(resp)
+        fired = True if args.fired else (False if args.not_fired else None)
+        print_explanation(resp, Filters(tuple(args.rule or ()), args.gpu or "", fired))
     else:
         print_advice(resp)
         if request.include_trace:
@@ -249,7 +260,8 @@ def _ruleset(args: argparse.Namespace) -> int:
 
 
 def _reload(args: argparse.Namespace) -> int:
-    metadata = (("authorization", f"Bearer {args.token}"),) if args.token else ()
+    token = admin_token(os.environ, args.token_file)
+    metadata = (("authorization", f"Bearer {token}"),) if token else ()
     channel, stub = _stub(args)
     with channel:
         result = stub.ReloadRules(pb.ReloadRulesRequest(), timeout=args.timeout, metadata=metadata)
@@ -270,6 +282,14 @@ def build_parser() -> argparse.ArgumentParser:
                         help="server address (env GPU_ADVISOR_ADDR, default %(default)s)")
     common.add_argument("--timeout", type=float, default=30.0, help="seconds per call")
     common.add_argument("--json", action="store_true", help="print the response as protobuf JSON")
+    env = os.environ.get
+    common.add_argument("--tls", action="store_true", help="use TLS, trusting the system's CAs")
+    common.add_argument("--tls-ca", metavar="PEM", default=env("GPU_ADVISOR_TLS_CA"),
+                        help="use TLS, trusting this CA (env GPU_ADVISOR_TLS_CA)")
+    common.add_argument("--tls-client-cert", metavar="PEM", default=env("GPU_ADVISOR_TLS_CLIENT_CERT"),
+                        help="client certificate for mTLS (env GPU_ADVISOR_TLS_CLIENT_CERT)")
+    common.add_argument("--tls-client-key", metavar="PEM", default=env("GPU_ADVISOR_TLS_CLIENT_KEY"),
+                        help="its private key (env GPU_ADVISOR_TLS_CLIENT_KEY)")
 
     parser = argparse.ArgumentParser(prog="gpu-advisor", description="Ask a GPU Advisor server.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -281,9 +301,16 @@ def build_parser() -> argparse.ArgumentParser:
     rec.add_argument("--max", type=int, help="at most N candidates")
     rec.set_defaults(run=lambda a: _recommend(a, explain=False))
 
-    exp = sub.add_parser("explain", parents=[common], help="recommend, and show why: the rule trace")
+    exp = sub.add_parser("explain", parents=[common],
+                         help="recommend, and show why: the answer, each score's parts, the rule trace")
     exp.add_argument("brief")
     exp.add_argument("--locale", choices=("en", "zh-CN"))
+    exp.add_argument("--rule", action="append", metavar="GLOB",
+                     help="only trace entries of rule ids matching this glob (e.g. 'matrix.*'); repeatable")
+    exp.add_argument("--gpu", metavar="ID", help="only this GPU: its score, exclusion and candidate trace")
+    only = exp.add_mutually_exclusive_group()
+    only.add_argument("--fired", action="store_true", help="only rules that fired")
+    only.add_argument("--not-fired", action="store_true", help="only rules that did not fire, and why")
     exp.set_defaults(run=lambda a: _recommend(a, explain=True))
 
     gpus = sub.add_parser("gpus", parents=[common], help="list the GPU catalog with dated prices")
@@ -294,10 +321,25 @@ def build_parser() -> argparse.ArgumentParser:
     rs.set_defaults(run=_ruleset)
 
     rl = sub.add_parser("reload", parents=[common], help="admin: reload the rules folder now")
-    rl.add_argument("--token", default=os.environ.get("GPU_ADVISOR_ADMIN_TOKEN", ""),
-                    help="admin bearer token (env GPU_ADVISOR_ADMIN_TOKEN)")
+    # No --token VALUE: argv shows in `ps`. The token comes from the environment or a file, as on the server.
+    rl.add_argument("--token-file", metavar="PATH", default=env("GPU_ADVISOR_ADMIN_TOKEN_FILE"),
+                    help="file holding the admin bearer token (env GPU_ADVISOR_ADMIN_TOKEN_FILE; or the token "
+                         "itself in env GPU_ADVISOR_ADMIN_TOKEN)")
     rl.set_defaults(run=_reload)
+
+    # -- MCP: the way in for chat assistants (service/mcp_server.py; imported only when used) --
+    mcp = sub.add_parser("mcp", parents=[common], help="serve chat assistants over MCP (stdio or streamable HTTP)")
+    mcp.add_argument("--transport", choices=("stdio", "http"), default="stdio")
+    mcp.add_argument("--listen", default=os.environ.get("GPU_ADVISOR_MCP_LISTEN", "127.0.0.1:8765"),
+                     help="host:port for --transport http, served at /mcp (env GPU_ADVISOR_MCP_LISTEN)")
+    mcp.set_defaults(run=_mcp)
     return parser
+
+
+def _mcp(args: argparse.Namespace) -> int:
+    from .mcp_server import main as serve_mcp
+
+    return serve_mcp(args.addr, args.transport, args.listen, args.timeout)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -308,7 +350,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # `gpu-advisor explain x.yaml | head`: the reader left; stop quietly instead of a traceback.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK
-    except InputError as exc:
+    except (InputError, ConfigError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_INPUT
     except grpc.RpcError as err:

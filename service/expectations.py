@@ -40,9 +40,14 @@ def _in(v: float, rng: list[float]) -> bool:
 
 
 def check(
-    expect: dict[str, Any], status: str, response: dict[str, Any] | None, violations: list[str] | None = None
+    expect: dict[str, Any],
+    status: str,
+    response: dict[str, Any] | None,
+    violations: list[str] | None = None,
+    catalog: dict[str, dict[str, float]] | None = None,
 ) -> list[str]:
-    """Every failed expectation, as a sentence; an empty list means the answer is right."""
+    """Every failed expectation, as a sentence; an empty list means the answer is right. `catalog` (GPU id →
+    price kind → USD valid on the request's day) is needed only by ranges relative to the catalog."""
     fails: list[str] = []
     unknown = set(expect) - set(KEYS)
     if unknown:
@@ -110,7 +115,9 @@ def check(
                 fails.append(f"{gpu} is not a candidate ({key} expected in {rng})")
                 continue
             v = float(by_id[gpu].get(attr[0], {}).get(attr[1], 0.0))
-            if not _in(v, rng):
+            if isinstance(rng, dict):
+                fails += relative_failures(gpu, ".".join(attr), v, rng, catalog)
+            elif not _in(v, rng):
                 fails.append(f"{gpu} {'.'.join(attr)} {v} not in {rng}")
     if expect.get("summary_has_cjk") and not CJK.search(r.get("summary", "")):
         fails.append("summary has no Chinese characters")
@@ -120,4 +127,35 @@ def check(
     for rid in expect.get("not_fired", []):
         if rid in fired:
             fails.append(f"rule {rid} fired")
+    return fails
+
+
+# Ranges relative to the catalog, so a price edit does not need a hand edit of every golden range it moves:
+# the figure divided by a basis computed from the catalog prices valid on the request's day.
+RELATIVE = {
+    # $/h of the whole configuration ÷ the GPU's rent $/GPU-hour = the GPU count (a catalog-priced candidate)
+    "catalog_rent_x": lambda p: p["rent"],
+    # break-even hours ÷ (purchase $ ÷ rent $/h), the break-even before running costs: ≥ 1 with them
+    "catalog_purchase_over_rent_x": lambda p: p["purchase"] / p["rent"],
+}
+
+
+def relative_failures(
+    gpu: str, what: str, value: float, spec: dict[str, Any], catalog: dict[str, dict[str, float]] | None
+) -> list[str]:
+    fails = []
+    for basis, rng in spec.items():
+        if basis not in RELATIVE:
+            fails.append(f"{gpu} {what}: unknown relative range '{basis}' (known: {', '.join(RELATIVE)})")
+            continue
+        prices = (catalog or {}).get(gpu, {})
+        try:
+            base = float(RELATIVE[basis](prices))
+        except (KeyError, ZeroDivisionError):
+            fails.append(f"{gpu} {what}: {basis} needs the catalog's prices for {gpu} (got {prices or 'none'})")
+            continue
+        ratio = value / base if base else float("inf")
+        if not _in(ratio, rng):
+            fails.append(f"{gpu} {what} {value} is {ratio:.4g} x {basis.removeprefix('catalog_').removesuffix('_x')}"
+                         f" ({base:.4g} from the catalog), not in {rng}")
     return fails

@@ -11,12 +11,20 @@ LATENCY = Histogram(
     buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5),
 )
 RELOADS = Counter("gpu_advisor_rules_reloads_total", "rules reload attempts that found a change", ["result"])
+ABANDONED = Counter(
+    "gpu_advisor_abandoned_total", "calls stopped before a step because their deadline passed or the caller left",
+    ["method", "stage"],
+)
 ACTIVE = Gauge("gpu_advisor_rules_active_info", "the active rules version (value 1)", ["revision"])
 
 
 def observe_rpc(method: str, code: str, seconds: float) -> None:
     RPCS.labels(method=method, code=code).inc()
     LATENCY.labels(method=method).observe(seconds)
+
+
+def abandoned(method: str, stage: str) -> None:
+    ABANDONED.labels(method=method, stage=stage).inc()
 
 
 def rules_activated(revision: str) -> None:

@@ -21,11 +21,12 @@ import jsonschema
 from .assumptions import Assumptions, missing_keys
 from .brief import ROUTE_KINDS
 from .catalog import Gpu, Price
-from .checks import logic_problems, message_problems, price_problems
+from .checks import lint_problems, logic_problems, message_problems, price_problems, question_problems
 from .decide.facts import SCHEMA
 from .engine.ir import Program
 from .engine.load import Doc, Problem, load_yaml, plain, pos
 from .engine.parse import compile_docs, did_you_mean
+from .engine.schema_errors import most_specific, readable
 
 KINDS = ("catalog", "assumptions", "rules", "decision_table", "benchmark_plan", "checklist", "messages")
 LOCALES = ("en", "zh-CN")
@@ -114,13 +115,14 @@ def _node_at(data: Any, path: list[Any]) -> tuple[Any, Any]:
 def schema_problems(doc: Doc, schema: dict[str, Any]) -> list[Problem]:
     validator = jsonschema.Draft202012Validator(schema)
     out = []
-    for err in validator.iter_errors(_jsonable(plain(doc.data))):
+    for raw in validator.iter_errors(_jsonable(plain(doc.data))):
+        err = most_specific(raw)  # of a oneOf: the branch the author meant
         path = list(err.absolute_path)
         parent, key = _node_at(doc.data, path)
         line, col = pos(parent, key) if key is not None else pos(doc.data)
         rid = _rule_id_near(doc.data, path)
         where = "/".join(str(p) for p in path) or "(top)"
-        message = f"{where}: {err.message}"
+        message = f"{where}: {readable(err) or err.message}"
         if err.validator == "additionalProperties" and isinstance(err.instance, dict):
             # Point at the unknown key itself and suggest the nearest allowed one.
             allowed = list(err.schema.get("properties", {}))
@@ -348,6 +350,8 @@ def load_rulebook(
         rules, messages, locations, [(k, f"{_content_file(by_kind, w)}:1") for k, w in content_keys], SCHEMA
     )
     problems += logic_problems(rules, SCHEMA)
+    problems += question_problems(rules, values)
+    problems += lint_problems(rules, tuple(catalog))
     max_age = int(
         max_price_age_days if max_price_age_days is not None else values.get("max_price_age_days", 540)
     )

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field, replace
+from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -128,7 +129,19 @@ def run_case(bundle: Bundle, case: dict[str, Any]) -> tuple[list[str], frozenset
     advice = bundle.advise(replace(domain, trace_fired_only=True))
     response = api.response_to_dict(api.advice_to_proto(advice))
     fired = frozenset(t.get("rule_id") for t in response.get("trace", []) if t.get("fired"))
-    return check(case["expect"], "OK", response), fired
+    prices = catalog_prices(bundle, domain.as_of or date.today())
+    return check(case["expect"], "OK", response, catalog=prices), fired
+
+
+def catalog_prices(bundle: Bundle, day: date) -> dict[str, dict[str, float]]:
+    """GPU id → price kind → USD valid on `day`: the bases of ranges relative to the catalog."""
+    out: dict[str, dict[str, float]] = {}
+    for g in bundle.book.catalog:
+        for kind in ("rent", "purchase"):
+            price = g.price(kind, day)
+            if price is not None:
+                out.setdefault(g.id, {})[kind] = price.usd
+    return out
 
 
 def _jsonable(v: Any) -> Any:

@@ -1,6 +1,7 @@
 """Wiring: the gRPC server, health, reflection, interceptors, signals and rules reloading.
 
-The servicer is thin: validate → map → the active rules version's `advise` → map back.
+The servicer is thin: validate → map → the active rules version's `advise` → map back, checking before each
+expensive step that the caller still waits for the answer.
 """
 
 from __future__ import annotations
@@ -8,24 +9,28 @@ from __future__ import annotations
 import argparse
 import hmac
 import os
+import select
 import signal
+import socket
 import sys
 import threading
-from concurrent import futures
 from datetime import date
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import grpc
 import structlog
 from google.protobuf import any_pb2
 from google.rpc import code_pb2, error_details_pb2, status_pb2
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
-from grpc_reflection.v1alpha import reflection
+from grpc_reflection.v1alpha import reflection, reflection_pb2, reflection_pb2_grpc
 from grpc_status import rpc_status
 
 from . import api, cache, metrics, processes
 from .api import pb, pb_grpc
-from .interceptors import RequestContextInterceptor
+from .credentials import ConfigError, admin_token, server_credentials
+from .decide.cancel import Cancelled
+from .interceptors import AdmissionInterceptor, RequestContextInterceptor
+from .lifecycle import AdvisorServer, TrackingExecutor
 from .logging import configure
 from .ruletests import self_test
 from .store import Bundle, RulesetStatus, RuleStore
@@ -34,6 +39,15 @@ from .validate import validate
 log = structlog.get_logger("gpu_advisor.server")
 
 DEFAULT_ADDR = "127.0.0.1:50051"
+REFLECTION_V1 = "grpc.reflection.v1.ServerReflection"
+# The rule engine holds the GIL, so more than a few calls running at once only adds latency; a short queue
+# absorbs bursts, and beyond it a caller hears RESOURCE_EXHAUSTED at once rather than waiting seconds.
+DEFAULT_MAX_CONCURRENT = 4
+DEFAULT_MAX_QUEUE = 32
+DEFAULT_GRACE_SECONDS = 10.0
+# Threads beyond what the limited methods can hold, so health checks and reflection never wait for a worker.
+SPARE_WORKERS = 8
+RECOMMEND = f"/{api.SERVICE_NAME}/Recommend"  # the method path, as metrics label it
 
 
 def _invalid(context: grpc.ServicerContext, violations: list[tuple[str, str]]) -> NoReturn:
@@ -61,9 +75,28 @@ def _status_to_proto(st: RulesetStatus) -> pb.RulesetInfo:
     )
 
 
+def _still_wanted(context: grpc.ServicerContext) -> bool:
+    # time_remaining() is exact; is_active() notices a caller that hung up (or a deadline Core already enforced).
+    return context.time_remaining() > 0 and context.is_active()
+
+
+def _stop_unless_wanted(context: grpc.ServicerContext, stage: str) -> None:
+    if not _still_wanted(context):
+        _abandon(context, stage)
+
+
+def _abandon(context: grpc.ServicerContext, stage: str) -> NoReturn:
+    """Nobody waits for this answer any more: count it and stop (the status goes nowhere, but must be one)."""
+    metrics.abandoned(RECOMMEND, stage)
+    code = grpc.StatusCode.DEADLINE_EXCEEDED if context.time_remaining() <= 0 else grpc.StatusCode.CANCELLED
+    context.abort(code, f"stopped before {stage}: the caller no longer waits for the answer")
+    raise AssertionError("unreachable: abort raises")
+
+
 class Servicer(pb_grpc.GpuAdvisorServicer):
     def __init__(self, store: RuleStore, admin_token: str = ""):
         self.store = store
+        # Empty: the admin RPCs are off (closed by default).
         self.admin_token = admin_token
 
     def _bundle(self, context: grpc.ServicerContext) -> Bundle:
@@ -76,10 +109,15 @@ class Servicer(pb_grpc.GpuAdvisorServicer):
 
     def Recommend(self, request: pb.RecommendRequest, context: grpc.ServicerContext) -> pb.RecommendResponse:  # noqa: N802
         bundle = self._bundle(context)
+        _stop_unless_wanted(context, "validate")
         violations = validate(request, bundle.known_gpu_ids())
         if violations:
             _invalid(context, violations)
-        advice = bundle.advise(api.request_from_proto(request))
+        try:
+            advice = bundle.advise(api.request_from_proto(request), lambda: _still_wanted(context))
+        except Cancelled as stopped:
+            _abandon(context, stopped.stage)
+        _stop_unless_wanted(context, "response")
         return api.advice_to_proto(advice)
 
     def ListGpus(self, request: pb.ListGpusRequest, context: grpc.ServicerContext) -> pb.ListGpusResponse:  # noqa: N802
@@ -99,21 +137,48 @@ class Servicer(pb_grpc.GpuAdvisorServicer):
     def ReloadRules(  # noqa: N802
         self, request: pb.ReloadRulesRequest, context: grpc.ServicerContext
     ) -> pb.ReloadRulesResponse:
-        if self.admin_token:
-            sent = dict(context.invocation_metadata()).get("authorization", "")
-            if not hmac.compare_digest(sent.encode(), f"Bearer {self.admin_token}".encode()):
-                context.abort(grpc.StatusCode.UNAUTHENTICATED, "ReloadRules needs the admin bearer token")
+        if not self.admin_token:
+            context.abort(grpc.StatusCode.PERMISSION_DENIED,
+                          "ReloadRules is off: the server has no admin token (GPU_ADVISOR_ADMIN_TOKEN or "
+                          "--admin-token-file); SIGHUP or the folder watcher reload the rules")
+        sent = dict(context.invocation_metadata()).get("authorization", "")
+        if not hmac.compare_digest(sent.encode(), f"Bearer {self.admin_token}".encode()):
+            context.abort(grpc.StatusCode.UNAUTHENTICATED, "ReloadRules needs the admin bearer token")
         result = self.store.reload()
         return pb.ReloadRulesResponse(ruleset=_status_to_proto(self.store.status()), reloaded=result.changed)
 
 
+def _enable_reflection(service_names: tuple[str, ...], server: grpc.Server) -> None:
+    """Server reflection under both v1alpha and v1.
+
+    grpcio-reflection registers only v1alpha, while current clients (grpcurl, buf curl, Postman) ask v1 first.
+    v1 is v1alpha renamed: the messages are the same on the wire, so one servicer answers both method paths.
+    v1 is answered but not listed: its descriptor is not in the pool, and tools that describe every listed
+    service would stop on it.
+    """
+    servicer = reflection.ReflectionServicer(service_names)
+    reflection_pb2_grpc.add_ServerReflectionServicer_to_server(servicer, server)
+    v1 = grpc.stream_stream_rpc_method_handler(
+        servicer.ServerReflectionInfo,
+        request_deserializer=reflection_pb2.ServerReflectionRequest.FromString,
+        response_serializer=reflection_pb2.ServerReflectionResponse.SerializeToString,
+    )
+    handler = grpc.method_handlers_generic_handler(REFLECTION_V1, {"ServerReflectionInfo": v1})
+    server.add_generic_rpc_handlers((handler,))
+
+
 def serve(
-    addr: str, rules_dir: str, admin_token: str = "", watch: bool = True, workers: int = 4,
-    poll_seconds: float = 0.5, shared_port: bool = False, response_cache: int = 0,
-) -> tuple[grpc.Server, int, RuleStore]:
+    addr: str, rules_dir: str, admin_token: str = "", watch: bool = True, workers: int | None = None,
+    poll_seconds: float = 0.5, max_concurrent: int = DEFAULT_MAX_CONCURRENT, max_queue: int = DEFAULT_MAX_QUEUE,
+    tls: grpc.ServerCredentials | None = None, shared_port: bool = False, response_cache: int = 0,
+) -> tuple[AdvisorServer, int, RuleStore]:
     """Start serving and return (server, bound port, store). Health stays NOT_SERVING until rules load.
+
+    Each GpuAdvisor method runs at most `max_concurrent` calls with `max_queue` more waiting; `workers`
+    defaults to enough threads for all of them plus spares for health. `tls`: plaintext when None.
     `shared_port`: one of `--processes N` workers (SO_REUSEPORT); otherwise a busy port fails here.
-    `response_cache`: keep that many Recommend answers for repeated identical requests (0 = off)."""
+    `response_cache`: keep that many Recommend answers for repeated identical requests (0 = off).
+    """
     store = RuleStore(rules_dir, poll_seconds=poll_seconds)
     store.self_test = self_test(store.rules_dir)
     health_servicer = health.HealthServicer()
@@ -127,9 +192,11 @@ def serve(
     store.on_activate.append(mark_serving)
     store.on_activate.append(lambda bundle: metrics.rules_activated(bundle.revision))
     store.on_reject.append(lambda _error: metrics.rules_rejected())
-    # The rule engine holds the GIL, so a few threads suffice; they keep health checks answering.
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=workers),
-                         interceptors=[RequestContextInterceptor()],
+    limited = [f"/{api.SERVICE_NAME}/{m.name}" for m in pb.DESCRIPTOR.services_by_name["GpuAdvisor"].methods]
+    admission = AdmissionInterceptor(limited, max_concurrent, max_queue)
+    executor = TrackingExecutor(workers or len(limited) * (max_concurrent + max_queue) + SPARE_WORKERS)
+    # The request interceptor comes first so refused calls are logged and counted too.
+    server = grpc.server(executor, interceptors=[RequestContextInterceptor(), admission],
                          options=[("grpc.so_reuseport", int(shared_port))])
     servicer = Servicer(store, admin_token)
     if response_cache > 0:
@@ -137,9 +204,9 @@ def serve(
     pb_grpc.add_GpuAdvisorServicer_to_server(servicer, server)
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     health_name = health_pb2.DESCRIPTOR.services_by_name["Health"].full_name
-    reflection.enable_server_reflection((api.SERVICE_NAME, health_name, reflection.SERVICE_NAME), server)
+    _enable_reflection((api.SERVICE_NAME, health_name, reflection.SERVICE_NAME), server)
     try:
-        port = server.add_insecure_port(addr)
+        port = server.add_secure_port(addr, tls) if tls else server.add_insecure_port(addr)
     except RuntimeError:
         port = 0
     if port == 0:
@@ -152,34 +219,111 @@ def serve(
     server.start()
     if watch:
         store.start_watching()
-    log.info("serving", addr=addr, port=port, rules=rules_dir, revision=store.status().revision or None)
-    return server, port, store
+    log.info("serving", addr=addr, port=port, rules=rules_dir, revision=store.status().revision or None,
+             tls=tls is not None,
+             admin=bool(admin_token), max_concurrent=max_concurrent, max_queue=max_queue)
+    return AdvisorServer(server, executor, health_servicer, admission), port, store
 
 
-def main(argv: list[str] | None = None) -> int:
+def _add_serving_flags(parser: argparse.ArgumentParser) -> None:
+    """Admission, drain, admin token and TLS flags; each defaults to its environment variable."""
+    env = os.environ.get
+    parser.add_argument("--max-concurrent", type=int, metavar="N",
+                        default=env("GPU_ADVISOR_MAX_CONCURRENT", str(DEFAULT_MAX_CONCURRENT)),
+                        help="calls of one GpuAdvisor method running at once (env GPU_ADVISOR_MAX_CONCURRENT, "
+                             "default %(default)s)")
+    parser.add_argument("--max-queue", type=int, metavar="N",
+                        default=env("GPU_ADVISOR_MAX_QUEUE", str(DEFAULT_MAX_QUEUE)),
+                        help="calls of one method waiting for a slot; more get RESOURCE_EXHAUSTED at once "
+                             "(env GPU_ADVISOR_MAX_QUEUE, default %(default)s)")
+    parser.add_argument("--grace-seconds", type=float, metavar="S",
+                        default=env("GPU_ADVISOR_GRACE_SECONDS", str(DEFAULT_GRACE_SECONDS)),
+                        help="on SIGTERM/SIGINT, time for accepted calls to finish (env GPU_ADVISOR_GRACE_SECONDS, "
+                             "default %(default)s)")
+    parser.add_argument("--admin-token-file", metavar="PATH", default=env("GPU_ADVISOR_ADMIN_TOKEN_FILE"),
+                        help="file holding the ReloadRules bearer token (env GPU_ADVISOR_ADMIN_TOKEN_FILE; or the "
+                             "token itself in env GPU_ADVISOR_ADMIN_TOKEN); neither: ReloadRules is off")
+    parser.add_argument("--admin-token", help=argparse.SUPPRESS)  # refused below: argv shows in `ps`
+    parser.add_argument("--tls-cert", metavar="PEM", default=env("GPU_ADVISOR_TLS_CERT"),
+                        help="server certificate chain: serve TLS (env GPU_ADVISOR_TLS_CERT)")
+    parser.add_argument("--tls-key", metavar="PEM", default=env("GPU_ADVISOR_TLS_KEY"),
+                        help="its private key (env GPU_ADVISOR_TLS_KEY)")
+    parser.add_argument("--tls-client-ca", metavar="PEM", default=env("GPU_ADVISOR_TLS_CLIENT_CA"),
+                        help="require client certificates signed by this CA: mTLS (env GPU_ADVISOR_TLS_CLIENT_CA)")
+
+
+def _serving_options(parser: argparse.ArgumentParser, args: argparse.Namespace) -> dict[str, Any]:
+    """serve() keyword arguments from the flags of `_add_serving_flags`; a bad setting ends with a usage error."""
+    if args.admin_token is not None:
+        parser.error("--admin-token is not accepted (a flag's value shows in `ps`): set GPU_ADVISOR_ADMIN_TOKEN "
+                     "or use --admin-token-file")
+    if args.max_concurrent < 1 or args.max_queue < 0 or args.grace_seconds < 0:
+        parser.error("--max-concurrent must be >= 1, --max-queue and --grace-seconds >= 0")
+    try:
+        return {
+            "admin_token": admin_token(os.environ, args.admin_token_file),
+            "tls": server_credentials(args.tls_cert, args.tls_key, args.tls_client_ca),
+            "max_concurrent": args.max_concurrent, "max_queue": args.max_queue,
+        }
+    except ConfigError as err:
+        parser.error(str(err))
+
+
+def _wait_for(stop: threading.Event) -> None:
+    """Block the main thread until a signal handler sets `stop`.
+
+    Not a plain `stop.wait()`: with calls in flight that sometimes never saw SIGTERM (about 1 run in 5 of the
+    drain test, the handler never ran). Python runs handlers on the main thread only, and a signal the kernel
+    gives to a busy worker thread does not interrupt the main thread's lock wait. The wake-up fd is written
+    whichever thread takes the signal, so select() returns and the handler runs at once.
+    """
+    wake_r, wake_w = socket.socketpair()
+    wake_w.setblocking(False)
+    previous = signal.set_wakeup_fd(wake_w.fileno(), warn_on_full_buffer=False)
+    try:
+        while not stop.is_set():
+            ready, _, _ = select.select([wake_r], [], [], 1.0)
+            if ready:
+                wake_r.recv(4096)  # the signal numbers; the handlers themselves run as this loop goes on
+    finally:
+        signal.set_wakeup_fd(previous)
+        wake_r.close()
+        wake_w.close()
+
+
+def parse_args(argv: list[str] | None = None) -> tuple[argparse.Namespace, dict[str, Any]]:
+    """The command line (and environment) → (args, the serve() keyword arguments they set)."""
     parser = argparse.ArgumentParser(prog="gpu-advisor-server", description="Serve GPU Advisor over gRPC.")
-    parser.add_argument("--addr", default=os.environ.get("GPU_ADVISOR_ADDR", DEFAULT_ADDR))
-    parser.add_argument("--rules", default=os.environ.get("GPU_ADVISOR_RULES", "rules"))
-    parser.add_argument("--admin-token", default=os.environ.get("GPU_ADVISOR_ADMIN_TOKEN", ""))
+    parser.add_argument("--addr", default=os.environ.get("GPU_ADVISOR_ADDR", DEFAULT_ADDR),
+                        help="host:port to listen on (env GPU_ADVISOR_ADDR, default %(default)s)")
+    parser.add_argument("--rules", default=os.environ.get("GPU_ADVISOR_RULES", "rules"),
+                        help="rules folder (env GPU_ADVISOR_RULES, default %(default)s)")
     parser.add_argument("--no-watch", action="store_true", help="do not watch the rules folder for changes")
-    parser.add_argument("--log-level", default=None)
+    parser.add_argument("--log-level", default=None,
+                        help="DEBUG, INFO, WARNING or ERROR (env GPU_ADVISOR_LOG_LEVEL, default INFO)")
     parser.add_argument("--metrics-addr", default=os.environ.get("GPU_ADVISOR_METRICS_ADDR", ""),
-                        help="serve Prometheus metrics on host:port (off when empty)")
+                        help="serve Prometheus metrics on host:port (env GPU_ADVISOR_METRICS_ADDR; off when empty)")
+    _add_serving_flags(parser)
     parser.add_argument("--processes", type=int, default=processes.default_processes(),
                         help=f"worker processes sharing the port (env {processes.ENV}, default 1)")
     parser.add_argument("--shared-port", action="store_true", help=argparse.SUPPRESS)  # set for the workers
     parser.add_argument("--response-cache", type=int, default=int(os.environ.get(cache.ENV, "0") or 0),
                         help=f"cache this many Recommend answers for identical requests (env {cache.ENV}; 0 = off)")
     args = parser.parse_args(argv)
+    if args.processes < 1 or args.response_cache < 0:
+        parser.error("--processes must be at least 1 and --response-cache at least 0")
+    return args, _serving_options(parser, args)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args, options = parse_args(argv)
     configure(args.log_level, pid=args.shared_port or args.processes > 1)
-    if args.processes < 1:
-        parser.error("--processes must be at least 1")
     if args.processes > 1:
         return processes.supervise(args.processes, args.addr, sys.argv[1:] if argv is None else argv,
                                    args.metrics_addr)
     try:
-        server, _port, store = serve(args.addr, args.rules, args.admin_token, watch=not args.no_watch,
-                                     shared_port=args.shared_port, response_cache=args.response_cache)
+        server, _port, store = serve(args.addr, args.rules, watch=not args.no_watch, shared_port=args.shared_port,
+                                     response_cache=args.response_cache, **options)
     except processes.BindError:
         return 1
     if args.metrics_addr:
@@ -197,8 +341,8 @@ def main(argv: list[str] | None = None) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT, getattr(signal, "SIGHUP", None)):
         if sig is not None:
             signal.signal(sig, on_signal)
-    stop.wait()
-    server.stop(grace=5).wait()
+    _wait_for(stop)
+    server.drain(args.grace_seconds)
     store.close()
     log.info("stopped")
     return 0

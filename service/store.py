@@ -21,6 +21,7 @@ from .advice import Advice
 from .brief import AdviceRequest
 from .catalog import Gpu
 from .decide.advisor import advise
+from .decide.cancel import StillWanted
 from .engine.durable import DurableEngine
 from .engine.load import Problem, RulesError
 from .rulebook import Rulebook, load_rulebook, now
@@ -49,7 +50,7 @@ class Bundle:
     def known_gpu_ids(self) -> frozenset[str]:
         return frozenset(g.id for g in self.catalog)
 
-    def advise(self, request: AdviceRequest) -> Advice:
+    def advise(self, request: AdviceRequest, still_wanted: StillWanted | None = None) -> Advice:
         with self._lock:
             if self._closed:
                 target = self._successor
@@ -57,9 +58,9 @@ class Bundle:
                 self._inflight += 1
                 target = None
         if target is not None:  # we were swapped out and freed before this request began: use the newer one
-            return target.advise(request)
+            return target.advise(request, still_wanted)
         try:
-            return advise(self.book, self.engine, request)
+            return advise(self.book, self.engine, request, still_wanted=still_wanted)
         finally:
             self._leave()
 

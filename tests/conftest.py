@@ -18,6 +18,9 @@ from service.logging import configure
 from service.server import serve
 
 RULES = Path(__file__).parents[1] / "rules"
+# ReloadRules is off unless the server has an admin token; tests that reload through the RPC start with this one.
+ADMIN_TOKEN = "test-admin-token"
+ADMIN = (("authorization", f"Bearer {ADMIN_TOKEN}"),)
 
 # As `main` does: log lines go to stderr, so a test reading a command's stdout gets only its output.
 configure()
@@ -115,4 +118,4 @@ def call(method: Any, request: Any, **kw: Any) -> Outcome:
                        dict(err.initial_metadata() or ()), dict(err.trailing_metadata() or ()))
 
 
-__all__ = ["Outcome", "Running", "bad_request_fields", "call", "pb"]
+__all__ = ["ADMIN", "ADMIN_TOKEN", "Outcome", "Running", "bad_request_fields", "call", "pb"]

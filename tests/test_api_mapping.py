@@ -27,7 +27,9 @@ from service.catalog import Gpu, Price
 FULL_BRIEF = {
     "workload": "WORKLOAD_TYPE_REALTIME_INFERENCE",
     "model": {"params_billion": 70, "active_params_billion": 12.5, "precision": "PRECISION_FP8",
-              "context_tokens": 32768, "layers": 80, "kv_heads": 8, "head_dim": 128, "hidden_size": 8192},
+              "context_tokens": 32768, "layers": 80, "kv_heads": 8, "head_dim": 128, "hidden_size": 8192,
+              "attention": "ATTENTION_KIND_GQA", "kv_lora_rank": 512, "rope_head_dim": 64,
+              "sliding_window_tokens": 4096},
     "traffic": {"concurrent_sessions": 64, "batch_size": 16, "avg_input_tokens": 2000,
                 "p95_input_tokens": 9000, "avg_output_tokens": 400, "requests_per_second": 7.5},
     "latency": {"p95_ms": 2000, "p99_ms": 3500, "ttft_ms": 400},
@@ -35,7 +37,7 @@ FULL_BRIEF = {
     "boundary": "BOUNDARY_DATA_RESIDENCY",
     "success_unit": "SUCCESS_UNIT_TOKEN",
     "toolchain": ["vllm", "kubernetes"],
-    "training": {"tokens_billion": 1.5, "target_days": 3},
+    "training": {"tokens_billion": 1.5, "target_days": 3, "global_batch_tokens": 4194304},
     "economics": {"hours_per_month": 730, "horizon_months": 24, "utilization": 0.65,
                   "budget_usd_per_hour": 80, "electricity_usd_per_kwh": 0.12, "needs_hardware_control": False,
                   "demand": "DEMAND_STEADY", "has_platform_team": True, "acceptance_rate": 0.93},
@@ -62,10 +64,10 @@ def test_full_request_to_domain():
     b = r.brief
     assert b.workload == "REALTIME_INFERENCE" and b.run_cycle == "ALWAYS_ON"
     assert b.boundary == "DATA_RESIDENCY" and b.success_unit == "TOKEN"
-    assert b.model == B.Model(70, 12.5, "FP8", 32768, 80, 8, 128, 8192)
+    assert b.model == B.Model(70, 12.5, "FP8", 32768, 80, 8, 128, 8192, "GQA", 512, 64, 4096)
     assert b.traffic == B.Traffic(64, 16, 2000, 9000, 400, 7.5)
     assert b.latency == B.Latency(2000, 3500, 400)
-    assert b.training == B.Training(1.5, 3)
+    assert b.training == B.Training(1.5, 3, 4194304)
     assert b.toolchain == ("vllm", "kubernetes")
     e = b.economics
     assert (e.hours_per_month, e.horizon_months, e.utilization, e.budget_usd_per_hour) == (730, 24, 0.65, 80)
@@ -171,7 +173,11 @@ def _advice() -> A.Advice:
         excluded=(A.Exclusion("rtx-4090", (r("eligibility.z", "too small"),)),),
         route=A.Route("RESERVE", (r("routing.reserve", "steady"),)),
         warnings=(A.Warning("MISTAKE_HOURLY_RATE", "CRITICAL", "by $/h", "mistake.hourly"),),
-        questions=(A.Question("model.params_billion", "how big?", "ask.params"),),
+        questions=(A.Question("model.params_billion", "how big?", "ask.params"),
+                   A.Question("model.precision", "which?", "ask.precision", assumed="BF16", priority=80),
+                   A.Question("traffic.avg_output_tokens", "how many?", "ask.output-tokens", unit="tokens",
+                              assumed=512.0, priority=70),
+                   A.Question("economics.has_platform_team", "a team?", "ask.platform-team", assumed=False)),
         metric=A.Metric("cost per accepted response", "usd_per_hour / accepted", "metric.realtime"),
         benchmark_plan=(A.BenchmarkStage("smoke", ("run it",), ("p95",)),),
         procurement_checklist=(A.ChecklistSection("contract", ("exit clause",)),),
@@ -201,7 +207,17 @@ def test_advice_to_proto_carries_every_field():
     assert resp.route.kind == pb.ROUTE_KIND_RESERVE and d["route"]["kind"] == "ROUTE_KIND_RESERVE"
     w = resp.warnings[0]
     assert w.severity == pb.SEVERITY_CRITICAL and w.code == "MISTAKE_HOURLY_RATE" and w.rule_id
-    assert d["questions"] == [{"field": "model.params_billion", "text": "how big?", "rule_id": "ask.params"}]
+    # The rules give unit, assumed value and priority; the contract gives the type and the enum choices.
+    assert d["questions"] == [
+        {"field": "model.params_billion", "text": "how big?", "rule_id": "ask.params", "type": "number"},
+        {"field": "model.precision", "text": "which?", "rule_id": "ask.precision", "type": "enum",
+         "allowed_values": ["PRECISION_FP32", "PRECISION_BF16", "PRECISION_FP16", "PRECISION_FP8", "PRECISION_INT8",
+                            "PRECISION_INT4"], "assumed": "PRECISION_BF16", "priority": 80},
+        {"field": "traffic.avg_output_tokens", "text": "how many?", "rule_id": "ask.output-tokens",
+         "type": "integer", "unit": "tokens", "assumed": "512", "priority": 70},
+        {"field": "economics.has_platform_team", "text": "a team?", "rule_id": "ask.platform-team",
+         "type": "boolean", "assumed": "false"},
+    ]
     assert d["metric"]["rule_id"] == "metric.realtime"
     assert d["benchmark_plan"] == [{"name": "smoke", "steps": ["run it"], "record": ["p95"]}]
     assert d["procurement_checklist"] == [{"name": "contract", "items": ["exit clause"]}]

@@ -184,3 +184,117 @@ def test_memory_totals_are_sums_and_grow_with_size(params, more):
     big = mem.inference_memory(params * more, 2.0, LLAMA31_8B, 2048, 4, 2.0, 5.0, 1.0)
     assert small.total_gb == pytest.approx(sum(v for _, v in small.components))
     assert big.total_gb > small.total_gb
+
+
+# --- Issue 6: physics round 2 ----------------------------------------------------------------------------------
+
+LLAMA3_405B_FLOPS = compute.training_flops(405, 15_600)  # 6 x 405e9 x 15.6e12 ≈ 3.79e25
+
+
+def test_a_count_sized_for_a_deadline_meets_it_at_the_same_mfu():
+    # Llama 3 paper (Grattafiori et al. 2024, Table 4): 38-43% BF16 MFU on 8k-16k H100, communication included;
+    # Llama 3.1 model card: 30.84M H100 GPU-hours for 405B. At 40% MFU, 90 days need 12,324 H100 (12,328 in
+    # whole nodes of 8) and the run takes the 90 days it was sized for, not 1/0.85 of them.
+    n = compute.gpus_for_deadline(LLAMA3_405B_FLOPS, 989, 0.40, 90)
+    assert n == 12_324
+    nodes = math.ceil(n / 8) * 8
+    assert nodes == 12_328
+    days = compute.training_seconds(LLAMA3_405B_FLOPS, nodes, 989, 0.40) / 86_400
+    assert 89 <= days <= 90
+    gpu_hours = nodes * days * 24
+    assert 26.3e6 <= gpu_hours <= 30.84e6
+    assert 83e6 <= gpu_hours * 3.15 <= 97e6  # at the catalog's $3.15/h H100
+
+
+def test_mla_kv_cache_is_the_compressed_latent():
+    # DeepSeek-V3/R1 config.json: 61 layers, kv_lora_rank 512, qk_rope_head_dim 64 → (512 + 64) x 61 x 2 B =
+    # 70,272 B (~70 KB) per token in BF16 (DeepSeek-V2 paper section 2.1; llm-d KVCacheDetail), 57x less than
+    # 2 x 61 layers x 128 heads x 128 x 2 B if it were MHA.
+    r1 = mem.resolve_architecture(671, 61, 0, 0, 7168, BANDS, kind="MLA", kv_lora_rank=512, rope_head_dim=64)
+    assert r1.exact and r1.kind == "MLA"
+    assert mem.kv_bytes_per_token(r1, 2.0) == 70_272
+    assert 2 * 61 * 128 * 128 * 2 / mem.kv_bytes_per_token(r1, 2.0) == pytest.approx(57, abs=0.5)
+    # Served with data-parallel attention (vLLM/SGLang for MLA), the latent is not replicated under TP.
+    assert mem.kv_cache_gb(r1, 4096, 8, tensor_parallel=8) == pytest.approx(mem.kv_cache_gb(r1, 4096, 8))
+    # DeepSeek-V2 (config.json: 60 layers, same ranks): 69,120 B per token.
+    v2 = mem.resolve_architecture(236, 60, 0, 0, 5120, BANDS, kind="MLA", kv_lora_rank=512, rope_head_dim=64)
+    assert mem.kv_bytes_per_token(v2, 2.0) == 69_120
+
+
+def test_an_mla_guess_is_not_exact():
+    guess = mem.resolve_architecture(671, 0, 0, 0, 0, BANDS, kind="MLA")
+    assert not guess.exact and guess.kind == "MLA" and guess.kv_latent == 512 + 64
+
+
+def test_gqa_and_mha_kv_follow_the_named_attention():
+    # A GQA model is unchanged by naming it: Llama-3.3-70B stays 327,680 B per token.
+    gqa = mem.resolve_architecture(70, 80, 8, 128, 8192, BANDS, kind="GQA")
+    assert gqa.exact and mem.kv_bytes_per_token(gqa, 2.0) == 327_680
+    # Llama-2-13B is MHA (40 layers, hidden 5120): 2 x 40 x 5120 x 2 B = 819,200 B (~0.8 MB) per token.
+    mha = mem.resolve_architecture(13, 40, 0, 128, 5120, BANDS, kind="MHA")
+    assert mha.exact and mem.kv_bytes_per_token(mha, 2.0) == 819_200
+    # MQA keeps one KV head (Falcon-7B: 32 layers, head_dim 64): 2 x 32 x 64 x 2 B = 8,192 B per token.
+    mqa = mem.resolve_architecture(7, 32, 0, 64, 4544, BANDS, kind="MQA")
+    assert mqa.exact and mem.kv_bytes_per_token(mqa, 2.0) == 8_192
+
+
+def test_a_sliding_window_caps_the_cached_tokens():
+    # Mistral-7B-v0.1 config.json: 32 layers, 8 KV heads, head_dim 128, sliding_window 4096: a 32k sequence
+    # keeps 4,096 tokens of KV.
+    mistral = mem.resolve_architecture(7.2, 32, 8, 128, 4096, BANDS, window=4096)
+    assert mem.kv_cache_gb(mistral, 32_768, 1) == pytest.approx(mem.kv_cache_gb(mistral, 4096, 1))
+    assert compute.attention_flops(32, 32_768, 4096, 4096) == pytest.approx(2 * 32 * 32_768 * 4096 * 4096)
+
+
+def test_attention_flops_make_long_prompts_about_three_times_slower():
+    # Causal prefill attention 2·L·S²·d (Kaplan et al.: 2·n_layer·n_ctx·d_attn per token). For Llama-3.3-70B
+    # (80 layers, d 8192) in FP8 on 2 H100, a 126k-token prompt: linear 2·N·S at FP8 plus attention at the BF16
+    # rate (16-bit KV) is ~3x the linear-only estimate; at 5k tokens attention adds under 10%.
+    def ttft(tokens: int, with_attention: bool) -> float:
+        attn = compute.attention_flops(80, tokens, 8192) if with_attention else 0.0
+        return compute.prefill_seconds(70.6, tokens, 2 * 1979, 0.5, attn, 2 * 989)
+
+    assert 2.7 <= ttft(126_000, True) / ttft(126_000, False) <= 3.6
+    assert ttft(5000, True) / ttft(5000, False) < 1.1
+
+
+def test_a_decode_step_has_a_floor_and_grows_with_the_batch():
+    # Weights 35.3 GB per H100 at 3.35 TB/s x 0.75 = 14.1 ms; a 4 ms floor (launches, 160 all-reduces) stays
+    # whatever the batch; linear FLOPs hide under the weight read until the batch is large.
+    def step(batch: int, overhead: float) -> float:
+        return compute.step_seconds(70.6, batch * 5250 * 327_680 / 1e9, 2 * 3.35, 0.75,
+                                    2 * 70.6e9 * batch, 2 * 1979, 0.5, overhead_s=overhead)
+
+    assert step(1, 0.004) == pytest.approx(step(1, 0.0) + 0.004)
+    assert step(1, 0.0) == pytest.approx((70.6e9 + 5250 * 327_680) / (2 * 3.35e12 * 0.75))
+    assert step(1, 0.004) < step(8, 0.004) < step(64, 0.004) < step(512, 0.004)
+    # Past the point where compute exceeds the weight read, the step grows linearly with the batch.
+    assert step(4096, 0.0) > 2 * step(512, 0.0)
+
+
+def test_tensor_parallel_does_not_scale_linearly():
+    # Doubling the GPUs halves the bytes each reads but not the per-step floor and all-reduces (2 per layer).
+    def step(tp: int) -> float:
+        overhead = 0.001 + (2 * 80 * 20e-6 if tp > 1 else 0.0)
+        return compute.step_seconds(70.6, 1.7, tp * 3.35, 0.75, 2 * 70.6e9, tp * 1979, 0.5, overhead_s=overhead)
+
+    assert step(2) / step(4) < 2
+    assert step(4) / step(8) < step(2) / step(4)
+
+
+def test_ttft_under_load_shares_prefill_with_the_other_sequences():
+    alone = compute.time_to_first_token(0.39, 0.02, 0, 0.39, 500)
+    assert alone == pytest.approx(0.39 + 0.02)
+    loaded = compute.time_to_first_token(0.39, 0.035, 24, 0.39, 500)
+    assert alone < loaded < 0.39 / (1 - 0.95) + 0.035
+
+
+@given(layers=st.integers(0, 10_000), heads=st.integers(0, 10_000), hd=st.integers(0, 100_000),
+       hidden=st.integers(0, 1_000_000), rank=st.integers(0, 1_000_000), rope=st.integers(0, 100_000),
+       window=st.integers(0, 10_000_000), kind=st.sampled_from(["UNSPECIFIED", "MHA", "GQA", "MQA", "MLA"]))
+def test_any_valid_architecture_gives_a_positive_finite_kv_cache(layers, heads, hd, hidden, rank, rope, window, kind):
+    arch = mem.resolve_architecture(70, layers, heads, hd, hidden, BANDS, kind=kind, kv_lora_rank=rank,
+                                    rope_head_dim=rope, window=window)
+    per_token = mem.kv_bytes_per_token(arch, 2.0)
+    assert 0 < per_token < math.inf
+    assert not arch.exact or layers > 0  # nothing is exact without the layer count

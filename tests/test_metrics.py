@@ -6,6 +6,7 @@ import urllib.request
 
 from service import metrics
 from service.api import pb
+from tests.conftest import ADMIN, ADMIN_TOKEN
 
 
 def scrape(port: int) -> str:
@@ -25,7 +26,7 @@ def sample(text: str, name: str, **labels: str) -> float:
 
 def test_calls_and_reloads_are_counted(rules_copy, start_server):
     port = metrics.serve_metrics("127.0.0.1:0")
-    running = start_server(rules_copy, watch=False)
+    running = start_server(rules_copy, watch=False, admin_token=ADMIN_TOKEN)
     before = scrape(port)
     method = "/gpuadvisor.v1.GpuAdvisor/GetRuleset"
     running.stub.GetRuleset(pb.GetRulesetRequest())
@@ -38,6 +39,6 @@ def test_calls_and_reloads_are_counted(rules_copy, start_server):
 
     f = rules_copy / "routing.yaml"
     f.write_text(f.read_text(encoding="utf-8").replace("demand: VOLATILE", "demand: VOLATLE"), encoding="utf-8")
-    assert not running.stub.ReloadRules(pb.ReloadRulesRequest()).reloaded
+    assert not running.stub.ReloadRules(pb.ReloadRulesRequest(), metadata=ADMIN).reloaded
     assert sample(scrape(port), "gpu_advisor_rules_reloads_total", result="rejected") >= sample(
         after, "gpu_advisor_rules_reloads_total", result="rejected") + 1

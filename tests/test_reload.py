@@ -19,6 +19,7 @@ from service.api import pb
 from service.engine.durable import DurableEngine
 from service.rulebook import load_rulebook
 from service.store import Bundle, RuleStore
+from tests.conftest import ADMIN, ADMIN_TOKEN
 
 REQUEST = pb.RecommendRequest(
     brief=pb.WorkloadBrief(
@@ -85,13 +86,13 @@ def test_broken_edit_never_reaches_a_user(rules_copy, start_server):
 
 
 def test_a_failing_rule_test_blocks_activation(rules_copy, start_server):
-    running = start_server(rules_copy, watch=False)
+    running = start_server(rules_copy, watch=False, admin_token=ADMIN_TOKEN)
     before = running.store.status().revision
     f = rules_copy / "tests" / "routing.yaml"
     f.write_text(
         f.read_text(encoding="utf-8").replace("route_in: [BUY]", "route_in: [MODEL_API]", 1), encoding="utf-8"
     )
-    result = running.stub.ReloadRules(pb.ReloadRulesRequest())
+    result = running.stub.ReloadRules(pb.ReloadRulesRequest(), metadata=ADMIN)
     info = result.ruleset
     assert not result.reloaded and info.revision == before and "rule test failed" in info.last_error
 
@@ -128,7 +129,7 @@ def test_configmap_symlink_swap_is_picked_up(tmp_path, start_server):
 
 
 def test_reloads_under_concurrent_load_fail_no_request(rules_copy, start_server):
-    running = start_server(rules_copy, watch=False)
+    running = start_server(rules_copy, watch=False, admin_token=ADMIN_TOKEN)
     stop = threading.Event()
     errors: list[str] = []
     served = [0]
@@ -148,7 +149,7 @@ def test_reloads_under_concurrent_load_fail_no_request(rules_copy, start_server)
     deadline = time.monotonic() + 30
     for i in range(8):
         set_h100_rent(rules_copy, 3.10 + i / 100)
-        assert running.stub.ReloadRules(pb.ReloadRulesRequest()).reloaded
+        assert running.stub.ReloadRules(pb.ReloadRulesRequest(), metadata=ADMIN).reloaded
         swaps += 1
         if time.monotonic() > deadline:
             break

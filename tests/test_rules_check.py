@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from service.expectations import check
 from service.rulebook import load_rulebook
 from service.rules_cli import main as rules_cli
 
@@ -129,8 +130,25 @@ def test_missing_translation(rules: Path):
     kept = [ln for ln in text if not ln.strip().startswith("route.low_hours:")]
     assert len(kept) == len(text) - 1
     f.write_text("\n".join(kept) + "\n", encoding="utf-8")
-    line = line_of(rules / "messages" / "en.yaml", "route.low_hours:")
-    assert_reported(problems(rules), f"rules/messages/en.yaml:{line}:", "[route.low_hours]", "missing zh-CN")
+    en_line = line_of(rules / "messages" / "en.yaml", "route.low_hours:")
+    # Reported in the file the fix goes into, at the key it belongs after, naming the en text's place.
+    before = line_of(f, "route.unsized:")
+    found = problems(rules)
+    assert_reported(found, f"rules/messages/zh-CN.yaml:{before}:", "[route.low_hours]", "missing zh-CN",
+                    f"rules/messages/en.yaml:{en_line}", "after 'route.unsized'")
+    # Once, not also at every rule that uses the key.
+    assert [p for p in found if "route.low_hours" in p] != [] and not any(
+        p.startswith("rules/routing.yaml") and "route.low_hours" in p for p in found)
+
+
+def test_missing_first_translation_points_before_the_first_key(rules: Path):
+    f = rules / "messages" / "zh-CN.yaml"
+    text = f.read_text(encoding="utf-8").splitlines()
+    f.write_text("\n".join(ln for ln in text if not ln.strip().startswith("eligibility.no_fit:")) + "\n",
+                 encoding="utf-8")
+    line = line_of(f, "eligibility.unpriced:")
+    assert_reported(problems(rules), f"rules/messages/zh-CN.yaml:{line}:", "[eligibility.no_fit]",
+                    "missing zh-CN translation", "before 'eligibility.unpriced'")
 
 
 def test_placeholder_the_fact_does_not_have(rules: Path):
@@ -228,3 +246,86 @@ def test_a_row_an_earlier_row_always_beats_is_reported(rules: Path):
     line = line_of(f, "- id: routing.tiny-hours")
     assert_reported(problems(rules), f"rules/routing.yaml:{line}:", "[routing.tiny-hours]", "never takes effect",
                     "routing.low-hours")
+
+
+@pytest.mark.parametrize(
+    ("test", "words"),
+    [
+        # caught by the JSON Schema (lt takes numbers only): the branch meant, not "not valid under any of"
+        ('{lt: "15%"}', ("'lt' needs a number, got '15%'", "write 0.15 for 15%")),
+        # the schema lets eq take text; the compiler knows headroom is a number
+        ('{eq: "15%"}', ("'eq' needs a number, got '15%'", "'headroom' is a number", "write 0.15 for 15%")),
+        ("{lt: low}", ("'lt' needs a number, got 'low'",)),
+    ],
+)
+def test_operator_type_message_names_the_operator_and_the_fix(rules: Path, test: str, words: tuple[str, ...]):
+    f = rules / "eligibility.yaml"
+    edit(f, "headroom: {lt: 0.15}", f"headroom: {test}")
+    line = line_of(f, f"headroom: {test}")
+    found = problems(rules)
+    assert_reported(found, f"rules/eligibility.yaml:{line}:", "[eligibility.thin-headroom]", *words)
+    assert not any("not valid under any of the given schemas" in p for p in found)
+
+
+def test_unclosed_flow_is_reported_where_it_opened(rules: Path):
+    f = rules / "eligibility.yaml"
+    edit(f, "    when: {sized: true, fits: false}", "    when: {sized: true, fits: false")
+    line = line_of(f, "    when: {sized: true, fits: false")
+    col = f.read_text(encoding="utf-8").splitlines()[line - 1].index("{") + 1
+    # The parser notices on a later line; the author needs the brace that was never closed.
+    assert_reported(problems(rules), f"rules/eligibility.yaml:{line}:{col} ", "broken YAML",
+                    "flow mapping opened here", f"at {line + 1}:")
+
+
+def test_candidate_warn_is_linted_as_answer_wide(rules: Path):
+    (rules / "extra_warn.yaml").write_text(
+        "kind: rules\nfact: candidate\nrules:\n"
+        "  - id: extra.warn-per-gpu\n"
+        "    when: {fits: false}\n"
+        "    then: {warn: {code: EXTRA, message: eligibility.no_fit}}\n",
+        encoding="utf-8",
+    )
+    book, found = load_rulebook(rules, today=TODAY)
+    assert book is not None, "a lint is a warning: the rules still load"
+    assert_reported([str(p) for p in found], "rules/extra_warn.yaml:4:", "[extra.warn-per-gpu]", "warning:",
+                    "answer-wide")
+
+
+def test_catalog_gpu_no_matrix_row_names_is_linted(rules: Path):
+    edit(rules / "matrix.yaml", "    gpu: [h100-pcie]\n", "    gpu: [h100-sxm]\n")
+    line = line_of(rules / "catalog" / "gpus.yaml", "- id: h100-pcie")
+    found = problems(rules)
+    assert_reported(found, f"rules/catalog/gpus.yaml:{line}:", "[h100-pcie]", "warning:", "no row of matrix")
+    assert not any("[h100-sxm] warning: no row" in p for p in found)
+
+
+def test_a_price_edit_moves_ranges_relative_to_the_catalog(rules: Path, capsys):
+    """The buy case's break-even range is relative to the catalog: a new H100 price needs no edit of it, while
+    the absolute range it replaced would have failed."""
+    edit(rules / "catalog" / "gpus.yaml", "{kind: purchase, usd: 25000, as_of: 2025-12-01",
+         "{kind: purchase, usd: 28000, as_of: 2025-12-01")
+    assert rules_cli(["test", str(rules)]) == 0, capsys.readouterr().out
+    capsys.readouterr()
+    f = rules / "tests" / "routing.yaml"
+    edit(f, "break_even_hours: {h100-sxm: {catalog_purchase_over_rent_x: [0.945, 1.108]}}",
+         "break_even_hours: {h100-sxm: [7500, 8800]}")
+    assert rules_cli(["test", str(rules)]) == 1
+    assert "h100-sxm ownership.break_even_hours" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("spec", "ok"),
+    [
+        ({"catalog_rent_x": [4, 4]}, True),  # 4 GPUs at the catalog's $3/h
+        ({"catalog_rent_x": [1, 3]}, False),
+        ({"catalog_purchase_over_rent_x": [1.0, 1.1]}, True),  # 11,000 h against 30,000 / 3
+        ({"catalog_purchase_over_rent_x": [0.5, 1.0]}, False),
+        ({"catalog_typo_x": [0, 9]}, False),
+    ],
+)
+def test_relative_range_semantics(spec: dict, ok: bool):
+    body = {"candidates": [{"gpu": "x", "cost": {"usd_per_hour": 12.0}, "ownership": {"break_even_hours": 11000}}]}
+    key = "cost_per_hour" if "catalog_rent_x" in spec or "typo" in str(spec) else "break_even_hours"
+    catalog = {"x": {"rent": 3.0, "purchase": 30000.0}}
+    assert (check({key: {"x": spec}}, "OK", body, catalog=catalog) == []) is ok
+    assert check({key: {"x": spec}}, "OK", body) != [], "without the catalog a relative range cannot pass"

@@ -158,6 +158,11 @@ BAD = {
     "quote-negative-price": (_quotes(1, usd=-1.0), "quotes[0].usd_per_hour"),
     "quote-bad-date": (lambda r: r.quotes.add(gpu="l4", usd_per_hour=0.5, as_of="last week"),
                        "quotes[0].as_of"),
+    "unknown-attention": (_set("brief.model.attention", 9), "brief.model.attention"),
+    "negative-kv-lora-rank": (_set("brief.model.kv_lora_rank", -512), "brief.model.kv_lora_rank"),
+    "negative-window": (_set("brief.model.sliding_window_tokens", -1), "brief.model.sliding_window_tokens"),
+    "absurd-global-batch": (_set("brief.training.global_batch_tokens", 20_000_000_000),
+                            "brief.training.global_batch_tokens"),
     "locale": (_set("locale", "fr"), "locale"),
     "as-of": (_set("as_of", "2026-13-45"), "as_of"),
     "max-candidates-high": (_set("max_candidates", 51), "max_candidates"),
@@ -280,8 +285,11 @@ def test_reload_needs_the_token_and_keeps_the_last_good_version(rules_copy: Path
     before = stub.GetRuleset(pb.GetRulesetRequest(), timeout=5)
     same = stub.ReloadRules(pb.ReloadRulesRequest(), metadata=auth, timeout=60)
     assert not same.reloaded and same.ruleset.revision == before.revision
-    assert cli.main(["reload", "--addr", running.addr, "--token", "s3cret"]) == 0
-    assert cli.main(["reload", "--addr", running.addr, "--token", "wrong"]) == 1
+    token_file = rules_copy.parent / "admin-token"
+    token_file.write_text("s3cret\n", encoding="utf-8")
+    assert cli.main(["reload", "--addr", running.addr, "--token-file", str(token_file)]) == 0
+    token_file.write_text("wrong\n", encoding="utf-8")
+    assert cli.main(["reload", "--addr", running.addr, "--token-file", str(token_file)]) == 1
 
     # A broken edit is rejected, reported, and the good version keeps serving.
     routing = rules_copy / "routing.yaml"

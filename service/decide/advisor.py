@@ -21,22 +21,28 @@ from ..advice import (
     MemoryFit,
     Metric,
     Ownership,
+    Performance,
     Question,
     Reason,
     Route,
     RulesetRef,
+    ScoreBreakdown,
     TraceEntry,
     Warning,
 )
+from ..assumptions import Assumptions
 from ..brief import AdviceRequest
-from ..engine.ir import Rule, apply_hit_policies
+from ..engine.ir import Action, Rule, apply_hit_policies
 from ..render.messages import Messages
 from ..render.summary import render_summary
 from ..rulebook import Rulebook
 from . import facts as F
+from .cancel import StillWanted, checkpoint
 from .sizing import Sizing, shape_of, size
 
 SEVERITY_ORDER = {"CRITICAL": 0, "WARNING": 1, "INFO": 2}
+# An estimated KV cache is described as the kind of attention it assumed (never as exact).
+_KV_NOTE = {"MLA": "note.kv_estimated_mla", "MHA": "note.kv_estimated_mha", "MQA": "note.kv_estimated_mqa"}
 DEFAULT_MAX_CANDIDATES = 5
 
 
@@ -54,6 +60,10 @@ class _Scored:
     exclusions: list[Reason] = field(default_factory=list)
     score: float = 0.0
     basis: float = 0.0
+    basis_kind: str = ""
+    best: float = 0.0
+    cost_points: float = 0.0
+    parts: list[tuple[str, float]] = field(default_factory=list)
 
 
 class _Run:
@@ -132,7 +142,12 @@ def _params(s: Sizing, fact: dict[str, Any], unit_text: str) -> dict[str, Any]:
     return p
 
 
-def advise(book: Rulebook, engine: Evaluator, req: AdviceRequest, today: date | None = None) -> Advice:
+def advise(
+    book: Rulebook, engine: Evaluator, req: AdviceRequest, today: date | None = None,
+    still_wanted: StillWanted | None = None,
+) -> Advice:
+    """`still_wanted` (optional) is asked between stages; when it says no, `Cancelled` is raised."""
+    checkpoint(still_wanted, "sizing")
     run = _Run(book, engine, req)
     a = book.assumptions
     brief = req.brief
@@ -148,7 +163,9 @@ def advise(book: Rulebook, engine: Evaluator, req: AdviceRequest, today: date | 
         run.common(rule, base)
         for act in rule.actions:
             if act.kind == "ask" and all(q.field != act.get("field") for q in questions):
-                questions.append(Question(act.get("field"), run.text(act.get("message"), base), rule.id))
+                questions.append(Question(act.get("field"), run.text(act.get("message"), base), rule.id,
+                                          unit=act.get("unit", ""), assumed=_assumed(act, a),
+                                          priority=rule.priority))
             elif act.kind == "metric" and metric is None:
                 metric = Metric(run.text(act.get("name"), base), run.text(act.get("message"), base), rule.id)
     if shape:
@@ -159,11 +176,12 @@ def advise(book: Rulebook, engine: Evaluator, req: AdviceRequest, today: date | 
                 Reason(
                     "sizing.architecture",
                     run.text(
-                        "note.kv_estimated",
+                        _KV_NOTE.get(shape.arch.kind, "note.kv_estimated"),
                         {
                             "layers": shape.arch.layers,
                             "kv_heads": shape.arch.kv_heads,
                             "head_dim": shape.arch.head_dim,
+                            "kv_latent": shape.arch.kv_latent,
                             "params_billion": shape.params_billion,
                         },
                     ),
@@ -171,6 +189,7 @@ def advise(book: Rulebook, engine: Evaluator, req: AdviceRequest, today: date | 
             )
 
     # 2. candidate rules: eligibility, the workload matrix, scoring
+    checkpoint(still_wanted, "candidates")
     scored = [_Scored(s, F.candidate_fact(base, s)) for s in sizings]
     fired = run.fire("candidate", [c.fact for c in scored])
     for c in scored:
@@ -183,6 +202,7 @@ def advise(book: Rulebook, engine: Evaluator, req: AdviceRequest, today: date | 
                     c.exclusions.append(reason)
                 elif act.kind == "score":
                     c.points += float(act.get("points"))
+                    c.parts.append((rule.id, float(act.get("points"))))
                     c.reasons.append(reason)
                 elif act.kind == "caveat":
                     c.caveats.append(reason)
@@ -194,6 +214,7 @@ def advise(book: Rulebook, engine: Evaluator, req: AdviceRequest, today: date | 
     shown = survivors[:limit]
 
     # 3. plan rules: the route (hit policy first), plan-level mistakes
+    checkpoint(still_wanted, "plan")
     top = shown[0].sizing if shown else None
     ratio = (shape.input_tokens + shape.output_tokens) / shape.output_tokens if shape else 1.0
     plan = F.plan_fact(
@@ -212,6 +233,7 @@ def advise(book: Rulebook, engine: Evaluator, req: AdviceRequest, today: date | 
     for rule in run.fire("outcome", [outcome])["outcome"]:
         run.common(rule, outcome)
 
+    checkpoint(still_wanted, "render")
     candidates = tuple(_candidate(c, run) for c in shown)
     excluded = tuple(Exclusion(c.sizing.gpu.id, tuple(c.exclusions)) for c in scored if c.exclusions)
     warnings = _dedupe_warnings(run.warnings)
@@ -232,6 +254,15 @@ def advise(book: Rulebook, engine: Evaluator, req: AdviceRequest, today: date | 
     return Advice(**{**advice.__dict__, "summary": summary})
 
 
+def _assumed(act: Action, a: Assumptions) -> str | int | float | bool | None:
+    """What an answer assumes while a question is open: a literal in the rule, or a named assumption (checked to
+    exist by rules-check)."""
+    name = act.get("assumes_from")
+    if name is not None:
+        return a.values.get(name)
+    return act.get("assumes")
+
+
 def _rank(items: list[_Scored]) -> None:
     """Score = 100 x (best cost / own cost) + rule points. The cost compared is the first that every candidate
     has: per accepted unit of work; else per million output tokens (inference); else dollars per effective
@@ -239,14 +270,17 @@ def _rank(items: list[_Scored]) -> None:
     if not items:
         return
     if all(c.sizing.usd_per_unit > 0 for c in items):
+        kind = "usd_per_unit"
 
         def basis(s: Sizing) -> float:
             return s.usd_per_unit
     elif all(c.sizing.tokens_per_second > 0 for c in items):
+        kind = "usd_per_million_output_tokens"
 
         def basis(s: Sizing) -> float:
             return s.usd_per_hour / (s.tokens_per_second * s.replicas * 3600) * 1e6
     else:
+        kind = "usd_per_effective_tflop_hour"
 
         def basis(s: Sizing) -> float:
             delivered = s.count * s.effective_tflops
@@ -256,8 +290,10 @@ def _rank(items: list[_Scored]) -> None:
         c.basis = basis(c.sizing)
     best = min(c.basis for c in items)
     for c in items:
+        c.basis_kind, c.best = kind, best
         relative = 100.0 * best / c.basis if math.isfinite(c.basis) and c.basis > 0 else 0.0
         c.score = round(relative + c.points, 2)
+        c.cost_points = round(relative, 2)
     items.sort(key=lambda c: (-c.score, c.sizing.usd_per_hour, c.sizing.gpu.id))
 
 
@@ -279,7 +315,8 @@ def _candidate(c: _Scored, run: _Run) -> Candidate:
     if s.train_hours > 0:
         throughput = run.text("throughput.training", params)
     elif s.tokens_per_second > 0:
-        throughput = run.text("throughput.inference", params)
+        key = "throughput.embedding" if c.fact["workload"] == "EMBEDDING" else "throughput.inference"
+        throughput = run.text(key, params)
     formula = run.text("score.formula", {"score": c.score, "points": c.points, "basis": c.basis})
     return Candidate(
         gpu=s.gpu.id,
@@ -311,6 +348,28 @@ def _candidate(c: _Scored, run: _Run) -> Candidate:
         caveats=tuple(c.caveats),
         interconnect=interconnect,
         throughput=throughput,
+        score_breakdown=ScoreBreakdown(
+            c.basis_kind, _sig(c.basis), _sig(c.best), c.cost_points, tuple(c.parts)
+        ),
+        performance=performance(s),
+    )
+
+
+def performance(s: Sizing) -> Performance:
+    """The estimates a program needs, as numbers (their units are in the proto's Performance comments)."""
+    training = s.train_hours > 0
+    return Performance(
+        ttft_ms=round(s.est_ttft_ms, 1),
+        itl_ms=round(s.itl_ms, 2),
+        e2e_p95_ms=round(s.est_latency_ms, 1),
+        tokens_per_second_per_replica=round(s.tokens_per_second, 1),
+        # A training cluster is one data/tensor/pipeline-parallel job: GPUs per model copy do not apply.
+        tensor_parallel=0 if training else s.per_replica,
+        replicas=0 if training else s.replicas,
+        nodes=s.nodes,
+        training_days=round(s.train_hours / 24, 2) if training else 0.0,
+        gpu_hours=round(s.gpu_hours, 1) if training else 0.0,
+        cost_per_run_usd=round(s.usd_per_run, 2) if training else 0.0,
     )
 
 

@@ -72,6 +72,8 @@ BRIEF_FIELDS: dict[str, FieldSpec] = {
     "fits_any": FieldSpec("bool", "at least one GPU type can hold the work"),
     "min_gpus": FieldSpec("int", "fewest GPUs any candidate needs (0 = not sized)"),
     "latency_met_any": FieldSpec("bool", "some GPU type that fits meets the latency target"),
+    "best_latency_ms": FieldSpec("number", "fastest estimated latency of a GPU type that fits, ms (0 = no target)"),
+    "global_batch_tokens": FieldSpec("int", "training tokens per optimizer step over all GPUs (0 = not given)"),
 }
 
 CANDIDATE_FIELDS: dict[str, FieldSpec] = {
@@ -106,6 +108,7 @@ CANDIDATE_FIELDS: dict[str, FieldSpec] = {
     "latency_target": FieldSpec("bool", "the brief sets a latency target"),
     "meets_latency": FieldSpec("bool", "estimated latency meets the target (true when there is none)"),
     "est_latency_ms": FieldSpec("number", "estimated end-to-end latency at the average request, ms"),
+    "latency_vs_best": FieldSpec("number", "est_latency_ms / best_latency_ms (1 = the fastest; 0 = no target)"),
     "break_even_months": FieldSpec("number", "months until buying beats renting (-1 = never)"),
 }
 
@@ -201,6 +204,10 @@ def brief_fact(
         "fits_any": bool(fitting),
         "min_gpus": min((s.count for s in fitting), default=0),
         "latency_met_any": any(s.latency_target and s.meets_latency for s in fitting),
+        "best_latency_ms": round(
+            min((s.est_latency_ms for s in fitting if s.latency_target and s.est_latency_ms > 0), default=0.0), 1
+        ),
+        "global_batch_tokens": int(tr.global_batch_tokens),
     }
 
 
@@ -242,6 +249,9 @@ def candidate_fact(base: dict[str, Any], s: Sizing) -> dict[str, Any]:
         "latency_target": s.latency_target,
         "meets_latency": bool(s.meets_latency),
         "est_latency_ms": round(s.est_latency_ms, 1),
+        "latency_vs_best": round(s.est_latency_ms / base["best_latency_ms"], 3)
+        if s.latency_target and base["best_latency_ms"] > 0
+        else 0.0,
         "break_even_months": round(_finite(s.break_even_months), 2) if s.break_even_months else -1.0,
     }
 

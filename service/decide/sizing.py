@@ -67,6 +67,8 @@ class Sizing:
     latency_target: bool = False
     meets_latency: bool = True
     train_hours: float = 0.0
+    itl_ms: float = 0.0  # time per output token per sequence under the brief's load
+    micro_tokens: int = 0  # training: tokens per GPU per forward pass the saturation model used
     compute_count: int = 0
     memory_count: int = 0
     purchase: Price | None = None
@@ -82,6 +84,14 @@ class Sizing:
     def price_from_quote(self) -> bool:
         return self.quote is not None
 
+    @property
+    def gpu_hours(self) -> float:
+        return self.count * self.train_hours
+
+    @property
+    def usd_per_run(self) -> float:
+        return self.usd_per_hour * self.train_hours
+
 
 def shape_of(brief: Brief, a: Assumptions) -> Shape | None:
     m, t = brief.model, brief.traffic
@@ -93,7 +103,9 @@ def shape_of(brief: Brief, a: Assumptions) -> Shape | None:
         precision = "BF16"
         defaults.append("model.precision")
     arch = mem.resolve_architecture(
-        m.params_billion, m.layers, m.kv_heads, m.head_dim, m.hidden_size, a.bands()
+        m.params_billion, m.layers, m.kv_heads, m.head_dim, m.hidden_size, a.bands(), kind=m.attention,
+        kv_lora_rank=m.kv_lora_rank, rope_head_dim=m.rope_head_dim, window=m.sliding_window_tokens,
+        mla_default=(int(a.num("mla_kv_lora_rank")), int(a.num("mla_rope_head_dim"))),
     )
     context = m.context_tokens
     if context <= 0:
@@ -125,6 +137,10 @@ def shape_of(brief: Brief, a: Assumptions) -> Shape | None:
         defaults.append(
             "traffic.concurrent_sessions" if brief.workload == "REALTIME_INFERENCE" else "traffic.batch_size"
         )
+    if brief.workload == "PRETRAINING" and brief.training.global_batch_tokens <= 0 and t.batch_size <= 0:
+        defaults.append("training.global_batch_tokens")
+    unused = _UNUSED_DEFAULTS.get(brief.workload, ())
+    defaults = [d for d in defaults if d not in unused]
     active = m.active_params_billion if 0 < m.active_params_billion <= m.params_billion else m.params_billion
     return Shape(
         params_billion=m.params_billion,
@@ -140,6 +156,15 @@ def shape_of(brief: Brief, a: Assumptions) -> Shape | None:
         defaults_used=tuple(defaults),
     )
 
+
+# Defaults a workload never reads: noting them would claim an assumption that changed nothing.
+_TRAFFIC_SHAPE = ("traffic.avg_input_tokens", "traffic.avg_output_tokens")
+_UNUSED_DEFAULTS: dict[str, tuple[str, ...]] = {
+    "PRETRAINING": (*_TRAFFIC_SHAPE, "traffic.batch_size"),  # the global batch sets the micro-batch
+    "FULL_FINETUNE": _TRAFFIC_SHAPE,
+    "ADAPTER_FINETUNE": _TRAFFIC_SHAPE,
+    "EMBEDDING": ("traffic.avg_output_tokens",),  # an embedding is its input
+}
 
 MAX_TENSOR_PARALLEL = 8  # attention heads split evenly up to 8 ways in practice; beyond that, pipeline stages
 
@@ -222,12 +247,12 @@ def _size_full_training(s: Sizing, brief: Brief, shape: Shape, a: Assumptions) -
     micro = max(1, brief.traffic.batch_size or 1)
     recompute = a.text("recompute_full_finetune")
 
-    def need(n: int) -> mem.MemoryBreakdown:
+    def need(n: int, sequences: int = micro) -> mem.MemoryBreakdown:
         return mem.full_training_memory(
             shape.params_billion,
             shape.arch,
             shape.tokens_per_sequence,
-            micro,
+            sequences,
             a.num("adam_state_bytes_per_param"),
             recompute,
             a.num("engine_overhead_gb"),
@@ -243,10 +268,31 @@ def _size_full_training(s: Sizing, brief: Brief, shape: Shape, a: Assumptions) -
     s.memory_count = n
     s.fits = need(n).total_gb <= n * usable
     flops = compute.training_flops(shape.active_params_billion, brief.training.tokens_billion)
-    mfu = _mfu(gpu, a, s.tflops, micro * shape.tokens_per_sequence, shape.arch.hidden_size)
+    deadline = brief.training.tokens_billion > 0 and brief.training.target_days > 0
+    if brief.traffic.batch_size > 0 or brief.workload != "PRETRAINING":
+        # The brief's micro-batch as given (fine-tuning without one keeps one sequence per GPU).
+        s.micro_tokens = micro * shape.tokens_per_sequence
+        mfu = _mfu(gpu, a, s.tflops, s.micro_tokens, shape.arch.hidden_size)
+        if deadline:
+            s.compute_count = _deadline_count(flops, s.tflops, mfu, brief.training.target_days)
+    else:
+        # No micro-batch given: each GPU runs its share of the global batch (Llama: 4M tokens) in micro-batches
+        # as large as its memory allows. The share depends on the count and the count on the MFU, so iterate.
+        global_tokens = brief.training.global_batch_tokens or int(a.num("default_global_batch_tokens"))
+        count = max(1, s.memory_count)
+        mfu = a.num("mfu_training")
+        for _ in range(8):
+            s.micro_tokens = _micro_tokens(count, global_tokens, shape, need, usable)
+            mfu = _mfu(gpu, a, s.tflops, s.micro_tokens, shape.arch.hidden_size)
+            if not deadline:
+                break
+            nxt = max(s.memory_count, _deadline_count(flops, s.tflops, mfu, brief.training.target_days))
+            if nxt == count:
+                break
+            count = nxt
+        if deadline:
+            s.compute_count = _deadline_count(flops, s.tflops, mfu, brief.training.target_days)
     s.effective_tflops = s.tflops * mfu
-    if brief.training.tokens_billion > 0 and brief.training.target_days > 0:
-        s.compute_count = _deadline_count(flops, s.tflops, mfu, brief.training.target_days)
     count = min(max(s.memory_count, s.compute_count, 1), MAX_GPUS)
     if s.compute_count >= MAX_GPUS:
         s.fits = False  # no cluster we would size finishes by the deadline
@@ -257,11 +303,26 @@ def _size_full_training(s: Sizing, brief: Brief, shape: Shape, a: Assumptions) -
     s.count = s.per_replica = count
     s.memory = need(count)
     if brief.training.tokens_billion > 0:
-        s.train_hours = compute.training_seconds(flops, count, s.tflops, mfu * _par_eff(gpu, count, a)) / 3600
+        # The MFU the count was sized at already includes communication (Llama 3 measured 38-43% on 16k
+        # H100s end to end), so run time uses the same MFU: a count sized for a deadline meets it.
+        s.train_hours = compute.training_seconds(flops, count, s.tflops, mfu) / 3600
     s.formulas.append(
         f"training FLOPs = 6 x {shape.active_params_billion:g}e9 params x {brief.training.tokens_billion:g}e9 tokens"
         f" = {flops:.3g}; GPUs for the deadline = FLOPs / ({s.tflops:g} TFLOPS x MFU {mfu:.2f} x days)"
     )
+
+
+def _micro_tokens(
+    count: int, global_tokens: int, shape: Shape, need, usable: float  # noqa: ANN001 - need(n, sequences)
+) -> int:
+    """Tokens one GPU runs per forward pass: its data-parallel share of the global batch, but no more
+    sequences than fit beside its share of the model states (the rest goes to gradient accumulation)."""
+    seq = max(1, shape.tokens_per_sequence)
+    share = max(1, global_tokens // max(1, count) // seq)
+    per_seq = need(count, 2).total_gb - need(count, 1).total_gb  # activations + logits of one sequence
+    free = count * usable - need(count, 1).total_gb
+    fit = 1 + int(free / (per_seq * count)) if per_seq > 0 and free > 0 else 1
+    return min(share, max(1, fit)) * seq
 
 
 MAX_GPUS = 1_000_000  # beyond any real cluster: a brief that needs more is infeasible, not a number to print
@@ -327,7 +388,7 @@ def _size_adapter(s: Sizing, brief: Brief, shape: Shape, a: Assumptions) -> None
     s.memory = _with_engine(breakdown, s.count, a)
     if brief.training.tokens_billion > 0:
         s.train_hours = (
-            compute.training_seconds(flops, s.count, s.tflops, mfu * _par_eff(gpu, s.count, a)) / 3600
+            compute.training_seconds(flops, s.count, s.tflops, mfu) / 3600  # same MFU as the count
         )
     s.formulas.append(
         f"adapter training FLOPs = {a.num('adapter_flops_per_param_token'):g} x {shape.active_params_billion:g}e9"
@@ -395,7 +456,9 @@ def _size_inference(s: Sizing, brief: Brief, shape: Shape, a: Assumptions) -> No
             _speed(s, brief, shape, a, n)
         s.meets_latency = _meets(s, lat)
     s.per_replica = n
-    per_replica_rate = s.tokens_per_second / max(1, shape.output_tokens)  # responses/s one replica sustains
+    # Requests/s one replica sustains: an embedding request is its input tokens, a generation its output tokens.
+    per_request = shape.input_tokens if brief.workload == "EMBEDDING" else shape.output_tokens
+    per_replica_rate = s.tokens_per_second / max(1, per_request)
     offered = brief.traffic.requests_per_second
     s.replicas = max(1, math.ceil(offered / per_replica_rate)) if offered > 0 and per_replica_rate > 0 else 1
     s.count = n * s.replicas
@@ -413,49 +476,91 @@ def _meets(s: Sizing, lat) -> bool:  # noqa: ANN001 - Latency
     return ok
 
 
+def _parallel_overhead_s(gpu: Gpu, n: int, layers: int, a: Assumptions) -> float:
+    """Per-step communication latency of one model copy on n GPUs: tensor parallelism inside the scale-up
+    domain all-reduces twice per layer (Megatron); pipeline stages beyond it pass activations once per stage
+    boundary over the slower link."""
+    if n <= 1:
+        return 0.0
+    tp = min(n, _scale_up(gpu), MAX_TENSOR_PARALLEL)
+    stages = math.ceil(n / tp)
+    fast = gpu.fast_interconnect and tp <= max(gpu.nvlink_domain, 1)
+    per_allreduce = a.num("tp_allreduce_latency_us_fast_link" if fast else "tp_allreduce_latency_us_slow_link")
+    tp_s = 2 * layers * per_allreduce / 1e6 if tp > 1 else 0.0
+    return tp_s + (stages - 1) * a.num("tp_allreduce_latency_us_slow_link") / 1e6
+
+
+def _prefill_only_tokens(brief: Brief, shape: Shape, a: Assumptions) -> int:
+    """Tokens per forward pass of embedding-style work: the brief's batch, else what a server batches from
+    queued requests under load (text-embeddings-inference's default token budget)."""
+    if brief.traffic.batch_size > 0:
+        return brief.traffic.batch_size * shape.tokens_per_sequence
+    return max(shape.tokens_per_sequence, int(a.num("default_prefill_batch_tokens")))
+
+
 def _speed(s: Sizing, brief: Brief, shape: Shape, a: Assumptions, n: int) -> None:
-    """Decode is memory-bound (bytes read per step / bandwidth), prefill compute-bound (2·N per token)."""
+    """Decode is memory-bound (bytes read per step / bandwidth) with a per-step floor, prefill compute-bound
+    (2·N per token plus attention); under load the other sequences' prefills share the steps."""
     gpu = s.gpu
-    weights = mem.weights_gb(shape.params_billion, shape.bytes_per_param)
-    kv_read = mem.kv_cache_gb(
-        shape.arch, shape.avg_tokens_per_sequence, shape.sequences, a.num("kv_cache_bytes")
-    )
-    eff = _par_eff(gpu, n, a)
-    # Compute-bound work (prefill, embeddings, diffusion steps) keeps a big GPU busy only with enough tokens
-    # per step; the same saturation model as training applies.
-    busy = saturation(
-        s.tflops,
-        shape.sequences * shape.tokens_per_sequence,
-        shape.arch.hidden_size,
-        a.num("kernel_saturation_ms"),
-    )
-    s.effective_tflops = s.tflops * a.num("mfu_prefill") * busy
+    arch = shape.arch
+    mfu = a.num("mfu_prefill")
+    attn_tflops = (gpu.tflops_bf16 or s.tflops) * n  # 16-bit KV: attention runs on BF16 tensor cores
     if brief.workload in ("EMBEDDING", "MEDIA_GENERATION"):
-        tps = compute.compute_bound_tokens_per_second(
-            shape.active_params_billion, s.tflops * n, a.num("mfu_prefill") * busy
+        # Prefill-only work is throughput-bound by its input tokens: every token costs 2·N FLOPs plus its
+        # attention over the sequence, at the utilization a batch of this size reaches.
+        tokens = _prefill_only_tokens(brief, shape, a) if brief.workload == "EMBEDDING" else (
+            shape.sequences * shape.tokens_per_sequence
         )
-        s.tokens_per_second = tps * eff
-        s.step_ms = 0.0
+        busy = saturation(s.tflops, tokens, arch.hidden_size, a.num("kernel_saturation_ms"))
+        s.effective_tflops = s.tflops * mfu * busy
+        seq = shape.input_tokens if brief.workload == "EMBEDDING" else shape.tokens_per_sequence
+        per_token = 2 * shape.active_params_billion * 1e9 + compute.attention_flops(
+            arch.layers, seq, arch.hidden_size, arch.window
+        ) / max(1, seq)
+        s.tokens_per_second = s.tflops * n * 1e12 * mfu * busy * _par_eff(gpu, n, a) / per_token
+        s.step_ms = s.itl_ms = 0.0
         s.est_ttft_ms = s.est_latency_ms = 0.0
         return
-    step = compute.decode_step_seconds(weights, kv_read, gpu.bandwidth_tbs * n, _mbu(gpu, a), eff)
-    # Reading weights once serves every sequence in the batch; compute caps it when the batch is very large.
-    decode_tps = compute.decode_tokens_per_second(shape.sequences, step)
-    cap = compute.compute_bound_tokens_per_second(
-        shape.active_params_billion, s.tflops * n, a.num("mfu_prefill")
+    busy = saturation(
+        s.tflops, shape.sequences * shape.tokens_per_sequence, arch.hidden_size, a.num("kernel_saturation_ms")
     )
-    s.tokens_per_second = min(decode_tps, cap * eff)
-    s.step_ms = step * 1000
-    s.est_ttft_ms = (
-        compute.prefill_seconds(
-            shape.active_params_billion,
-            brief.traffic.p95_input_tokens or shape.input_tokens,
-            s.tflops * n * eff,
-            a.num("mfu_prefill"),
+    s.effective_tflops = s.tflops * mfu * busy
+    weights = mem.weights_gb(shape.params_billion, shape.bytes_per_param)
+    c, s_in, s_out = shape.sequences, shape.input_tokens, shape.output_tokens
+    kv_read = mem.kv_cache_gb(arch, shape.avg_tokens_per_sequence, c, a.num("kv_cache_bytes"))
+    # While one sequence decodes, the other c - 1 start new requests: their prompts are prefilled in the same
+    # steps (chunked prefill), (c - 1) x input / output prompt tokens per step on average.
+    prefill_per_step = (c - 1) * s_in / max(1, s_out)
+    active = shape.active_params_billion * 1e9
+    overhead = a.num("decode_step_floor_ms") / 1000 + _parallel_overhead_s(gpu, n, arch.layers, a)
+    # Pipeline stages beyond the scale-up domain each read their weights once per micro-batch, so a token
+    # still waits for the whole model to be read at one stage's bandwidth: stages add capacity, not speed.
+    stages = math.ceil(n / min(n, _scale_up(gpu), MAX_TENSOR_PARALLEL))
+    step = compute.step_seconds(
+        weights * stages, kv_read, gpu.bandwidth_tbs * n, _mbu(gpu, a),
+        linear_flops=2 * active * (c + prefill_per_step), tflops_total=s.tflops * n, mfu=mfu,
+        attn_flops=prefill_per_step * compute.attention_flops(arch.layers, s_in, arch.hidden_size, arch.window)
+        / max(1, s_in),
+        attention_tflops_total=attn_tflops, overhead_s=overhead,
+    )
+
+    def prefill(tokens: int) -> float:
+        return compute.prefill_seconds(
+            shape.active_params_billion, tokens, s.tflops * n, mfu,
+            compute.attention_flops(arch.layers, tokens, arch.hidden_size, arch.window), attn_tflops,
         )
-        * 1000
-    )
-    s.est_latency_ms = s.est_ttft_ms + shape.output_tokens * s.step_ms
+
+    avg_prefill = prefill(s_in)
+    ttft_avg = compute.time_to_first_token(avg_prefill, step, c - 1, avg_prefill, s_out)
+    p95_in = brief.traffic.p95_input_tokens or s_in
+    ttft = ttft_avg if p95_in == s_in else compute.time_to_first_token(prefill(p95_in), step, c - 1,
+                                                                       avg_prefill, s_out)
+    s.step_ms = s.itl_ms = step * 1000
+    # Each sequence yields its output tokens once per cycle of TTFT + output x step: the replica's output rate,
+    # with the input tokens' prefill counted in both.
+    s.tokens_per_second = c * s_out / (ttft_avg + s_out * step)
+    s.est_ttft_ms = ttft * 1000
+    s.est_latency_ms = s.est_ttft_ms + s_out * s.step_ms
 
 
 def _unit_cost(s: Sizing, brief: Brief, shape: Shape, a: Assumptions) -> None:

@@ -74,13 +74,35 @@ def _parse(text: str, shown_as: str) -> tuple[Doc | None, list[Problem]]:
     try:
         data = yaml.load(text)
     except MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
-        what = " ".join(x for x in (exc.context, exc.problem) if x)
-        return None, [Problem(shown_as, line, col, "", f"broken YAML: {what}")]
+        return None, [yaml_problem(exc, shown_as)]
     except Exception as exc:  # ruamel raises a few unmarked errors (e.g. duplicate keys in old versions)
         return None, [Problem(shown_as, 1, 1, "", f"broken YAML: {exc}")]
     return Doc(shown_as, data), []
+
+
+# ruamel's context for a structure that was opened and never properly closed: a flow `{`/`[`, a quoted or
+# block scalar, a block mapping or sequence. The parser notices the trouble where it gives up, often lines later
+# or at the end of the file; the author needs the line where the structure opened.
+_UNCLOSED = ("while parsing a flow", "while scanning a quoted", "while scanning a block", "while parsing a block")
+
+
+def yaml_problem(exc: MarkedYAMLError, shown_as: str) -> Problem:
+    """One broken-YAML problem. For an unclosed structure it sits at the context mark (where the structure
+    opened) and names where the parser gave up; otherwise (duplicate keys, tabs) at the problem mark."""
+    problem, context = exc.problem_mark, exc.context_mark
+    unclosed = bool(context) and str(exc.context or "").startswith(_UNCLOSED)
+    mark = context if unclosed else (problem or context)
+    line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
+    if not unclosed:
+        what = " ".join(x for x in (exc.context, exc.problem) if x)
+        return Problem(shown_as, line, col, "", f"broken YAML: {what}")
+    structure = str(exc.context).split(" ", 2)[-1]  # "while parsing a flow mapping" → "a flow mapping"
+    noticed = f" at {problem.line + 1}:{problem.column + 1}" if problem else ""
+    hint = " (check the indentation there)" if "block" in structure else ""
+    return Problem(
+        shown_as, line, col, "",
+        f"broken YAML: {structure} opened here is not closed properly: {exc.problem}{noticed}{hint}",
+    )
 
 
 def pos(node: Any, key: Any = None) -> tuple[int, int]:

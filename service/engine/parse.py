@@ -17,6 +17,7 @@ from typing import Any
 
 from .ir import OPS, Action, Condition, Rule
 from .load import Doc, Problem, pos, value_pos
+from .schema_errors import spelling_hint
 
 HIT_POLICIES = ("collect", "first")
 
@@ -49,7 +50,13 @@ ACTIONS: dict[str, ActionSpec] = {
         {"severity": "enum:severity"},
     ),
     "route": ActionSpec(("plan",), {"kind": "enum:route", "message": "message"}, {}),
-    "ask": ActionSpec(("brief",), {"field": "string", "message": "message"}, {}),
+    # assumes: the value the answer assumes while the question is open (a literal in the rules' enum form, or
+    # assumes_from: the name of the assumption that holds it), so an assistant can say what it takes for granted.
+    "ask": ActionSpec(
+        ("brief",),
+        {"field": "string", "message": "message"},
+        {"unit": "string", "assumes": "scalar", "assumes_from": "string"},
+    ),
     "metric": ActionSpec(("brief",), {"name": "string", "message": "message"}, {}),
 }
 SEVERITIES = ("INFO", "WARNING", "CRITICAL")
@@ -61,6 +68,23 @@ ROW_RESERVED = ("id", "then", "priority", "description")
 def did_you_mean(word: str, options: Any) -> str:
     close = difflib.get_close_matches(str(word), [str(o) for o in options], n=1, cutoff=0.6)
     return f" (did you mean '{close[0]}'?)" if close else ""
+
+
+_WANTS = {"number": "a number", "int": "a whole number", "bool": "true or false", "string": "text"}
+
+
+def type_message(op: str, field: str, spec: FieldSpec, got: Any) -> str:
+    """`'lt' needs a number, got '15%' ('headroom' is a number; write 0.15 for 15%)`: the operator first, since
+    that is what the author typed, then the field's type and, for the usual slips, the spelling that works."""
+    want = _WANTS.get(spec.type, spec.type)
+    if op in ("in", "not_in"):
+        want = f"a list of {'numbers' if spec.type in ('number', 'int') else want}"
+    head = f"'{op}' needs {want}" if op else f"'{field}' needs {want}"
+    tail = f" ('{field}' is {_WANTS.get(spec.type, spec.type).replace(' or ', '/')})" if op else ""
+    hint = spelling_hint(spec.type, got)
+    if hint:
+        tail = f"{tail[:-1]}; {hint})" if tail else f" ({hint})"
+    return f"{head}, got {got!r}{tail}"
 
 
 class _Compiler:
@@ -107,7 +131,7 @@ class _Compiler:
                 if not isinstance(value, list) or not value:
                     self.problem(doc, holder, where, rid, f"'{op}' takes a non-empty list")
                     continue
-                values = [self.typed(doc, holder, where, spec, field, v, rid) for v in value]
+                values = [self.typed(doc, holder, where, spec, field, v, rid, op) for v in value]
                 if any(v is _BAD for v in values):
                     continue
                 out.append(Condition(str(field), op, tuple(values)))
@@ -117,12 +141,14 @@ class _Compiler:
                         doc, holder, where, rid, f"'{op}' needs a numeric field; '{field}' is {spec.type}"
                     )
                     continue
-                v = self.typed(doc, holder, where, spec, field, value, rid)
+                v = self.typed(doc, holder, where, spec, field, value, rid, op if holder is test else "")
                 if v is not _BAD:
                     out.append(Condition(str(field), op, v))
         return out
 
-    def typed(self, doc: Doc, holder: Any, key: Any, spec: FieldSpec, field: Any, v: Any, rid: str) -> Any:
+    def typed(
+        self, doc: Doc, holder: Any, key: Any, spec: FieldSpec, field: Any, v: Any, rid: str, op: str = ""
+    ) -> Any:
         ok = True
         if spec.type in ("number", "int"):
             ok = isinstance(v, int | float) and not isinstance(v, bool)
@@ -146,7 +172,7 @@ class _Compiler:
         else:
             ok = isinstance(v, str)
         if not ok:
-            self.problem(doc, holder, key, rid, f"'{field}' is {spec.type}; got {v!r}", value=True)
+            self.problem(doc, holder, key, rid, type_message(op, str(field), spec, v), value=True)
             return _BAD
         return v
 
@@ -187,13 +213,17 @@ class _Compiler:
                     )
                     good = False
                 elif not self.arg_ok(want, value):
-                    self.problem(doc, args, name, rid, f"'{name}' must be {self.arg_doc(want)}", value=True)
+                    self.problem(
+                        doc, args, name, rid, f"'{name}' must be {self.arg_doc(want)}, got {value!r}", value=True
+                    )
                     good = False
             if good:
                 out.append(Action(str(kind), tuple(sorted((str(k), v) for k, v in args.items()))))
         return tuple(out)
 
     def arg_ok(self, want: str, value: Any) -> bool:
+        if want == "scalar":
+            return isinstance(value, str | int | float | bool)
         if want == "number":
             return isinstance(value, int | float) and not isinstance(value, bool)
         if want == "enum:severity":
@@ -207,6 +237,8 @@ class _Compiler:
             return "one of " + ", ".join(SEVERITIES)
         if want == "enum:route":
             return "one of " + ", ".join(self.route_kinds)
+        if want == "scalar":
+            return "a string, number or boolean"
         return "a number" if want == "number" else "a non-empty string"
 
     # -- files --------------------------------------------------------------------------------------------

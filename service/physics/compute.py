@@ -29,10 +29,59 @@ def gpus_for_deadline(flops: float, tflops_per_gpu: float, mfu: float, days: flo
     return max(1, math.ceil(flops / (tflops_per_gpu * 1e12 * mfu * days * 86400)))
 
 
-def prefill_seconds(active_params_billion: float, tokens: int, tflops_total: float, mfu: float) -> float:
-    """Prompt processing is compute-bound: 2·N FLOPs per token."""
+def attention_flops(layers: int, tokens: int, hidden: int, window: int = 0) -> float:
+    """Forward attention FLOPs of a causal prefill of S tokens: QK^T and softmax·V are 2·S²·d each per layer,
+    halved by the causal mask (FlashAttention skips the masked blocks): 2·L·S²·d (Kaplan et al. count
+    2·n_layer·n_ctx·d_attn per token). A sliding window W caps each token's span: 2·L·S·min(S, W)·d."""
+    span = min(tokens, window) if window > 0 else tokens
+    return 2.0 * layers * max(0, tokens) * max(0, span) * hidden
+
+
+def prefill_seconds(
+    active_params_billion: float, tokens: int, tflops_total: float, mfu: float,
+    attn_flops: float = 0.0, attention_tflops_total: float = 0.0,
+) -> float:
+    """Prompt processing is compute-bound: 2·N FLOPs per token in the linear layers, plus the attention FLOPs
+    at the rate attention runs at (16-bit KV: BF16 tensor cores even when the weights are FP8)."""
     _positive(tflops_total=tflops_total, mfu=mfu)
-    return 2 * active_params_billion * 1e9 * max(0, tokens) / (tflops_total * 1e12 * mfu)
+    linear = 2 * active_params_billion * 1e9 * max(0, tokens) / (tflops_total * 1e12 * mfu)
+    attention = attn_flops / ((attention_tflops_total or tflops_total) * 1e12 * mfu) if attn_flops > 0 else 0.0
+    return linear + attention
+
+
+def step_seconds(
+    weights_gb: float, kv_read_gb: float, bandwidth_tbs_total: float, mbu: float,
+    linear_flops: float, tflops_total: float, mfu: float,
+    attn_flops: float = 0.0, attention_tflops_total: float = 0.0, overhead_s: float = 0.0,
+) -> float:
+    """One engine step (a decode token for every running sequence, plus any prefill chunk batched with it):
+    the linear layers take the longer of reading the weights and computing their FLOPs (the weights are read
+    once for every token in the step, so a small prefill chunk hides under the read and a big one does not);
+    decode attention reads each sequence's KV cache; prefill attention is compute; `overhead_s` is the
+    per-step floor (kernel launches, sampling, tensor-parallel all-reduces) that no batch size removes."""
+    _positive(bandwidth_tbs_total=bandwidth_tbs_total, mbu=mbu, tflops_total=tflops_total, mfu=mfu)
+    bw = bandwidth_tbs_total * 1e12 * mbu
+    linear = max(weights_gb * 1e9 / bw, linear_flops / (tflops_total * 1e12 * mfu))
+    attention = attn_flops / ((attention_tflops_total or tflops_total) * 1e12 * mfu) if attn_flops > 0 else 0.0
+    return overhead_s + linear + kv_read_gb * 1e9 / bw + attention
+
+
+def time_to_first_token(prefill_s: float, step_s: float, others: int, others_prefill_s: float,
+                        output_tokens: int, iterations: int = 30) -> float:
+    """TTFT under load: the prompt's prefill shares the GPUs' compute with the other sequences' prefills
+    (processor sharing: prefill / (1 − ρ), ρ = the others' prefill time per second), then one step emits the
+    first token. Requests cycle every TTFT + output × step, so ρ and TTFT are solved together."""
+    ttft = prefill_s + step_s
+    if others <= 0 or others_prefill_s <= 0:
+        return ttft
+    for _ in range(iterations):
+        cycle = ttft + max(0, output_tokens) * step_s
+        rho = min(0.95, others * others_prefill_s / cycle) if cycle > 0 else 0.0
+        nxt = prefill_s / (1 - rho) + step_s
+        if abs(nxt - ttft) <= 1e-6 * ttft:
+            return nxt
+        ttft = nxt
+    return ttft
 
 
 def decode_step_seconds(

@@ -27,7 +27,10 @@ class Architecture:
     hidden_size: int
     attention_heads: int
     vocab_size: int
-    exact: bool  # True when the caller gave layers/kv_heads/head_dim; False when estimated from size
+    exact: bool  # True when the caller's architecture pins the KV cache; False when estimated from size
+    kind: str = "GQA"  # MHA | GQA | MQA | MLA
+    kv_latent: int = 0  # MLA: kv_lora_rank + rope_head_dim elements cached per layer and token
+    window: int = 0  # sliding-window attention: tokens each layer keeps (0 = full attention)
 
 
 @dataclass(frozen=True)
@@ -56,15 +59,37 @@ def estimate_architecture(params_billion: float, bands: Sequence[ArchitectureBan
 
 def resolve_architecture(
     params_billion: float, layers: int, kv_heads: int, head_dim: int, hidden_size: int,
-    bands: Sequence[ArchitectureBand],
+    bands: Sequence[ArchitectureBand], kind: str = "UNSPECIFIED", kv_lora_rank: int = 0, rope_head_dim: int = 0,
+    window: int = 0, mla_default: tuple[int, int] = (512, 64),
 ) -> Architecture:
-    """The caller's architecture when it pins the KV cache (layers, KV heads and a head size), else an estimate."""
+    """The caller's architecture when it pins the KV cache, else an estimate (exact=False) that still honours
+    what was said. Pinned means: MLA with layers, kv_lora_rank and rope_head_dim; MHA with layers and
+    hidden_size (one KV head per query head, so KV width = hidden); MQA with layers and a head size; otherwise
+    layers, KV heads and a head size. `mla_default` (kv_lora_rank, rope_head_dim) fills an MLA guess."""
     est = estimate_architecture(params_billion, bands)
+    n_layers = layers or est.layers
+    hidden = hidden_size or est.hidden_size
+    heads = est.attention_heads
+    if kind == "MLA":
+        rank, rope = kv_lora_rank or mla_default[0], rope_head_dim or mla_default[1]
+        exact = layers > 0 and kv_lora_rank > 0 and rope_head_dim > 0
+        return Architecture(n_layers, 1, head_dim or est.head_dim, hidden, heads, est.vocab_size, exact,
+                            "MLA", rank + rope, window)
+    if kind == "MHA":
+        hd = head_dim or est.head_dim
+        kv = max(1, hidden // hd)
+        return Architecture(n_layers, kv, hd, hidden, kv, est.vocab_size, layers > 0 and hidden_size > 0,
+                            "MHA", 0, window)
+    if kind == "MQA":
+        hd = head_dim or (max(1, hidden // max(1, heads)) if hidden_size else est.head_dim)
+        return Architecture(n_layers, 1, hd, hidden, heads, est.vocab_size,
+                            layers > 0 and (head_dim > 0 or hidden_size > 0), "MQA", 0, window)
     if layers > 0 and kv_heads > 0 and (head_dim > 0 or hidden_size > 0):
-        hidden = hidden_size or est.hidden_size
-        heads = est.attention_heads
         hd = head_dim or max(1, hidden // max(1, heads))
-        return Architecture(layers, kv_heads, hd, hidden, heads, est.vocab_size, exact=True)
+        return Architecture(layers, kv_heads, hd, hidden, heads, est.vocab_size, True, "GQA", 0, window)
+    if window > 0 or layers > 0 or kv_heads > 0:
+        return Architecture(n_layers, kv_heads or est.kv_heads, head_dim or est.head_dim, hidden, heads,
+                            est.vocab_size, False, "GQA", 0, window)
     return est
 
 
@@ -75,20 +100,34 @@ def weights_gb(params_billion: float, bytes_per_param: float) -> float:
 
 
 def kv_bytes_per_token(arch: Architecture, kv_bytes: float = 2.0) -> float:
-    """2 (K and V) × layers × KV heads × head dim × bytes: GQA-aware (stas00/ml-engineering; llm-d)."""
+    """2 (K and V) × layers × KV heads × head dim × bytes: GQA-aware (stas00/ml-engineering; llm-d).
+    MLA caches one compressed latent per layer instead: layers × (kv_lora_rank + rope_head_dim) × bytes
+    (DeepSeek-V2 paper section 2.1; llm-d KVCacheDetail)."""
+    if arch.kind == "MLA":
+        return float(arch.layers * arch.kv_latent * kv_bytes)
     return 2.0 * arch.layers * arch.kv_heads * arch.head_dim * kv_bytes
+
+
+def cached_tokens(arch: Architecture, tokens_per_sequence: int) -> int:
+    """Tokens a sequence keeps in the KV cache: a sliding window keeps at most the window (Mistral 7B)."""
+    return min(tokens_per_sequence, arch.window) if arch.window > 0 else tokens_per_sequence
 
 
 def kv_cache_gb(
     arch: Architecture, tokens_per_sequence: int, sequences: int, kv_bytes: float = 2.0, tensor_parallel: int = 1
 ) -> float:
     """Whole-configuration KV cache. Under tensor parallelism each GPU holds max(kv_heads / TP, 1) heads, so
-    with TP > kv_heads heads are replicated and the total grows (llm-analysis get_memory_kv_cache_per_layer)."""
+    with TP > kv_heads heads are replicated and the total grows (llm-analysis get_memory_kv_cache_per_layer).
+    MLA's latent is not split by heads; vLLM and SGLang serve MLA models with data-parallel attention, so each
+    sequence's latent lives on one GPU and nothing is replicated."""
     _check(tokens_per_sequence=tokens_per_sequence, sequences=sequences, kv_bytes=kv_bytes)
+    tokens = cached_tokens(arch, tokens_per_sequence)
+    if arch.kind == "MLA":
+        return kv_bytes_per_token(arch, kv_bytes) * tokens * sequences / GB
     tp = max(1, tensor_parallel)
     heads_per_gpu = max(arch.kv_heads / tp, 1.0)
     per_token_all_gpus = 2.0 * arch.layers * heads_per_gpu * tp * arch.head_dim * kv_bytes
-    return per_token_all_gpus * tokens_per_sequence * sequences / GB
+    return per_token_all_gpus * tokens * sequences / GB
 
 
 def adamw_mixed_precision_bytes_per_param(fp32_grads: bool = False) -> float:

@@ -1,0 +1,221 @@
+"""One channel to GPU Advisor with deadlines, gRPC's own retries on UNAVAILABLE, and optional TLS and token."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any, TypeVar
+
+import grpc
+from google.protobuf import json_format
+from google.protobuf.message import Message
+from google.rpc import error_details_pb2
+from grpc_status import rpc_status
+
+from .v1 import advisor_pb2 as pb
+from .v1 import advisor_pb2_grpc as pb_grpc
+
+SERVICE = pb.DESCRIPTOR.services_by_name["GpuAdvisor"].full_name
+DEFAULT_TIMEOUT_S = 30.0
+
+# A brief or quote as the proto message, or as its proto3 JSON mapping (what grpcurl takes): field names in
+# snake_case or lowerCamelCase, enums by their full names ("WORKLOAD_TYPE_REALTIME_INFERENCE").
+Brief = pb.WorkloadBrief | Mapping[str, Any]
+Quote = pb.PriceQuote | Mapping[str, Any]
+M = TypeVar("M", bound=Message)
+
+
+class AdvisorError(Exception):
+    """A failed call: the gRPC status code, the server's message and, for INVALID_ARGUMENT, each bad field."""
+
+    def __init__(self, code: grpc.StatusCode, message: str, violations: Mapping[str, str] | None = None):
+        self.code = code
+        self.message = message
+        self.violations: dict[str, str] = dict(violations or {})  # field path → what is wrong with it
+        super().__init__(f"{code.name}: {message}")
+
+    @classmethod
+    def from_rpc_error(cls, err: grpc.RpcError) -> AdvisorError:
+        call = err if isinstance(err, grpc.Call) else None
+        code = call.code() if call else grpc.StatusCode.UNKNOWN
+        violations: dict[str, str] = {}
+        status = rpc_status.from_call(call) if call else None
+        for detail in status.details if status else ():
+            bad = error_details_pb2.BadRequest()
+            if detail.Unpack(bad):
+                violations.update((v.field, v.description) for v in bad.field_violations)
+        return cls(code, (call.details() if call else None) or str(err), violations)
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """gRPC's built-in retry policy (service config), for UNAVAILABLE only.
+
+    UNAVAILABLE means the server was unreachable, draining, or had no valid rules yet; every GpuAdvisor method
+    is safe to repeat (Recommend and the reads are pure, ReloadRules reloads what is on disk). Other codes are
+    answers and are not retried. Backoff is randomised by gRPC between 0 and the current bound.
+    """
+
+    max_attempts: int = 4  # the first call included; gRPC caps this at 5
+    initial_backoff_s: float = 0.2
+    max_backoff_s: float = 2.0
+    backoff_multiplier: float = 2.0
+
+    def __post_init__(self) -> None:
+        if not 2 <= self.max_attempts <= 5:
+            raise ValueError("max_attempts must be 2..5 (gRPC's limit); pass retry=None for no retries")
+        if self.initial_backoff_s <= 0 or self.max_backoff_s <= 0 or self.backoff_multiplier <= 0:
+            raise ValueError("backoffs and multiplier must be positive")
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "maxAttempts": self.max_attempts,
+            "initialBackoff": f"{self.initial_backoff_s:.3f}s",
+            "maxBackoff": f"{self.max_backoff_s:.3f}s",
+            "backoffMultiplier": self.backoff_multiplier,
+            "retryableStatusCodes": ["UNAVAILABLE"],
+        }
+
+
+def service_config(retry: RetryPolicy | None, load_balancing: str | None = None) -> str:
+    """The channel's default service config: retries for this service, and the load-balancing policy.
+
+    round_robin spreads calls over every address the name resolves to (a Kubernetes headless Service gives
+    one per pod); the default, pick_first, sticks to one.
+    """
+    config: dict[str, Any] = {}
+    if retry is not None:
+        config["methodConfig"] = [{"name": [{"service": SERVICE}], "retryPolicy": retry.as_json()}]
+    if load_balancing:
+        config["loadBalancingConfig"] = [{load_balancing: {}}]
+    return json.dumps(config)
+
+
+def _message(value: M | Mapping[str, Any], cls: type[M], what: str) -> M:
+    if isinstance(value, cls):
+        return value
+    if not isinstance(value, Mapping):
+        raise TypeError(f"{what} must be a {cls.DESCRIPTOR.full_name} or a mapping, not {type(value).__name__}")
+    try:
+        return json_format.ParseDict(value, cls())
+    except json_format.ParseError as err:
+        raise ValueError(f"{what}: {err}") from None
+
+
+class Client:
+    """A GPU Advisor client over one gRPC channel; close it (or use `with`) when done.
+
+    `timeout` is the default deadline of each call in seconds (None: no deadline, which a caller rarely wants).
+    TLS is on when `tls` is true or any certificate or `credentials` are given; `root_certificates` None means
+    the system's roots. `token` is sent as `authorization: Bearer <token>` on every call (the admin token of
+    ReloadRules, or whatever a proxy in front checks); over a plaintext channel it travels in clear text, so
+    keep that to loopback or a mesh that encrypts. `options` are extra gRPC channel arguments.
+    """
+
+    def __init__(
+        self,
+        target: str,
+        *,
+        timeout: float | None = DEFAULT_TIMEOUT_S,
+        retry: RetryPolicy | None = RetryPolicy(),
+        tls: bool = False,
+        root_certificates: bytes | None = None,
+        private_key: bytes | None = None,
+        certificate_chain: bytes | None = None,
+        credentials: grpc.ChannelCredentials | None = None,
+        token: str | None = None,
+        load_balancing: str | None = None,
+        wait_for_ready: bool | None = None,
+        options: Sequence[tuple[str, Any]] = (),
+    ):
+        self.timeout = timeout
+        self.wait_for_ready = wait_for_ready
+        self._metadata: tuple[tuple[str, str], ...] = (("authorization", f"Bearer {token}"),) if token else ()
+        channel_options = [
+            ("grpc.enable_retries", 1 if retry is not None else 0),
+            ("grpc.service_config", service_config(retry, load_balancing)),
+            *options,
+        ]
+        if credentials is None and (tls or root_certificates or private_key or certificate_chain):
+            credentials = grpc.ssl_channel_credentials(root_certificates, private_key, certificate_chain)
+        if credentials is not None:
+            self.channel = grpc.secure_channel(target, credentials, options=channel_options)
+        else:
+            self.channel = grpc.insecure_channel(target, options=channel_options)
+        self.stub = pb_grpc.GpuAdvisorStub(self.channel)
+
+    def recommend(
+        self,
+        brief: Brief,
+        *,
+        locale: str = "en",
+        max_candidates: int = 0,
+        include_trace: bool = False,
+        quotes: Iterable[Quote] = (),
+        as_of: str = "",
+        timeout: float | None = None,
+    ) -> pb.RecommendResponse:
+        """Ranked GPU configurations for a brief. Missing details come back as `questions`, not errors.
+
+        `locale` is "en" or "zh-CN"; `max_candidates` 0 means the rules' default; `quotes` are your own
+        $/GPU-hour prices; `as_of` (YYYY-MM-DD) replays the catalog prices valid that day.
+        """
+        request = pb.RecommendRequest(
+            brief=_message(brief, pb.WorkloadBrief, "brief"),
+            quotes=[_message(q, pb.PriceQuote, "quote") for q in quotes],
+            locale=locale, max_candidates=max_candidates, include_trace=include_trace, as_of=as_of,
+        )
+        return self._call(self.stub.Recommend, request, timeout)
+
+    def list_gpus(self, as_of: str = "", *, timeout: float | None = None) -> pb.ListGpusResponse:
+        """The catalog as loaded, with the prices current on `as_of` (default today)."""
+        return self._call(self.stub.ListGpus, pb.ListGpusRequest(as_of=as_of), timeout)
+
+    def get_ruleset(self, *, timeout: float | None = None) -> pb.RulesetInfo:
+        """The active rules version and the last reload attempt."""
+        return self._call(self.stub.GetRuleset, pb.GetRulesetRequest(), timeout)
+
+    def reload_rules(self, *, timeout: float | None = None) -> pb.ReloadRulesResponse:
+        """Admin: reload the rules from disk now (needs `token` when the server has an admin token)."""
+        return self._call(self.stub.ReloadRules, pb.ReloadRulesRequest(), timeout)
+
+    def _call(self, method: grpc.UnaryUnaryMultiCallable, request: Message, timeout: float | None) -> Any:
+        try:
+            return method(request, timeout=self.timeout if timeout is None else timeout,
+                          metadata=self._metadata, wait_for_ready=self.wait_for_ready)
+        except grpc.RpcError as err:
+            raise AdvisorError.from_rpc_error(err) from err
+
+    def close(self) -> None:
+        self.channel.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+
+def recommend(
+    target: str,
+    brief: Brief,
+    *,
+    locale: str = "en",
+    max_candidates: int = 0,
+    include_trace: bool = False,
+    quotes: Iterable[Quote] = (),
+    as_of: str = "",
+    timeout: float | None = DEFAULT_TIMEOUT_S,
+    retry: RetryPolicy | None = RetryPolicy(),
+    tls: bool = False,
+    root_certificates: bytes | None = None,
+    token: str | None = None,
+) -> pb.RecommendResponse:
+    """One Recommend call on a channel of its own; for many calls keep a `Client`."""
+    with Client(target, timeout=timeout, retry=retry, tls=tls, root_certificates=root_certificates,
+                token=token) as client:
+        return client.recommend(brief, locale=locale, max_candidates=max_candidates, include_trace=include_trace,
+                                quotes=quotes, as_of=as_of)
