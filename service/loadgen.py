@@ -38,6 +38,7 @@ class Load:
     latencies_ms: list[float]
     failed: int
     cpu_ms_per_call: float = float("nan")  # the server's CPU time (all its processes) per answered call
+    grpc_errors: int = 0  # calls the server logged with a status other than OK (h2load sees only HTTP 200)
 
     def pct(self, q: float) -> float:
         if not self.latencies_ms:
@@ -97,6 +98,12 @@ class ServerProcess:
             if '"workers"' in line:
                 return [self.proc.pid, *json.loads(line)["pids"]]
         return [self.proc.pid]
+
+    def grpc_errors(self) -> int:
+        """Calls logged with a gRPC status other than OK so far (e.g. RESOURCE_EXHAUSTED from admission). Not
+        CANCELLED: h2load hangs up with calls in flight when its time is up, and those are not errors."""
+        return sum(1 for line in Path(self.log.name).read_text().splitlines()
+                   if '"event": "rpc"' in line and '"code": "OK"' not in line and '"code": "CANCELLED"' not in line)
 
     def cpu_seconds(self) -> float:
         """User + system CPU of the server and its workers so far (/proc; CPU time is what a noisy shared
@@ -242,13 +249,15 @@ def _measure(server: ServerProcess, seconds: float, briefs: list[bytes], streams
     drive = h2load if use_h2load else None
 
     def go(path: str, bodies: list[bytes], rps: float = 0) -> Load:
-        cpu = server.cpu_seconds()
+        cpu, errors = server.cpu_seconds(), server.grpc_errors()
         if drive is not None:
             load = drive(server.port, path, bodies, seconds, streams, rps)
         else:
             load = aio_load(server.addr, path, bodies, seconds, streams, rps)
         calls = len(load.latencies_ms)
+        time.sleep(0.5)  # the server's log writer catches up before its lines are counted
         load.cpu_ms_per_call = (server.cpu_seconds() - cpu) * 1000 / calls if calls else float("nan")
+        load.grpc_errors = server.grpc_errors() - errors
         return load
 
     _check(server.addr, briefs)
@@ -261,7 +270,7 @@ def _measure(server: ServerProcess, seconds: float, briefs: list[bytes], streams
 
 def _show(label: str, load: Load) -> None:
     print(f"  {label:46} {load.rps:7.0f} rps  p50 {load.pct(0.5):6.2f} ms  p99 {load.pct(0.99):7.2f} ms"
-          f"  server CPU {load.cpu_ms_per_call:5.2f} ms/call  failed {load.failed}")
+          f"  server CPU {load.cpu_ms_per_call:5.2f} ms/call  failed {load.failed + load.grpc_errors}")
 
 
 def run_load(seconds: float, k: int, streams: int, baseline: str = "") -> int:
