@@ -54,8 +54,9 @@ lint: $(GEN)
 	$(VENV)/bin/buf lint
 	$(VENV)/bin/buf breaking --against $(PROTO_RELEASE)
 
+# BENCH_ARGS: e.g. --load-only, --baseline ../main (the same load on another checkout first), --load-seconds 10
 bench: $(GEN)
-	$(PY) -m service.bench
+	$(PY) -m service.bench $(BENCH_ARGS)
 
 rules-check: $(GEN)
 	$(PY) -m service.rules_cli check $(RULES)

@@ -4,7 +4,11 @@ compare the ratios, not the absolute numbers).
 1. advise() in-process on the golden cases (tests/cases, or --cases DIR), with and without the trace;
 2. the durable_rules engine against the reference evaluator on the same facts;
 3. Recommend through a real gRPC server on 127.0.0.1;
-4. N live reloads of the rules (default 1000), with resident memory before and after.
+4. N live reloads of the rules (default 1000), with resident memory before and after;
+5. load on a real server process: health Check rps vs Recommend rps on distinct briefs (the ratio to the same
+   server's gRPC floor), p50/p99 at half of that saturation, and Recommend rps with 1 vs 2 processes.
+   `--load-only` runs just this; `--baseline DIR` runs the same load against another checkout (e.g. ../main)
+   first, for before/after in one run.
 """
 
 from __future__ import annotations
@@ -51,7 +55,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--iterations", type=int, default=30)
     parser.add_argument("--reloads", type=int, default=1000)
     parser.add_argument("--cases", default=str(REPO / "tests" / "cases"))  # the project's copy: a clone has it
+    parser.add_argument("--load-only", action="store_true", help="only section 5 (load on a server process)")
+    parser.add_argument("--load-seconds", type=float, default=5.0)
+    parser.add_argument("--briefs", type=int, default=8, help="distinct Recommend briefs (one h2load each)")
+    parser.add_argument("--streams", type=int, default=4, help="concurrent streams per connection")
+    parser.add_argument("--baseline", default="", help="another checkout to load the same way first")
     args = parser.parse_args(argv)
+    if args.load_only:
+        from .loadgen import run_load
+
+        return run_load(args.load_seconds, args.briefs, args.streams, args.baseline)
 
     from google.protobuf.json_format import ParseDict
 
@@ -164,7 +177,9 @@ def main(argv: list[str] | None = None) -> int:
         f"RSS {before:.1f} MB → {after:.1f} MB ({after - before:+.1f} MB)"
     )
     bundle.retire(None)
-    return 0
+    from .loadgen import run_load
+
+    return run_load(args.load_seconds, args.briefs, args.streams, args.baseline)
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ import os
 import select
 import signal
 import socket
+import sys
 import threading
 from datetime import date
 from typing import Any, NoReturn
@@ -21,7 +22,7 @@ import structlog
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection, reflection_pb2, reflection_pb2_grpc
 
-from . import api, metrics
+from . import api, cache, metrics, processes
 from .api import pb, pb_grpc
 from .credentials import ConfigError, admin_token, server_credentials
 from .decide.cancel import Cancelled
@@ -154,12 +155,14 @@ def _enable_reflection(service_names: tuple[str, ...], server: grpc.Server) -> N
 def serve(
     addr: str, rules_dir: str, admin_token: str = "", watch: bool = True, workers: int | None = None,
     poll_seconds: float = 0.5, max_concurrent: int = DEFAULT_MAX_CONCURRENT, max_queue: int = DEFAULT_MAX_QUEUE,
-    tls: grpc.ServerCredentials | None = None,
+    tls: grpc.ServerCredentials | None = None, shared_port: bool = False, response_cache: int = 0,
 ) -> tuple[AdvisorServer, int, RuleStore]:
     """Start serving and return (server, bound port, store). Health stays NOT_SERVING until rules load.
 
     Each GpuAdvisor method runs at most `max_concurrent` calls with `max_queue` more waiting; `workers`
     defaults to enough threads for all of them plus spares for health. `tls`: plaintext when None.
+    `shared_port`: one of `--processes N` workers (SO_REUSEPORT); otherwise a busy port fails here.
+    `response_cache`: keep that many Recommend answers for repeated identical requests (0 = off).
     """
     store = RuleStore(rules_dir, poll_seconds=poll_seconds)
     store.self_test = self_test(store.rules_dir)
@@ -178,14 +181,23 @@ def serve(
     admission = AdmissionInterceptor(limited, max_concurrent, max_queue)
     executor = TrackingExecutor(workers or len(limited) * (max_concurrent + max_queue) + SPARE_WORKERS)
     # The request interceptor comes first so refused calls are logged and counted too.
-    server = grpc.server(executor, interceptors=[RequestContextInterceptor(), admission])
-    add_servicer(Servicer(store, admin_token), server)  # like the generated add_*, but bad bytes: INVALID_ARGUMENT
+    server = grpc.server(executor, interceptors=[RequestContextInterceptor(), admission],
+                         options=[("grpc.so_reuseport", int(shared_port))])
+    servicer = Servicer(store, admin_token)
+    if response_cache > 0:
+        servicer.Recommend = cache.ResponseCache(response_cache).wrap(store, servicer.Recommend)  # type: ignore[method-assign]
+    add_servicer(servicer, server)  # like the generated add_*, but bad bytes: INVALID_ARGUMENT
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     health_name = health_pb2.DESCRIPTOR.services_by_name["Health"].full_name
     _enable_reflection((api.SERVICE_NAME, health_name, reflection.SERVICE_NAME), server)
-    port = server.add_secure_port(addr, tls) if tls else server.add_insecure_port(addr)
+    try:
+        port = server.add_secure_port(addr, tls) if tls else server.add_insecure_port(addr)
+    except RuntimeError:
+        port = 0
     if port == 0:
-        raise RuntimeError(f"cannot bind {addr}")
+        log.error("bind_failed", addr=addr, hint="address in use or not local; --processes N shares a port")
+        store.close()
+        raise processes.BindError(f"cannot bind {addr}")
     result = store.reload()
     if not result.ok:
         log.error("rules_invalid_at_start", problems=list(result.problems)[:50], rules=rules_dir)
@@ -277,14 +289,28 @@ def parse_args(argv: list[str] | None = None) -> tuple[argparse.Namespace, dict[
     parser.add_argument("--metrics-addr", default=os.environ.get("GPU_ADVISOR_METRICS_ADDR", ""),
                         help="serve Prometheus metrics on host:port (env GPU_ADVISOR_METRICS_ADDR; off when empty)")
     _add_serving_flags(parser)
+    parser.add_argument("--processes", type=int, default=processes.default_processes(),
+                        help=f"worker processes sharing the port (env {processes.ENV}, default 1)")
+    parser.add_argument("--shared-port", action="store_true", help=argparse.SUPPRESS)  # set for the workers
+    parser.add_argument("--response-cache", type=int, default=int(os.environ.get(cache.ENV, "0") or 0),
+                        help=f"cache this many Recommend answers for identical requests (env {cache.ENV}; 0 = off)")
     args = parser.parse_args(argv)
+    if args.processes < 1 or args.response_cache < 0:
+        parser.error("--processes must be at least 1 and --response-cache at least 0")
     return args, _serving_options(parser, args)
 
 
 def main(argv: list[str] | None = None) -> int:
     args, options = parse_args(argv)
-    configure(args.log_level)
-    server, _port, store = serve(args.addr, args.rules, watch=not args.no_watch, **options)
+    configure(args.log_level, pid=args.shared_port or args.processes > 1)
+    if args.processes > 1:
+        return processes.supervise(args.processes, args.addr, sys.argv[1:] if argv is None else argv,
+                                   args.metrics_addr)
+    try:
+        server, _port, store = serve(args.addr, args.rules, watch=not args.no_watch, shared_port=args.shared_port,
+                                     response_cache=args.response_cache, **options)
+    except processes.BindError:
+        return 1
     if args.metrics_addr:
         log.info("metrics", port=metrics.serve_metrics(args.metrics_addr))
     stop = threading.Event()

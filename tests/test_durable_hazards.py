@@ -237,3 +237,34 @@ class TestRawEngine:
         assert code == 1  # the Host layer turns this into MessageNotHandledException; we add a sentinel
         # No delete_state here: after a session where no action ran it can free an uninitialised pointer and
         # abort the process (the reason every session of ours carries a sentinel fact).
+
+
+# -- the fast batch encoder must write what the hand-written one writes ---------------------------------------
+
+_fact_values = st.one_of(
+    st.booleans(), st.integers(min_value=-(2**70), max_value=2**70),
+    st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=8),
+)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.dictionaries(st.text(max_size=6), _fact_values, max_size=6), max_size=4))
+def test_encode_batch_agrees_with_encode(facts):
+    from service.engine.durable import encode_batch
+
+    try:
+        slow = encode(facts)
+    except EngineError:
+        with pytest.raises(EngineError):
+            encode_batch(facts)
+        return
+    # The same text: floats keep their decimal point and never get an exponent, strings the same escapes.
+    assert encode_batch(facts) == slow
+
+
+def test_a_shard_sees_only_the_fields_its_rules_test(engine_factory):
+    # Fields no rule reads are left out of the batch; a rule on a field the fact lacks still does not match.
+    e = engine_factory([rule("r", (Condition("gpu", "eq", "h100"),)), rule("m", (Condition("absent", "eq", 1),))])
+    shard = e._shards["candidate"][0]
+    assert set(shard.fields) == {"gpu", "absent"}
+    assert e.evaluate("candidate", [{"id": "a", "gpu": "h100", "noise": "x" * 1000}]) == {"a": {"r"}}

@@ -14,6 +14,10 @@ Hazards designed around (each has a test in tests/test_durable_hazards.py):
 - sessions are found by a 32-bit hash of the sid and at most 1024 may live → one session at a time per engine
   (a lock: the extension holds the GIL anyway, so threads lose nothing) and every session is deleted at once;
 - a ruleset cannot be replaced → each rules version gets its own ruleset names and `close()` deletes them.
+
+Speed: a shard is sent only the fields its own rules test (a field no rule reads cannot change a match, and the
+engine echoes every field back in each match), written and read by orjson; the hand-written `encode` is the
+fallback for the rare batch holding a float written with an exponent, a NaN/infinity or an unsupported value.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from decimal import Decimal
 from typing import Any
 
 import durable_rules_engine as _dre
+import orjson
 
 from .ir import Condition, Rule
 
@@ -70,6 +75,31 @@ def encode(value: Any) -> str:
     raise EngineError(f"cannot give the engine a {type(value).__name__}")
 
 
+
+def _suspect(raw: bytes) -> bool:
+    # orjson writes 1e+16 / 1e-7 with a signed exponent and NaN/infinity as null; a false hit (a string holding
+    # "null" or "e-") only sends that batch the slow way. Substring tests: a regex here cost as much as orjson.
+    return b"e-" in raw or b"e+" in raw or b"null" in raw
+
+
+def encode_batch(facts: list[dict[str, Any]]) -> str:
+    """`encode(facts)`, over ten times faster for the common batch (orjson; floats dominate the cost)."""
+    try:
+        raw = orjson.dumps(facts)
+    except TypeError:  # orjson.JSONEncodeError: an unsupported type or an int beyond 64 bits
+        return encode(facts)  # raises the precise EngineError, or writes what orjson could not
+    return encode(facts) if _suspect(raw) else raw.decode()
+
+
+def _fields(rules: Sequence[tuple[str, Rule]]) -> tuple[str, ...]:
+    seen: dict[str, None] = {}
+    for _, rule in rules:
+        for branch in rule.branches:
+            for cond in branch:
+                seen[cond.field] = None
+    return tuple(f for f in seen if f not in ("t", "sid", "id"))
+
+
 def _test(cond: Condition) -> dict[str, Any]:
     f, v = cond.field, cond.value
     match cond.op:
@@ -99,9 +129,10 @@ def _pattern(fact_type: str, branch: Sequence[Condition]) -> dict[str, Any]:
 
 
 class _Shard:
-    def __init__(self, name: str, definition: dict[str, Any], keys: dict[str, str]):
+    def __init__(self, name: str, definition: dict[str, Any], keys: dict[str, str], fields: tuple[str, ...]):
         self.name = name
         self.keys = keys  # engine rule name → rule id
+        self.fields = fields  # the fact fields this shard's rules test: all the engine needs to see
         self.handle = _dre.create_ruleset(name, encode(definition))
 
 
@@ -116,11 +147,11 @@ class DurableEngine:
         self._shards: dict[str, list[_Shard]] = {}
         self._closed = False
         tag = next(_names)
-        by_fact: dict[str, list[tuple[str, dict[str, Any]]]] = {}
+        by_fact: dict[str, list[tuple[str, dict[str, Any], Rule]]] = {}
         for rule in rules:
             for branch in rule.branches:
                 by_fact.setdefault(rule.fact, []).append(
-                    (rule.id, {"all": [{"m": _pattern(rule.fact, branch)}]})
+                    (rule.id, {"all": [{"m": _pattern(rule.fact, branch)}]}, rule)
                 )
         try:
             for fact, entries in by_fact.items():
@@ -129,12 +160,13 @@ class DurableEngine:
                     chunk = entries[s : s + shard_size]
                     definition: dict[str, Any] = {}
                     keys: dict[str, str] = {}
-                    for i, (rule_id, body) in enumerate(chunk):
+                    for i, (rule_id, body, _) in enumerate(chunk):
                         name = f"r{s + i}"
                         definition[name] = body
                         keys[name] = rule_id
                     definition[_SENTINEL] = {"all": [{"m": {"t": _SENTINEL}}]}
-                    shards.append(_Shard(f"ga{tag}_{fact}_{s // shard_size}", definition, keys))
+                    fields = _fields([(rid, r) for rid, _, r in chunk])
+                    shards.append(_Shard(f"ga{tag}_{fact}_{s // shard_size}", definition, keys, fields))
                 self._shards[fact] = shards
         except BaseException:
             self.close()
@@ -158,14 +190,20 @@ class DurableEngine:
         self, shard: _Shard, fact_type: str, facts: Sequence[dict[str, Any]], out: dict[str, set[str]]
     ) -> None:
         sid = str(next(self._sids))
-        batch = [{**f, "t": fact_type, "sid": sid, "id": str(f["id"])} for f in facts]
+        fields = shard.fields
+        batch = []
+        for f in facts:
+            # A field missing from the fact stays missing (it never matches, as in the reference evaluator).
+            row = {k: f[k] for k in fields if k in f}
+            row["t"], row["sid"], row["id"] = fact_type, sid, str(f["id"])
+            batch.append(row)
         batch.append({"t": _SENTINEL, "sid": sid, "id": _SENTINEL})
         try:
-            result = _dre.assert_facts(shard.handle, encode(batch))
+            result = _dre.assert_facts(shard.handle, encode_batch(batch))
             state_handle = result[1]
             step = _dre.start_action_for_state(shard.handle, state_handle)
             while step:
-                for name, match in json.loads(step[1]).items():
+                for name, match in orjson.loads(step[1]).items():
                     rule_id = shard.keys.get(name)
                     if rule_id is not None:
                         out[str(match["m"]["id"])].add(rule_id)

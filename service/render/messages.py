@@ -56,18 +56,18 @@ def placeholders(template: str) -> list[str]:
 
 
 def compact(v: Any) -> str:
+    # An answer formats a few hundred numbers: test the exact type first (bool is an int, so it comes first).
+    kind = type(v)
+    if kind is float:
+        return _compact_float(v)
+    if kind is int:
+        return f"{v:,}"
+    if kind is str:
+        return v
     if isinstance(v, bool):
         return "yes" if v else "no"
     if isinstance(v, float):
-        if not math.isfinite(v):
-            return "never" if v > 0 else "-"
-        if v == int(v) and abs(v) < 1e15:
-            return f"{int(v):,}"
-        if abs(v) >= 100:
-            return f"{v:,.0f}"
-        if abs(v) >= 1:
-            return f"{v:,.2f}".rstrip("0").rstrip(".")
-        return readable(v, 3)
+        return _compact_float(v)
     if isinstance(v, int):
         return f"{v:,}"
     return str(v)
@@ -117,6 +117,19 @@ def tidy(text: str, locale: str) -> str:
     return _PUNCT_GAP.sub("", _CJK_GAP.sub("", text))
 
 
+def _compact_float(v: float) -> str:
+    if not math.isfinite(v):
+        return "never" if v > 0 else "-"
+    size = abs(v)
+    if size < 1e15 and v.is_integer():
+        return f"{int(v):,}"
+    if size >= 100:
+        return f"{v:,.0f}"
+    if size >= 1:
+        return f"{v:,.2f}".rstrip("0").rstrip(".")
+    return readable(v, 3)  # positional, never an exponent
+
+
 class Messages:
     def __init__(self, tables: Mapping[str, Mapping[str, str]], fallback: str = "en"):
         self.tables = tables
@@ -134,12 +147,13 @@ class Messages:
         return tidy(text, locale) if wide_value else text
 
 
+_WIDE_CHAR = re.compile(rf"[{_CJK}{_FULLWIDTH}]")
+
+
 @lru_cache(maxsize=4096)
 def _parsed(template: str) -> tuple[tuple[str, str | None, str | None, str | None], ...]:
+    # Parsing a template costs more than filling it, and an answer fills ~150 of the same few hundred.
     return tuple(_FORMATTER.parse(template))
-
-
-_WIDE_CHAR = re.compile(rf"[{_CJK}{_FULLWIDTH}]")
 
 
 def fill(template: str, params: Mapping[str, Any]) -> str:
@@ -148,9 +162,12 @@ def fill(template: str, params: Mapping[str, Any]) -> str:
 
 def _fill(template: str, params: Mapping[str, Any]) -> tuple[str, bool]:
     """The filled template, and whether a string value with CJK or full-width characters went in."""
+    parts = _parsed(template)
+    if len(parts) == 1 and parts[0][1] is None:
+        return parts[0][0], False  # no placeholder (checklist and benchmark lines)
     out = []
     wide = False
-    for literal, name, spec, conv in _parsed(template):
+    for literal, name, spec, conv in parts:
         out.append(literal)
         if name is None:
             continue
