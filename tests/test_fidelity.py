@@ -163,6 +163,17 @@ def test_a_smaller_embedding_model_needs_proportionally_fewer_gpus(stub):
     assert 3 <= base <= 6 and base < large
 
 
+def test_an_embedding_brief_states_the_batch_it_was_sized_at(stub):
+    # Sized at a server-side batch of 16,384 tokens (text-embeddings-inference's default token budget, in
+    # rules/assumptions.yaml): 32 requests of 512 tokens. Saying "batch size 1" would state a value not used.
+    answer = _ask(stub, _embedding(0.335, 2000))
+    assert answer["provisional"] and "traffic.batch_size" in answer.get("assumed", [])
+    assert "batch size 32" in answer["summary"]
+    brief = _embedding(0.335, 2000)
+    stated = _ask(stub, {**brief, "traffic": {**brief["traffic"], "batch_size": 32}})
+    assert _candidate(stated, "l4")["count"] == _candidate(answer, "l4")["count"]
+
+
 # --- item 5: latency under load (NIM Llama-3.3-70B FP8, 2 x H100 TP2, 5000 in / 500 out) ----------------------
 
 def _nim(concurrency: int, input_tokens: int = 5000, context: int = 5500) -> dict[str, Any]:

@@ -31,7 +31,7 @@ from ..advice import (
     Warning,
 )
 from ..assumptions import Assumptions
-from ..brief import AdviceRequest
+from ..brief import AdviceRequest, Brief
 from ..engine.ir import Action, Rule, apply_hit_policies
 from ..render.messages import Messages, compact
 from ..render.summary import render_summary
@@ -39,7 +39,7 @@ from ..rulebook import Rulebook
 from . import facts as F
 from .cancel import StillWanted, checkpoint
 from .provisional import route_depends_on
-from .sizing import Shape, Sizing, compared_tier, shape_of, size
+from .sizing import Shape, Sizing, compared_tier, prefill_batch_sequences, shape_of, size
 
 SEVERITY_ORDER = {"CRITICAL": 0, "WARNING": 1, "INFO": 2}
 # An estimated KV cache is described as the kind of attention it assumed (never as exact).
@@ -168,15 +168,17 @@ def cost_unit(unit: str) -> str:
     return "MILLION_OUTPUT_TOKENS" if unit == "TOKEN" else unit
 
 
-def _defaults_stated(shape: Shape, a: Any) -> dict[str, Any]:
+def _defaults_stated(brief: Brief, shape: Shape, a: Any) -> dict[str, Any]:
     """The value assumed for each brief field the sizing had to default, so a note can state it."""
+    # Embeddings are sized at what a server batches from its queue, not at one sequence: state that batch.
+    batch = prefill_batch_sequences(brief, shape, a) if brief.workload == "EMBEDDING" else shape.sequences
     return {
         "model.precision": shape.precision,
         "model.context_tokens": int(a.num("default_context_tokens")),
         "traffic.avg_input_tokens": shape.input_tokens,
         "traffic.avg_output_tokens": shape.output_tokens,
         "traffic.concurrent_sessions": shape.sequences,
-        "traffic.batch_size": shape.sequences,
+        "traffic.batch_size": batch,
     }
 
 
@@ -213,7 +215,7 @@ def advise(
                 )
     assumed: list[tuple[str, str]] = []
     if shape:
-        stated = _defaults_stated(shape, a)
+        stated = _defaults_stated(brief, shape, a)
         asked = {q.field for q in questions}
         # Only defaults the rules still ask about count: the others do not matter for this workload.
         assumed = [(f, compact(stated[f])) for f in shape.defaults_used if f in asked and f in stated]

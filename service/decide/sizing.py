@@ -519,6 +519,11 @@ def _prefill_only_tokens(brief: Brief, shape: Shape, a: Assumptions) -> int:
     return max(shape.tokens_per_sequence, int(a.num("default_prefill_batch_tokens")))
 
 
+def prefill_batch_sequences(brief: Brief, shape: Shape, a: Assumptions) -> int:
+    """Requests per forward pass that embedding sizing assumes when the brief gives no batch."""
+    return max(1, _prefill_only_tokens(brief, shape, a) // max(1, shape.tokens_per_sequence))
+
+
 def _speed(s: Sizing, brief: Brief, shape: Shape, a: Assumptions, n: int) -> None:
     """Decode is memory-bound (bytes read per step / bandwidth) with a per-step floor, prefill compute-bound
     (2·N per token plus attention); under load the other sequences' prefills share the steps."""
