@@ -203,7 +203,7 @@ def test_sizing_defaults_the_questions_still_ask_for_make_the_answer_provisional
     advice = bundle.advise(AdviceRequest(brief=train, as_of=TODAY))
     assert advice.assumed == () and not advice.provisional
     shape = shape_of(thin, bundle.book.assumptions)
-    assert set(_defaults_stated(shape, bundle.book.assumptions)) == set(SIZING_DEFAULT_FIELDS)
+    assert set(_defaults_stated(thin, shape, bundle.book.assumptions)) == set(SIZING_DEFAULT_FIELDS)
 
 
 def test_a_default_utilization_is_printed_as_assumed(bundle):
