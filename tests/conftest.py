@@ -5,6 +5,7 @@ from __future__ import annotations
 import shutil
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -15,9 +16,12 @@ from grpc_status import rpc_status
 
 from service.api import pb, pb_grpc
 from service.logging import configure
+from service.rulebook import load_rulebook
 from service.server import serve
+from service.store import Bundle
 
 RULES = Path(__file__).parents[1] / "rules"
+TODAY = date(2026, 12, 1)  # the day in-process answers are computed for (prices valid then)
 # ReloadRules is off unless the server has an admin token; tests that reload through the RPC start with this one.
 ADMIN_TOKEN = "test-admin-token"
 ADMIN = (("authorization", f"Bearer {ADMIN_TOKEN}"),)
@@ -119,3 +123,13 @@ def call(method: Any, request: Any, **kw: Any) -> Outcome:
 
 
 __all__ = ["ADMIN", "ADMIN_TOKEN", "Outcome", "Running", "bad_request_fields", "call", "pb"]
+
+
+@pytest.fixture(scope="module")
+def bundle() -> Iterator[Bundle]:
+    """The repo's rules loaded in-process (no server), for tests that call `advise` directly."""
+    book, problems = load_rulebook(RULES, today=TODAY)
+    assert book is not None, [str(p) for p in problems]
+    b = Bundle(book, loaded_at=None)  # type: ignore[arg-type]
+    yield b
+    b.retire(None)

@@ -29,20 +29,9 @@ from service.brief import (
 )
 from service.decide import facts as F
 from service.decide.sizing import shape_of, size
-from service.rulebook import load_rulebook
-from service.store import Bundle
 
 RULES = Path(__file__).parents[1] / "rules"
 TODAY = date(2026, 12, 1)
-
-
-@pytest.fixture(scope="module")
-def bundle():
-    book, problems = load_rulebook(RULES, today=TODAY)
-    assert book is not None, [str(p) for p in problems]
-    b = Bundle(book, loaded_at=None)  # type: ignore[arg-type]
-    yield b
-    b.retire(None)
 
 
 def _typed(value, spec) -> bool:

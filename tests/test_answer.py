@@ -28,22 +28,12 @@ from service.decide.sizing import shape_of, size
 from service.expectations import summary_problems
 from service.render.messages import format_number, readable, tidy
 from service.rulebook import load_rulebook
-from service.store import Bundle
 from tests.test_advisor import brief_strategy
 
 from .conftest import call
 
 RULES = Path(__file__).parents[1] / "rules"
 TODAY = date(2026, 12, 1)
-
-
-@pytest.fixture(scope="module")
-def bundle():
-    book, problems = load_rulebook(RULES, today=TODAY)
-    assert book is not None, [str(p) for p in problems]
-    b = Bundle(book, loaded_at=None)  # type: ignore[arg-type]
-    yield b
-    b.retire(None)
 
 
 # -- 12. numbers as people write them -----------------------------------------------------------------------
