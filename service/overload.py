@@ -22,6 +22,8 @@ from .loadgen import _REQUESTS, HEALTH, RECOMMEND, REPO, Load, ServerProcess, di
 SETTINGS: list[tuple[str, tuple[str, ...]]] = [
     ("before: 4 running, 32 queued, no stream cap",
      ("--max-concurrent", "4", "--max-queue", "32", "--max-streams", "0")),
+    ("one lever: 1 running, no stream cap", ("--max-concurrent", "1", "--max-streams", "0")),
+    ("the other: 4 running, stream cap 2", ("--max-concurrent", "4", "--max-streams", "2")),
     ("defaults", ()),
 ]
 
