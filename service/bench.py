@@ -9,6 +9,10 @@ compare the ratios, not the absolute numbers).
    server's gRPC floor), p50/p99 at half of that saturation, and Recommend rps with 1 vs 2 processes.
    `--load-only` runs just this; `--baseline DIR` runs the same load against another checkout (e.g. ../main)
    first, for before/after in one run.
+
+`--overload` runs only service/overload.py instead: health Check p50/p99 while Recommend is flooded at 250
+streams on one connection and spread over several, old settings next to the defaults (with `--baseline`, that
+checkout first).
 """
 
 from __future__ import annotations
@@ -60,7 +64,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--briefs", type=int, default=8, help="distinct Recommend briefs (one h2load each)")
     parser.add_argument("--streams", type=int, default=4, help="concurrent streams per connection")
     parser.add_argument("--baseline", default="", help="another checkout to load the same way first")
+    parser.add_argument("--overload", action="store_true", help="only health under a Recommend flood")
     args = parser.parse_args(argv)
+    if args.overload:
+        return _overload(args.load_seconds, args.baseline)
     if args.load_only:
         from .loadgen import run_load
 
@@ -180,6 +187,12 @@ def main(argv: list[str] | None = None) -> int:
     from .loadgen import run_load
 
     return run_load(args.load_seconds, args.briefs, args.streams, args.baseline)
+
+
+def _overload(seconds: float, baseline: str) -> int:
+    from .overload import run_overload
+
+    return run_overload(seconds, 250, baseline=baseline)
 
 
 if __name__ == "__main__":

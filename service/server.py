@@ -39,11 +39,20 @@ log = structlog.get_logger("gpu_advisor.server")
 
 DEFAULT_ADDR = "127.0.0.1:50051"
 REFLECTION_V1 = "grpc.reflection.v1.ServerReflection"
-# The rule engine holds the GIL, so more than a few calls running at once only adds latency; a short queue
-# absorbs bursts, and beyond it a caller hears RESOURCE_EXHAUSTED at once rather than waiting seconds.
-DEFAULT_MAX_CONCURRENT = 4
+# The rule engine holds the GIL, so a second call running at once only adds latency, and every extra running
+# thread competes for the GIL with gRPC's loop that picks up new calls (health checks included): under a flood,
+# 1 gave the same Recommend rate as 4 (within noise) and an equal or lower health p99 (README, Running). A
+# short queue absorbs bursts,
+# and beyond it a caller hears RESOURCE_EXHAUSTED at once rather than waiting seconds.
+DEFAULT_MAX_CONCURRENT = 1
 DEFAULT_MAX_QUEUE = 32
 DEFAULT_GRACE_SECONDS = 10.0
+# HTTP/2 streams one connection may have open at once (SETTINGS_MAX_CONCURRENT_STREAMS, enforced by gRPC Core;
+# 0 = no cap). A gRPC client keeps the excess waiting on its side, so a flood on one connection never reaches
+# Python, whose one loop takes arrived calls in order: a probe's Check, on a connection of its own, no longer
+# waits behind hundreds of them. 2 is a running call and a queued one: with one Recommend running at a time,
+# more open streams per connection add no throughput, only calls for Python to juggle (README, Running).
+DEFAULT_MAX_STREAMS = 2
 # Threads beyond what the limited methods can hold, so health checks and reflection never wait for a worker.
 SPARE_WORKERS = 8
 RECOMMEND = f"/{api.SERVICE_NAME}/Recommend"  # the method path, as metrics label it
@@ -156,6 +165,7 @@ def serve(
     addr: str, rules_dir: str, admin_token: str = "", watch: bool = True, workers: int | None = None,
     poll_seconds: float = 0.5, max_concurrent: int = DEFAULT_MAX_CONCURRENT, max_queue: int = DEFAULT_MAX_QUEUE,
     tls: grpc.ServerCredentials | None = None, shared_port: bool = False, response_cache: int = 0,
+    max_streams: int = DEFAULT_MAX_STREAMS,
 ) -> tuple[AdvisorServer, int, RuleStore]:
     """Start serving and return (server, bound port, store). Health stays NOT_SERVING until rules load.
 
@@ -181,8 +191,13 @@ def serve(
     admission = AdmissionInterceptor(limited, max_concurrent, max_queue)
     executor = TrackingExecutor(workers or len(limited) * (max_concurrent + max_queue) + SPARE_WORKERS)
     # The request interceptor comes first so refused calls are logged and counted too.
-    server = grpc.server(executor, interceptors=[RequestContextInterceptor(), admission],
-                         options=[("grpc.so_reuseport", int(shared_port))])
+    options: list[tuple[str, int]] = [("grpc.so_reuseport", int(shared_port))]
+    if max_streams > 0:
+        # Core's "overload protection" also counts streams that ended but that Python has not let go of yet,
+        # and refuses new ones with RST_STREAM REFUSED_STREAM, which gRPC clients report as UNAVAILABLE
+        # (34 of 40 calls on a warm channel, with a cap of 4). Without it, the client keeps the excess waiting.
+        options += [("grpc.max_concurrent_streams", max_streams), ("grpc.http.overload_protection", 0)]
+    server = grpc.server(executor, interceptors=[RequestContextInterceptor(), admission], options=options)
     servicer = Servicer(store, admin_token)
     if response_cache > 0:
         servicer.Recommend = cache.ResponseCache(response_cache).wrap(store, servicer.Recommend)  # type: ignore[method-assign]
@@ -206,7 +221,7 @@ def serve(
         store.start_watching()
     log.info("serving", addr=addr, port=port, rules=rules_dir, revision=store.status().revision or None,
              tls=tls is not None,
-             admin=bool(admin_token), max_concurrent=max_concurrent, max_queue=max_queue)
+             admin=bool(admin_token), max_concurrent=max_concurrent, max_queue=max_queue, max_streams=max_streams)
     return AdvisorServer(server, executor, health_servicer, admission), port, store
 
 
@@ -221,6 +236,10 @@ def _add_serving_flags(parser: argparse.ArgumentParser) -> None:
                         default=env("GPU_ADVISOR_MAX_QUEUE", str(DEFAULT_MAX_QUEUE)),
                         help="calls of one method waiting for a slot; more get RESOURCE_EXHAUSTED at once "
                              "(env GPU_ADVISOR_MAX_QUEUE, default %(default)s)")
+    parser.add_argument("--max-streams", type=int, metavar="N",
+                        default=env("GPU_ADVISOR_MAX_STREAMS", str(DEFAULT_MAX_STREAMS)),
+                        help="HTTP/2 streams open at once on one client connection; more wait in the client "
+                             "(env GPU_ADVISOR_MAX_STREAMS, default %(default)s; 0 = no cap)")
     parser.add_argument("--grace-seconds", type=float, metavar="S",
                         default=env("GPU_ADVISOR_GRACE_SECONDS", str(DEFAULT_GRACE_SECONDS)),
                         help="on SIGTERM/SIGINT, time for accepted calls to finish (env GPU_ADVISOR_GRACE_SECONDS, "
@@ -242,13 +261,13 @@ def _serving_options(parser: argparse.ArgumentParser, args: argparse.Namespace) 
     if args.admin_token is not None:
         parser.error("--admin-token is not accepted (a flag's value shows in `ps`): set GPU_ADVISOR_ADMIN_TOKEN "
                      "or use --admin-token-file")
-    if args.max_concurrent < 1 or args.max_queue < 0 or args.grace_seconds < 0:
-        parser.error("--max-concurrent must be >= 1, --max-queue and --grace-seconds >= 0")
+    if args.max_concurrent < 1 or args.max_queue < 0 or args.grace_seconds < 0 or args.max_streams < 0:
+        parser.error("--max-concurrent must be >= 1, --max-queue, --max-streams and --grace-seconds >= 0")
     try:
         return {
             "admin_token": admin_token(os.environ, args.admin_token_file),
             "tls": server_credentials(args.tls_cert, args.tls_key, args.tls_client_ca),
-            "max_concurrent": args.max_concurrent, "max_queue": args.max_queue,
+            "max_concurrent": args.max_concurrent, "max_queue": args.max_queue, "max_streams": args.max_streams,
         }
     except ConfigError as err:
         parser.error(str(err))

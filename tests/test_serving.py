@@ -76,6 +76,9 @@ def held(start_server: Callable[..., Running]) -> Iterator[Callable[..., tuple[R
     engines: list[HeldEngine] = []
 
     def make(**kw: Any) -> tuple[Running, HeldEngine]:
+        # These tests drive the admission queue with every call on one connection, so no stream cap unless asked
+        # for: the cap would keep the extra calls in the client (its own test shows that).
+        kw.setdefault("max_streams", 0)
         running = start_server(RULES, watch=False, **kw)
         engines.append(HeldEngine(running))
         return running, engines[-1]
@@ -117,6 +120,47 @@ def test_a_full_queue_is_refused_at_once_while_health_answers(held):
     assert all(f.result(timeout=30).candidates for f in accepted)
     assert engine.stages.count("brief") == 3, "refused calls must never reach the engine"
     assert limiter.running == 0 and limiter.waiting == 0
+
+
+def test_a_flood_beyond_the_stream_cap_waits_in_its_client_while_another_connection_gets_through(held):
+    running, engine = held(max_concurrent=1, max_queue=8, max_streams=2)
+    limiter = running.server.admission.limiters[RECOMMEND]
+    # Six calls on one connection that allows two open streams: the first runs (held), the second queues, and
+    # the other four must wait in the client, never reaching the server, let alone its Python loop.
+    flood = [running.stub.Recommend.future(good_request()) for _ in range(6)]
+    assert engine.entered.acquire(timeout=10)
+    wait_for(lambda: limiter.running == 1 and limiter.waiting == 1)
+
+    # A second connection (a probe's) is not limited by the first one's cap: its Check answers and its
+    # Recommend reaches the admission queue, although all six of the flood's were sent before it.
+    with grpc.insecure_channel(running.addr, options=[("grpc.use_local_subchannel_pool", 1)]) as other:
+        assert all(health_status(other) == SERVING for _ in range(10))
+        late = pb_grpc.GpuAdvisorStub(other).Recommend.future(good_request())
+        wait_for(lambda: limiter.waiting == 2)
+        assert limiter.running == 1 and limiter.waiting == 2, "the flood's extra calls must not reach the server"
+        assert engine.stages.count("brief") == 1
+
+        engine.release.set()
+        # The client sent the waiting calls once streams freed up: every one answered, none refused.
+        assert late.result(timeout=30).candidates
+        assert all(f.result(timeout=30).candidates for f in flood)
+    assert engine.stages.count("brief") == 7
+    assert limiter.running == 0 and limiter.waiting == 0
+
+
+def test_calls_beyond_the_stream_cap_are_answered_not_refused(start_server):
+    # With gRPC Core's overload protection on, a stream that ended but that Python had not let go of yet still
+    # counted, and new ones were refused with RST_STREAM: 34 of 40 of these calls failed UNAVAILABLE.
+    running = start_server(RULES, watch=False)  # the default stream cap
+    assert running.stub.Recommend(good_request(), timeout=30).candidates  # warm: the server's SETTINGS are in
+    calls = [running.stub.Recommend.future(good_request(), timeout=60) for _ in range(40)]
+    outcomes = []
+    for f in calls:
+        try:
+            outcomes.append(grpc.StatusCode.OK if f.result().candidates else None)
+        except grpc.RpcError as err:
+            outcomes.append(err.code())  # type: ignore[attr-defined]
+    assert outcomes == [grpc.StatusCode.OK] * 40
 
 
 # -- deadlines ---------------------------------------------------------------------------------------------
