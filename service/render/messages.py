@@ -151,9 +151,19 @@ _WIDE_CHAR = re.compile(rf"[{_CJK}{_FULLWIDTH}]")
 
 
 @lru_cache(maxsize=4096)
-def _parsed(template: str) -> tuple[tuple[str, str | None, str | None, str | None], ...]:
-    # Parsing a template costs more than filling it, and an answer fills ~150 of the same few hundred.
-    return tuple(_FORMATTER.parse(template))
+def _parsed(template: str) -> tuple[tuple[str, str | None, str, str | None], ...]:
+    """The template's parts with each format spec checked once: parsing and checking cost more than filling,
+    and an answer fills ~150 of the same few hundred templates. A refused spec becomes "" (rules-check
+    refuses it; an answer never grows by it)."""
+    return tuple(
+        (literal, name, "" if not spec or _spec_refused(spec) else spec, conv)
+        for literal, name, spec, conv in _FORMATTER.parse(template)
+    )
+
+
+@lru_cache(maxsize=1024)
+def _spec_refused(spec: str) -> bool:
+    return spec_problem(spec) is not None
 
 
 def fill(template: str, params: Mapping[str, Any]) -> str:
@@ -177,14 +187,13 @@ def _fill(template: str, params: Mapping[str, Any]) -> tuple[str, bool]:
         value = params[name]
         if conv:
             value = _FORMATTER.convert_field(value, conv)
-        if spec and spec_problem(spec):
-            spec = ""  # rules-check refuses it; an answer never grows by it
+        kind = type(value)
         if isinstance(value, str) and _WIDE_CHAR.search(value):
             wide = True
         try:
             if not spec:
                 out.append(compact(value))
-            elif isinstance(value, (int, float)) and not isinstance(value, bool):
+            elif kind is float or kind is int or isinstance(value, (int, float)) and not isinstance(value, bool):
                 out.append(format_number(value, spec))
             else:
                 out.append(format(value, spec))
