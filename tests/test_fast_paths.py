@@ -4,12 +4,20 @@ from __future__ import annotations
 
 import string
 from collections.abc import Mapping
+from datetime import date
+from pathlib import Path
 from typing import Any
 
-from hypothesis import given, settings
+import pytest
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from service.decide.sizing import shape_of, size, size_all
 from service.render import messages as m
+from service.rulebook import load_rulebook
+from tests.test_advisor import brief_strategy
+
+RULES = Path(__file__).parents[1] / "rules"
 
 _FORMATTER = string.Formatter()
 
@@ -71,3 +79,22 @@ def templates(draw: st.DrawFn) -> str:
 @given(templates(), st.dictionaries(st.sampled_from(_NAMES[:3]), _VALUES))
 def test_precompiled_fill_matches_reference(template: str, params: dict[str, Any]) -> None:
     assert m._fill(template, params) == reference_fill(template, params)
+
+
+@pytest.fixture(scope="module")
+def book():  # noqa: ANN201
+    book, problems = load_rulebook(RULES, today=date(2026, 11, 15))
+    assert book is not None, problems
+    return book
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(brief=brief_strategy(), day=st.sampled_from((date(2025, 6, 1), date(2026, 11, 15))))
+def test_sizing_all_gpus_with_shared_memory_breakdowns_matches_sizing_each_alone(book, brief, day):  # noqa: ANN001
+    a = book.assumptions
+    shape = shape_of(brief, a)
+    if shape is None:
+        return
+    alone = [size(g, brief, shape, a, (), day) for g in book.catalog]
+    shared = size_all(book.catalog, brief, shape, a, (), day)
+    assert [repr(s) for s in shared] == [repr(s) for s in alone]  # repr: a NaN equals itself

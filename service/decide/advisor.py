@@ -39,7 +39,7 @@ from ..rulebook import Rulebook
 from . import facts as F
 from .cancel import StillWanted, checkpoint
 from .provisional import route_depends_on
-from .sizing import Shape, Sizing, compared_tier, shape_of, size
+from .sizing import Shape, Sizing, compared_tier, shape_of, size_all
 
 SEVERITY_ORDER = {"CRITICAL": 0, "WARNING": 1, "INFO": 2}
 # An estimated KV cache is described as the kind of attention it assumed (never as exact).
@@ -191,7 +191,7 @@ def advise(
     brief = req.brief
     day = req.as_of or today or date.today()
     shape = shape_of(brief, a)
-    sizings = [size(g, brief, shape, a, req.quotes, day) for g in book.catalog] if shape else []
+    sizings = size_all(book.catalog, brief, shape, a, req.quotes, day) if shape else []
     base = F.brief_fact(brief, a.num("default_utilization"), shape, sizings, len(req.quotes))
 
     # 1. brief rules: questions, the metric, brief-level mistakes
