@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import string
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -12,9 +12,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from service import advice as advice_types
+from service.advice import Advice
+from service.api import advice_to_proto, enum_number, pb, question_to_proto, request_from_proto
 from service.decide.sizing import shape_of, size, size_all
 from service.render import messages as m
 from service.rulebook import load_rulebook
+from service.store import Bundle
+from service.validate import validate
+from tests.fuzz_requests import request_from_seed, seeds
 from tests.test_advisor import brief_strategy
 
 RULES = Path(__file__).parents[1] / "rules"
@@ -98,3 +104,99 @@ def test_sizing_all_gpus_with_shared_memory_breakdowns_matches_sizing_each_alone
     alone = [size(g, brief, shape, a, (), day) for g in book.catalog]
     shared = size_all(book.catalog, brief, shape, a, (), day)
     assert [repr(s) for s in shared] == [repr(s) for s in alone]  # repr: a NaN equals itself
+
+
+# advice_to_proto before it built the answer from dicts in place: intermediate messages copied into their parents.
+def _ref_reasons(items: Iterable[advice_types.Reason]) -> list[pb.Reason]:
+    return [pb.Reason(rule_id=x.rule_id, text=x.text) for x in items]
+
+
+def _ref_score_breakdown(b: advice_types.ScoreBreakdown | None) -> pb.ScoreBreakdown | None:
+    if b is None:
+        return None
+    return pb.ScoreBreakdown(basis=b.basis, cost=b.cost, best_cost=b.best_cost, cost_points=b.cost_points,
+                             rules=[pb.ScorePoints(rule_id=r, points=p) for r, p in b.rules])
+
+
+def _ref_performance(p: advice_types.Performance | None) -> pb.Performance | None:
+    if p is None:
+        return None
+    return pb.Performance(
+        ttft_ms=p.ttft_ms, itl_ms=p.itl_ms, e2e_p95_ms=p.e2e_p95_ms,
+        tokens_per_second_per_replica=p.tokens_per_second_per_replica, tensor_parallel=p.tensor_parallel,
+        replicas=p.replicas, nodes=p.nodes, training_days=p.training_days, gpu_hours=p.gpu_hours,
+        cost_per_run_usd=p.cost_per_run_usd,
+    )
+
+
+def reference_advice_to_proto(a: Advice) -> pb.RecommendResponse:
+    out = pb.RecommendResponse(summary=a.summary, provisional=a.provisional, not_shown_count=len(a.not_shown),
+                               not_shown=list(a.not_shown), price_tier=enum_number("PriceTier", a.price_tier),
+                               assumed=[path for path, _ in a.assumed])
+    for c in a.candidates:
+        out.candidates.append(pb.Candidate(
+            gpu=c.gpu, name=c.name, count=c.count, score=c.score,
+            memory=pb.MemoryFit(need_gb=c.memory.need_gb, capacity_gb=c.memory.capacity_gb,
+                                headroom=c.memory.headroom,
+                                breakdown=[pb.MemoryComponent(component=n, gb=v)
+                                           for n, v in c.memory.breakdown]),
+            cost=pb.Cost(usd_per_hour=c.cost.usd_per_hour, usd_per_tflop_hour=c.cost.usd_per_tflop_hour,
+                         usd_per_unit=c.cost.usd_per_unit, unit=c.cost.unit, price_source=c.cost.price_source,
+                         price_as_of=c.cost.price_as_of, unit_kind=enum_number("CostUnit", c.cost.unit_kind),
+                         price_tier=enum_number("PriceTier", c.cost.price_tier),
+                         price_tier_fallback=c.cost.price_tier_fallback),
+            ownership=pb.Ownership(annual_power_usd=c.ownership.annual_power_usd,
+                                   owned_usd_per_hour=c.ownership.owned_usd_per_hour,
+                                   break_even_hours=c.ownership.break_even_hours,
+                                   break_even_months=c.ownership.break_even_months,
+                                   purchase_usd=c.ownership.purchase_usd),
+            reasons=_ref_reasons(c.reasons), caveats=_ref_reasons(c.caveats), interconnect=c.interconnect,
+            throughput=c.throughput, performance=_ref_performance(c.performance),
+            score_breakdown=_ref_score_breakdown(c.score_breakdown),
+        ))
+    for x in a.excluded:
+        out.excluded.append(pb.Exclusion(gpu=x.gpu, reasons=_ref_reasons(x.reasons)))
+    if a.route:
+        out.route.CopyFrom(pb.Route(kind=enum_number("RouteKind", a.route.kind),
+                                    rationale=_ref_reasons(a.route.rationale), provisional=a.route.provisional,
+                                    depends_on=list(a.route.depends_on)))
+    for w in a.warnings:
+        out.warnings.append(pb.Warning(code=w.code, severity=enum_number("Severity", w.severity), text=w.text,
+                                       rule_id=w.rule_id, title=w.title))
+    for q in a.questions:
+        out.questions.append(question_to_proto(q))
+    if a.metric:
+        out.metric.CopyFrom(pb.Metric(name=a.metric.name, formula=a.metric.formula, rule_id=a.metric.rule_id,
+                                      kind=enum_number("MetricKind", a.metric.kind)))
+    for stage in a.benchmark_plan:
+        out.benchmark_plan.append(pb.BenchmarkStage(name=stage.name, steps=list(stage.steps),
+                                                    record=list(stage.record)))
+    for sec in a.procurement_checklist:
+        out.procurement_checklist.append(pb.ChecklistSection(name=sec.name, items=list(sec.items)))
+    if a.ruleset:
+        out.ruleset.CopyFrom(pb.RulesetRef(revision=a.ruleset.revision, content_hash=a.ruleset.content_hash))
+    for t in a.trace:
+        out.trace.append(pb.TraceEntry(rule_id=t.rule_id, location=t.location, fact=t.fact, fired=t.fired,
+                                       detail=t.detail))
+    out.notes.extend(_ref_reasons(a.notes))
+    return out
+
+
+@pytest.fixture(scope="module")
+def bundle(book):  # noqa: ANN001, ANN201
+    b = Bundle(book, loaded_at=None)  # type: ignore[arg-type]
+    yield b
+    b.retire(None)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=seeds, trace=st.booleans(), locale=st.sampled_from(("en", "zh-CN")))
+def test_answer_built_in_place_serializes_to_the_same_bytes(bundle, seed, trace, locale):  # noqa: ANN001
+    request = request_from_seed(seed)
+    if validate(request, bundle.known_gpu_ids()):
+        return
+    request.include_trace, request.locale = trace, locale
+    advice = bundle.advise(request_from_proto(request))
+    new, ref = advice_to_proto(advice), reference_advice_to_proto(advice)
+    assert new.SerializeToString(deterministic=True) == ref.SerializeToString(deterministic=True)
+    assert new == ref
