@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import string
 from collections.abc import Iterable, Mapping
 from datetime import date
@@ -79,6 +80,36 @@ def templates(draw: st.DrawFn) -> str:
         conv = draw(st.sampled_from(("", "", "!r", "!s")))
         pieces.append("{" + name + conv + (":" + spec if spec else "") + "}")
     return "".join(pieces) + draw(st.sampled_from(("", " end")))
+
+
+def reference_format_number(value: float | int, spec: str) -> str:
+    """format_number before its spec analysis was cached: the regex ran at every call."""
+    if -1000 < value < 1000:
+        out = format(value, spec)
+        if "e" not in out and "E" not in out:
+            return out
+    match = m._NUMBER_SPEC.match(spec)
+    if match and abs(value) >= 1000 and match.group("type") != "n":
+        spec = f"{match.group('head')},{match.group('prec') or ''}{match.group('type')}"
+    out = format(value, spec)
+    if isinstance(value, float) and math.isfinite(value) and ("e" in out or "E" in out) and not spec.endswith("%"):
+        prec = match.group("prec") if match else None
+        return m.readable(value, int(prec[1:]) if prec and int(prec[1:]) > 0 else 6)
+    return out
+
+
+def _outcome(fn, value: float | int, spec: str) -> str:  # noqa: ANN001
+    try:
+        return fn(value, spec)
+    except (ValueError, TypeError) as exc:
+        return type(exc).__name__
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.one_of(st.floats(), st.integers(-(10**20), 10**20)),
+       st.sampled_from((*_SPECS, ".0f", ",", ".3g", "%>5", "*^12.2f", ".2%", "g", "e", "08.3f", ".0e", ".10g")))
+def test_cached_number_specs_format_as_before(value: float | int, spec: str) -> None:
+    assert _outcome(m.format_number, value, spec) == _outcome(reference_format_number, value, spec)
 
 
 @settings(max_examples=600, deadline=None)

@@ -94,14 +94,24 @@ def format_number(value: float | int, spec: str) -> str:
         out = format(value, spec)
         if "e" not in out and "E" not in out:
             return out
-    m = _NUMBER_SPEC.match(spec)
-    if m and abs(value) >= 1000 and m.group("type") != "n":
-        spec = f"{m.group('head')},{m.group('prec') or ''}{m.group('type')}"
+    grouped, digits = _number_spec(spec)
+    if grouped and abs(value) >= 1000:
+        spec = grouped
     out = format(value, spec)
     if isinstance(value, float) and math.isfinite(value) and ("e" in out or "E" in out) and not spec.endswith("%"):
-        prec = m.group("prec") if m else None
-        return readable(value, int(prec[1:]) if prec and int(prec[1:]) > 0 else 6)
+        return readable(value, digits)
     return out
+
+
+@lru_cache(maxsize=1024)
+def _number_spec(spec: str) -> tuple[str, int]:
+    """The spec with thousands grouping added ("" when it cannot take one), and the significant digits a
+    number that would print in exponent notation gets instead. Cached: an answer formats ~100 numbers with a
+    few dozen specs."""
+    m = _NUMBER_SPEC.match(spec)
+    grouped = f"{m.group('head')},{m.group('prec') or ''}{m.group('type')}" if m and m.group("type") != "n" else ""
+    prec = m.group("prec") if m else None
+    return grouped, int(prec[1:]) if prec and int(prec[1:]) > 0 else 6
 
 
 _CJK = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
