@@ -52,14 +52,20 @@ class Evaluator(Protocol):
     def evaluate(self, fact_type: str, facts: list[dict[str, Any]]) -> dict[str, set[str]]: ...
 
 
+# A rule's message for one candidate, rendered only if the answer shows it: (rule id, message key), or None
+# for an action without a message. Survivors past max_candidates are listed by id alone.
+_Said = tuple[str, str] | None
+
+
 @dataclass
 class _Scored:
     sizing: Sizing
     fact: dict[str, Any]
     points: float = 0.0
-    reasons: list[Reason] = field(default_factory=list)
-    caveats: list[Reason] = field(default_factory=list)
-    exclusions: list[Reason] = field(default_factory=list)
+    reasons: list[_Said] = field(default_factory=list)
+    caveats: list[_Said] = field(default_factory=list)
+    exclusions: list[_Said] = field(default_factory=list)
+    params: dict[str, Any] = field(default_factory=dict)  # what its messages are filled from
     score: float = 0.0
     basis: float = 0.0
     basis_kind: str = ""
@@ -244,11 +250,11 @@ def advise(
     scored = [_Scored(s, F.candidate_fact(base, s)) for s in sizings]
     fired = run.fire("candidate", [c.fact for c in scored])
     for c in scored:
-        params = _with_tiers(_params(c.sizing, c.fact, run.name(f"unit.{c.sizing.unit}")), c.sizing, run)
+        params = c.params = _with_tiers(_params(c.sizing, c.fact, run.name(f"unit.{c.sizing.unit}")), c.sizing, run)
         for rule in fired[c.fact["id"]]:
             run.common(rule, params)
             for act in rule.actions:
-                reason = Reason(rule.id, run.text(act.get("message"), params)) if act.get("message") else None
+                reason = (rule.id, act.get("message")) if act.get("message") else None
                 if act.kind == "exclude":
                     c.exclusions.append(reason)
                 elif act.kind == "score":
@@ -289,7 +295,7 @@ def advise(
 
     checkpoint(still_wanted, "render")
     candidates = tuple(_candidate(c, run) for c in shown)
-    excluded = tuple(Exclusion(c.sizing.gpu.id, tuple(c.exclusions)) for c in scored if c.exclusions)
+    excluded = tuple(Exclusion(c.sizing.gpu.id, _said(c.exclusions, c, run)) for c in scored if c.exclusions)
     warnings = _dedupe_warnings(run.warnings)
     advice = Advice(
         candidates=candidates,
@@ -360,7 +366,7 @@ def _candidate(c: _Scored, run: _Run) -> Candidate:
     s = c.sizing
     mem = s.memory
     need = mem.total_gb if mem else 0.0
-    params = _with_tiers(_params(s, c.fact, run.name(f"unit.{s.unit}")), s, run)
+    params = c.params
     price_src = (
         run.text("price.from_quote", {"provider": s.quote.provider or "-", "as_of": s.quote.as_of or "-"})
         if s.quote
@@ -407,8 +413,8 @@ def _candidate(c: _Scored, run: _Run) -> Candidate:
             round(s.purchase.usd * s.count, 2) if s.purchase else 0.0,
         ),
         reasons=(Reason("rank.score", formula), *_ownership_reason(s, run, c.fact["utilization_given"]),
-                 *c.reasons),
-        caveats=tuple(c.caveats),
+                 *_said(c.reasons, c, run)),
+        caveats=_said(c.caveats, c, run),
         interconnect=interconnect,
         throughput=throughput,
         score_breakdown=ScoreBreakdown(
@@ -416,6 +422,10 @@ def _candidate(c: _Scored, run: _Run) -> Candidate:
         ),
         performance=performance(s),
     )
+
+
+def _said(items: list[_Said], c: _Scored, run: _Run) -> tuple[Reason, ...]:
+    return tuple(Reason(item[0], run.text(item[1], c.params)) if item else None for item in items)  # type: ignore[misc]
 
 
 def performance(s: Sizing) -> Performance:
