@@ -39,9 +39,11 @@ log = structlog.get_logger("gpu_advisor.server")
 
 DEFAULT_ADDR = "127.0.0.1:50051"
 REFLECTION_V1 = "grpc.reflection.v1.ServerReflection"
-# The rule engine holds the GIL, so more than a few calls running at once only adds latency; a short queue
-# absorbs bursts, and beyond it a caller hears RESOURCE_EXHAUSTED at once rather than waiting seconds.
-DEFAULT_MAX_CONCURRENT = 4
+# Advice is pure Python and holds the GIL, so a second call running at once only competes for it: under h2load
+# one running call per method answered 6-13% more Recommend calls a second than 2 or 4 (make bench; raise it
+# with --processes, not threads). A short queue absorbs bursts, and beyond it a caller hears
+# RESOURCE_EXHAUSTED at once rather than waiting seconds.
+DEFAULT_MAX_CONCURRENT = 1
 DEFAULT_MAX_QUEUE = 32
 DEFAULT_GRACE_SECONDS = 10.0
 # Threads beyond what the limited methods can hold, so health checks and reflection never wait for a worker.
