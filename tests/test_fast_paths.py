@@ -16,7 +16,13 @@ from hypothesis import strategies as st
 from service import advice as advice_types
 from service.advice import Advice
 from service.api import advice_to_proto, enum_number, pb, question_to_proto, request_from_proto
+from service.assumptions import Assumptions
+from service.brief import Brief
+from service.catalog import Gpu
+from service.decide import sizing as sz
 from service.decide.sizing import shape_of, size, size_all
+from service.physics import compute
+from service.physics import memory as mem
 from service.render import messages as m
 from service.rulebook import load_rulebook
 from service.store import Bundle
@@ -231,3 +237,87 @@ def test_answer_built_in_place_serializes_to_the_same_bytes(bundle, seed, trace,
     new, ref = advice_to_proto(advice), reference_advice_to_proto(advice)
     assert new.SerializeToString(deterministic=True) == ref.SerializeToString(deterministic=True)
     assert new == ref
+
+
+# _speed before the brief-only figures (bytes read per step, a prompt's attention FLOPs) were kept per request.
+def reference_speed(s: sz.Sizing, brief: Brief, shape: sz.Shape, a: Assumptions, n: int) -> None:
+    """Decode is memory-bound (bytes read per step / bandwidth) with a per-step floor, prefill compute-bound
+    (2·N per token plus attention); under load the other sequences' prefills share the steps."""
+    gpu = s.gpu
+    arch = shape.arch
+    mfu = a.num("mfu_prefill")
+    attn_tflops = (gpu.tflops_bf16 or s.tflops) * n  # 16-bit KV: attention runs on BF16 tensor cores
+    if brief.workload in ("EMBEDDING", "MEDIA_GENERATION"):
+        # Prefill-only work is throughput-bound by its input tokens: every token costs 2·N FLOPs plus its
+        # attention over the sequence, at the utilization a batch of this size reaches.
+        tokens = sz._prefill_only_tokens(brief, shape, a) if brief.workload == "EMBEDDING" else (
+            shape.sequences * shape.tokens_per_sequence
+        )
+        busy = sz.saturation(s.tflops, tokens, arch.hidden_size, a.num("kernel_saturation_ms"))
+        s.effective_tflops = s.tflops * mfu * busy
+        seq = shape.input_tokens if brief.workload == "EMBEDDING" else shape.tokens_per_sequence
+        per_token = 2 * shape.active_params_billion * 1e9 + compute.attention_flops(
+            arch.layers, seq, arch.hidden_size, arch.window
+        ) / max(1, seq)
+        s.tokens_per_second = s.tflops * n * 1e12 * mfu * busy * sz._par_eff(gpu, n, a) / per_token
+        s.step_ms = s.itl_ms = 0.0
+        s.est_ttft_ms = s.est_latency_ms = 0.0
+        return
+    busy = sz.saturation(
+        s.tflops, shape.sequences * shape.tokens_per_sequence, arch.hidden_size, a.num("kernel_saturation_ms")
+    )
+    s.effective_tflops = s.tflops * mfu * busy
+    weights = mem.weights_gb(shape.params_billion, shape.bytes_per_param)
+    c, s_in, s_out = shape.sequences, shape.input_tokens, shape.output_tokens
+    kv_read = mem.kv_cache_gb(arch, shape.avg_tokens_per_sequence, c, a.num("kv_cache_bytes"))
+    # While one sequence decodes, the other c - 1 start new requests: their prompts are prefilled in the same
+    # steps (chunked prefill), (c - 1) x input / output prompt tokens per step on average.
+    prefill_per_step = (c - 1) * s_in / max(1, s_out)
+    active = shape.active_params_billion * 1e9
+    overhead = a.num("decode_step_floor_ms") / 1000 + sz._parallel_overhead_s(gpu, n, arch.layers, a)
+    # Pipeline stages beyond the scale-up domain each read their weights once per micro-batch, so a token
+    # still waits for the whole model to be read at one stage's bandwidth: stages add capacity, not speed.
+    stages = math.ceil(n / min(n, sz._scale_up(gpu), sz.MAX_TENSOR_PARALLEL))
+    step = compute.step_seconds(
+        weights * stages, kv_read, gpu.bandwidth_tbs * n, sz._mbu(gpu, a),
+        linear_flops=2 * active * (c + prefill_per_step), tflops_total=s.tflops * n, mfu=mfu,
+        attn_flops=prefill_per_step * compute.attention_flops(arch.layers, s_in, arch.hidden_size, arch.window)
+        / max(1, s_in),
+        attention_tflops_total=attn_tflops, overhead_s=overhead,
+    )
+
+    def prefill(tokens: int) -> float:
+        return compute.prefill_seconds(
+            shape.active_params_billion, tokens, s.tflops * n, mfu,
+            compute.attention_flops(arch.layers, tokens, arch.hidden_size, arch.window), attn_tflops,
+        )
+
+    avg_prefill = prefill(s_in)
+    ttft_avg = compute.time_to_first_token(avg_prefill, step, c - 1, avg_prefill, s_out)
+    p95_in = brief.traffic.p95_input_tokens or s_in
+    ttft = ttft_avg if p95_in == s_in else compute.time_to_first_token(prefill(p95_in), step, c - 1,
+                                                                       avg_prefill, s_out)
+    s.step_ms = s.itl_ms = step * 1000
+    # Each sequence yields its output tokens once per cycle of TTFT + output x step: the replica's output rate,
+    # with the input tokens' prefill counted in both.
+    s.tokens_per_second = c * s_out / (ttft_avg + s_out * step)
+    s.est_ttft_ms = ttft * 1000
+    s.est_latency_ms = s.est_ttft_ms + s_out * s.step_ms
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(brief=brief_strategy())
+def test_speed_with_per_request_figures_matches_the_plain_formulas(book, brief):  # noqa: ANN001
+    a = book.assumptions
+    shape = shape_of(brief, a)
+    if shape is None:
+        return
+    memo: sz.Memo = {}
+    gpus: tuple[Gpu, ...] = book.catalog
+    for gpu in gpus:
+        for n in sz._tp_sizes(gpu, a):
+            ref = sz.Sizing(gpu=gpu, tflops=sz.compute_tflops(gpu, shape.precision))
+            new = sz.Sizing(gpu=gpu, tflops=ref.tflops)
+            reference_speed(ref, brief, shape, a, n)
+            sz._speed(new, brief, shape, a, n, memo)
+            assert repr(new) == repr(ref)

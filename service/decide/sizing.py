@@ -176,6 +176,9 @@ _UNUSED_DEFAULTS: dict[str, tuple[str, ...]] = {
     "EMBEDDING": ("traffic.avg_output_tokens",),  # an embedding is its input
 }
 
+# Figures that depend on the brief but not on the GPU, computed once per request (see size_all).
+Memo = dict[tuple[Any, ...], Any]
+
 MAX_TENSOR_PARALLEL = 8  # attention heads split evenly up to 8 ways in practice; beyond that, pipeline stages
 
 
@@ -242,13 +245,13 @@ def size_all(
 ) -> list[Sizing]:
     """`size` for each GPU, sharing the memory breakdowns that do not depend on the GPU (most GPUs ask for the
     same few: one model copy on 1, 2, 4 or 8 GPUs)."""
-    memo: dict[tuple[Any, ...], mem.MemoryBreakdown] = {}
+    memo: Memo = {}
     return [size(g, brief, shape, a, quotes, day, memo) for g in gpus]
 
 
 def size(
     gpu: Gpu, brief: Brief, shape: Shape, a: Assumptions, quotes: tuple[Quote, ...], day: date,
-    memo: dict[tuple[Any, ...], mem.MemoryBreakdown] | None = None,
+    memo: Memo | None = None,
 ) -> Sizing:
     """`memo`: memory breakdowns already computed for this brief, shape and assumptions (by `size_all`)."""
     memo = {} if memo is None else memo
@@ -277,7 +280,7 @@ def size(
 
 
 def _size_full_training(
-    s: Sizing, brief: Brief, shape: Shape, a: Assumptions, memo: dict[tuple[Any, ...], mem.MemoryBreakdown]
+    s: Sizing, brief: Brief, shape: Shape, a: Assumptions, memo: Memo
 ) -> None:
     gpu = s.gpu
     micro = max(1, brief.traffic.batch_size or 1)
@@ -480,7 +483,7 @@ def _inference_need(gpu: Gpu, brief: Brief, shape: Shape, a: Assumptions, n: int
 
 
 def _size_inference(
-    s: Sizing, brief: Brief, shape: Shape, a: Assumptions, memo: dict[tuple[Any, ...], mem.MemoryBreakdown]
+    s: Sizing, brief: Brief, shape: Shape, a: Assumptions, memo: Memo
 ) -> None:
     gpu = s.gpu
     usable = _usable(gpu, a)
@@ -499,7 +502,7 @@ def _size_inference(
     s.memory_count = n
     lat = brief.latency
     s.latency_target = lat.p95_ms > 0 or lat.ttft_ms > 0
-    _speed(s, brief, shape, a, n)
+    _speed(s, brief, shape, a, n, memo)
     if s.latency_target and brief.workload == "REALTIME_INFERENCE":
         # More tensor parallelism inside the fast-link domain shortens each decode step; stop at the node.
         for k in sizes:
@@ -508,7 +511,7 @@ def _size_inference(
             if _meets(s, lat):
                 break
             n = k
-            _speed(s, brief, shape, a, n)
+            _speed(s, brief, shape, a, n, memo)
         s.meets_latency = _meets(s, lat)
     s.per_replica = n
     # Requests/s one replica sustains: an embedding request is its input tokens, a generation its output tokens.
@@ -560,9 +563,12 @@ def _prefill_only_tokens(brief: Brief, shape: Shape, a: Assumptions) -> int:
     return max(shape.tokens_per_sequence, int(a.num("default_prefill_batch_tokens")))
 
 
-def _speed(s: Sizing, brief: Brief, shape: Shape, a: Assumptions, n: int) -> None:
+def _speed(s: Sizing, brief: Brief, shape: Shape, a: Assumptions, n: int, memo: Memo) -> None:
     """Decode is memory-bound (bytes read per step / bandwidth) with a per-step floor, prefill compute-bound
-    (2·N per token plus attention); under load the other sequences' prefills share the steps."""
+    (2·N per token plus attention); under load the other sequences' prefills share the steps.
+
+    `memo` keeps what depends on the brief alone (bytes read per step, attention FLOPs of a prompt), asked
+    for by every GPU and every tensor-parallel width tried."""
     gpu = s.gpu
     arch = shape.arch
     mfu = a.num("mfu_prefill")
@@ -587,9 +593,20 @@ def _speed(s: Sizing, brief: Brief, shape: Shape, a: Assumptions, n: int) -> Non
         s.tflops, shape.sequences * shape.tokens_per_sequence, arch.hidden_size, a.num("kernel_saturation_ms")
     )
     s.effective_tflops = s.tflops * mfu * busy
-    weights = mem.weights_gb(shape.params_billion, shape.bytes_per_param)
     c, s_in, s_out = shape.sequences, shape.input_tokens, shape.output_tokens
-    kv_read = mem.kv_cache_gb(arch, shape.avg_tokens_per_sequence, c, a.num("kv_cache_bytes"))
+    if ("decode_read",) not in memo:
+        memo[("decode_read",)] = (
+            mem.weights_gb(shape.params_billion, shape.bytes_per_param),
+            mem.kv_cache_gb(arch, shape.avg_tokens_per_sequence, c, a.num("kv_cache_bytes")),
+        )
+    weights, kv_read = memo[("decode_read",)]
+
+    def attention(tokens: int) -> float:
+        key = ("attention", tokens)
+        if key not in memo:
+            memo[key] = compute.attention_flops(arch.layers, tokens, arch.hidden_size, arch.window)
+        return memo[key]
+
     # While one sequence decodes, the other c - 1 start new requests: their prompts are prefilled in the same
     # steps (chunked prefill), (c - 1) x input / output prompt tokens per step on average.
     prefill_per_step = (c - 1) * s_in / max(1, s_out)
@@ -601,15 +618,13 @@ def _speed(s: Sizing, brief: Brief, shape: Shape, a: Assumptions, n: int) -> Non
     step = compute.step_seconds(
         weights * stages, kv_read, gpu.bandwidth_tbs * n, _mbu(gpu, a),
         linear_flops=2 * active * (c + prefill_per_step), tflops_total=s.tflops * n, mfu=mfu,
-        attn_flops=prefill_per_step * compute.attention_flops(arch.layers, s_in, arch.hidden_size, arch.window)
-        / max(1, s_in),
+        attn_flops=prefill_per_step * attention(s_in) / max(1, s_in),
         attention_tflops_total=attn_tflops, overhead_s=overhead,
     )
 
     def prefill(tokens: int) -> float:
         return compute.prefill_seconds(
-            shape.active_params_billion, tokens, s.tflops * n, mfu,
-            compute.attention_flops(arch.layers, tokens, arch.hidden_size, arch.window), attn_tflops,
+            shape.active_params_billion, tokens, s.tflops * n, mfu, attention(tokens), attn_tflops,
         )
 
     avg_prefill = prefill(s_in)
