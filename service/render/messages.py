@@ -188,18 +188,30 @@ def _fill(template: str, params: Mapping[str, Any]) -> tuple[str, bool]:
     out = []
     wide = False
     for literal, name, spec, conv in parts:
-        out.append(literal)
+        if literal:
+            out.append(literal)
         if name is None:
             continue
-        if name not in params:
+        value = params.get(name, _MISSING)
+        if value is _MISSING:
             out.append("{" + name + "}")
             continue
-        value = params[name]
         if conv:
             value = _FORMATTER.convert_field(value, conv)
         kind = type(value)
-        if isinstance(value, str) and _WIDE_CHAR.search(value):
-            wide = True
+        if kind is str or isinstance(value, str):
+            if _WIDE_CHAR.search(value):
+                wide = True
+            if not spec and kind is str:
+                out.append(value)
+                continue
+        elif not spec:  # the common cases of compact(), without its dispatch
+            if kind is float:
+                out.append(_compact_float(value))
+                continue
+            if kind is int:
+                out.append(f"{value:,}")
+                continue
         try:
             if not spec:
                 out.append(compact(value))
@@ -210,3 +222,6 @@ def _fill(template: str, params: Mapping[str, Any]) -> tuple[str, bool]:
         except (ValueError, TypeError):
             out.append(compact(value))
     return "".join(out), wide
+
+
+_MISSING = object()
