@@ -19,6 +19,7 @@ from service.api import advice_to_proto, enum_number, pb, question_to_proto, req
 from service.assumptions import Assumptions
 from service.brief import Brief
 from service.catalog import Gpu
+from service.decide import advisor
 from service.decide import sizing as sz
 from service.decide.sizing import shape_of, size, size_all
 from service.physics import compute
@@ -325,3 +326,18 @@ def test_speed_with_per_request_figures_matches_the_plain_formulas(book, brief):
             reference_speed(ref, brief, shape, a, n)
             sz._speed(new, brief, shape, a, n, memo)
             assert repr(new) == repr(ref)
+
+
+def test_plan_and_checklist_kept_per_locale_are_what_each_request_would_render(bundle):  # noqa: ANN001
+    book = bundle.book
+    for locale in ("xx-YY", "en", "zh-CN", "xx-YY", "zh-CN"):  # an unknown locale reads the fallback's table
+        for workload in range(1, len(pb.WorkloadType.keys())):
+            request = pb.RecommendRequest(locale=locale)
+            request.brief.workload = workload
+            request.brief.model.params_billion = 8
+            req = request_from_proto(request)
+            advice = bundle.advise(req)
+            run = advisor._Run(book, bundle.engine, req)
+            assert advice.benchmark_plan == advisor._benchmark(book, run, req.brief.workload)
+            assert advice.procurement_checklist == advisor._checklist(book, run, req.brief.workload)
+    assert {key[1] for key in book.rendered} == {"en", "zh-CN"}

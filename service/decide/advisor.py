@@ -304,8 +304,8 @@ def advise(
         warnings=warnings,
         questions=tuple(questions),
         metric=metric,
-        benchmark_plan=_benchmark(book, run, brief.workload),
-        procurement_checklist=_checklist(book, run, brief.workload),
+        benchmark_plan=_once(book, run, "benchmark", brief.workload, _benchmark),
+        procurement_checklist=_once(book, run, "checklist", brief.workload, _checklist),
         ruleset=RulesetRef(book.revision, book.content_hash),
         trace=tuple(run.trace),
         notes=tuple(run.notes),
@@ -480,6 +480,16 @@ def _dedupe_warnings(items: list[Warning]) -> tuple[Warning, ...]:
 
 def _applies(step_workloads: tuple[str, ...], workload: str) -> bool:
     return not step_workloads or workload in step_workloads
+
+
+def _once(book: Rulebook, run: _Run, kind: str, workload: str, render: Any) -> Any:  # noqa: ANN401
+    """`render(book, run, workload)` once per rules, locale and workload: its texts have no placeholders."""
+    # A locale without a table of its own reads the fallback's (Messages.text), so it shares its entry.
+    locale = run.locale if run.locale in book.messages else run.msgs.fallback
+    key = (kind, locale, workload)
+    if key not in book.rendered:
+        book.rendered[key] = render(book, run, workload)
+    return book.rendered[key]
 
 
 def _benchmark(book: Rulebook, run: _Run, workload: str) -> tuple[BenchmarkStage, ...]:
