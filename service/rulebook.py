@@ -75,6 +75,9 @@ class Rulebook:
     checklist: tuple[Section, ...]
     files: tuple[str, ...]
     warnings: tuple[Problem, ...] = field(default_factory=tuple)
+    # Answers' parts that depend only on these rules, the locale and the workload (the benchmark plan and the
+    # checklist), kept once rendered: (kind, locale, workload) → parts. Bounded by locales x workloads.
+    rendered: dict[tuple[str, str, str], Any] = field(default_factory=dict, compare=False, repr=False)
 
     def counts(self) -> dict[str, int]:
         out = {"gpus": len(self.catalog), "rules": len(self.program.rules), "files": len(self.files)}

@@ -39,11 +39,11 @@ log = structlog.get_logger("gpu_advisor.server")
 
 DEFAULT_ADDR = "127.0.0.1:50051"
 REFLECTION_V1 = "grpc.reflection.v1.ServerReflection"
-# The rule engine holds the GIL, so a second call running at once only adds latency, and every extra running
-# thread competes for the GIL with gRPC's loop that picks up new calls (health checks included): under a flood,
-# 1 gave the same Recommend rate as 4 (within noise) and an equal or lower health p99 (README, Running). A
-# short queue absorbs bursts,
-# and beyond it a caller hears RESOURCE_EXHAUSTED at once rather than waiting seconds.
+# Advice is pure Python and holds the GIL, so a second call running at once only competes for it, and every
+# extra running thread competes with gRPC's loop that picks up new calls (health checks included): under h2load
+# one running call per method answered 6-13% more Recommend calls a second than 2 or 4, with an equal or lower
+# health p99 under a flood (make bench; README, Running). Scale with --processes, not threads. A short queue
+# absorbs bursts, and beyond it a caller hears RESOURCE_EXHAUSTED at once rather than waiting seconds.
 DEFAULT_MAX_CONCURRENT = 1
 DEFAULT_MAX_QUEUE = 32
 DEFAULT_GRACE_SECONDS = 10.0

@@ -39,7 +39,7 @@ from ..rulebook import Rulebook
 from . import facts as F
 from .cancel import StillWanted, checkpoint
 from .provisional import route_depends_on
-from .sizing import Shape, Sizing, compared_tier, prefill_batch_sequences, shape_of, size
+from .sizing import Shape, Sizing, compared_tier, prefill_batch_sequences, shape_of, size_all
 
 SEVERITY_ORDER = {"CRITICAL": 0, "WARNING": 1, "INFO": 2}
 # An estimated KV cache is described as the kind of attention it assumed (never as exact).
@@ -52,14 +52,20 @@ class Evaluator(Protocol):
     def evaluate(self, fact_type: str, facts: list[dict[str, Any]]) -> dict[str, set[str]]: ...
 
 
+# A rule's message for one candidate, rendered only if the answer shows it: (rule id, message key), or None
+# for an action without a message. Survivors past max_candidates are listed by id alone.
+_Said = tuple[str, str] | None
+
+
 @dataclass
 class _Scored:
     sizing: Sizing
     fact: dict[str, Any]
     points: float = 0.0
-    reasons: list[Reason] = field(default_factory=list)
-    caveats: list[Reason] = field(default_factory=list)
-    exclusions: list[Reason] = field(default_factory=list)
+    reasons: list[_Said] = field(default_factory=list)
+    caveats: list[_Said] = field(default_factory=list)
+    exclusions: list[_Said] = field(default_factory=list)
+    params: dict[str, Any] = field(default_factory=dict)  # what its messages are filled from
     score: float = 0.0
     basis: float = 0.0
     basis_kind: str = ""
@@ -193,7 +199,7 @@ def advise(
     brief = req.brief
     day = req.as_of or today or date.today()
     shape = shape_of(brief, a)
-    sizings = [size(g, brief, shape, a, req.quotes, day) for g in book.catalog] if shape else []
+    sizings = size_all(book.catalog, brief, shape, a, req.quotes, day) if shape else []
     base = F.brief_fact(brief, a.num("default_utilization"), shape, sizings, len(req.quotes))
 
     # 1. brief rules: questions, the metric, brief-level mistakes
@@ -246,11 +252,11 @@ def advise(
     scored = [_Scored(s, F.candidate_fact(base, s)) for s in sizings]
     fired = run.fire("candidate", [c.fact for c in scored])
     for c in scored:
-        params = _with_tiers(_params(c.sizing, c.fact, run.name(f"unit.{c.sizing.unit}")), c.sizing, run)
+        params = c.params = _with_tiers(_params(c.sizing, c.fact, run.name(f"unit.{c.sizing.unit}")), c.sizing, run)
         for rule in fired[c.fact["id"]]:
             run.common(rule, params)
             for act in rule.actions:
-                reason = Reason(rule.id, run.text(act.get("message"), params)) if act.get("message") else None
+                reason = (rule.id, act.get("message")) if act.get("message") else None
                 if act.kind == "exclude":
                     c.exclusions.append(reason)
                 elif act.kind == "score":
@@ -291,7 +297,7 @@ def advise(
 
     checkpoint(still_wanted, "render")
     candidates = tuple(_candidate(c, run) for c in shown)
-    excluded = tuple(Exclusion(c.sizing.gpu.id, tuple(c.exclusions)) for c in scored if c.exclusions)
+    excluded = tuple(Exclusion(c.sizing.gpu.id, _said(c.exclusions, c, run)) for c in scored if c.exclusions)
     warnings = _dedupe_warnings(run.warnings)
     advice = Advice(
         candidates=candidates,
@@ -300,8 +306,8 @@ def advise(
         warnings=warnings,
         questions=tuple(questions),
         metric=metric,
-        benchmark_plan=_benchmark(book, run, brief.workload),
-        procurement_checklist=_checklist(book, run, brief.workload),
+        benchmark_plan=_once(book, run, "benchmark", brief.workload, _benchmark),
+        procurement_checklist=_once(book, run, "checklist", brief.workload, _checklist),
         ruleset=RulesetRef(book.revision, book.content_hash),
         trace=tuple(run.trace),
         notes=tuple(run.notes),
@@ -362,7 +368,7 @@ def _candidate(c: _Scored, run: _Run) -> Candidate:
     s = c.sizing
     mem = s.memory
     need = mem.total_gb if mem else 0.0
-    params = _with_tiers(_params(s, c.fact, run.name(f"unit.{s.unit}")), s, run)
+    params = c.params
     price_src = (
         run.text("price.from_quote", {"provider": s.quote.provider or "-", "as_of": s.quote.as_of or "-"})
         if s.quote
@@ -409,8 +415,8 @@ def _candidate(c: _Scored, run: _Run) -> Candidate:
             round(s.purchase.usd * s.count, 2) if s.purchase else 0.0,
         ),
         reasons=(Reason("rank.score", formula), *_ownership_reason(s, run, c.fact["utilization_given"]),
-                 *c.reasons),
-        caveats=tuple(c.caveats),
+                 *_said(c.reasons, c, run)),
+        caveats=_said(c.caveats, c, run),
         interconnect=interconnect,
         throughput=throughput,
         score_breakdown=ScoreBreakdown(
@@ -418,6 +424,10 @@ def _candidate(c: _Scored, run: _Run) -> Candidate:
         ),
         performance=performance(s),
     )
+
+
+def _said(items: list[_Said], c: _Scored, run: _Run) -> tuple[Reason, ...]:
+    return tuple(Reason(item[0], run.text(item[1], c.params)) if item else None for item in items)  # type: ignore[misc]
 
 
 def performance(s: Sizing) -> Performance:
@@ -472,6 +482,16 @@ def _dedupe_warnings(items: list[Warning]) -> tuple[Warning, ...]:
 
 def _applies(step_workloads: tuple[str, ...], workload: str) -> bool:
     return not step_workloads or workload in step_workloads
+
+
+def _once(book: Rulebook, run: _Run, kind: str, workload: str, render: Any) -> Any:  # noqa: ANN401
+    """`render(book, run, workload)` once per rules, locale and workload: its texts have no placeholders."""
+    # A locale without a table of its own reads the fallback's (Messages.text), so it shares its entry.
+    locale = run.locale if run.locale in book.messages else run.msgs.fallback
+    key = (kind, locale, workload)
+    if key not in book.rendered:
+        book.rendered[key] = render(book, run, workload)
+    return book.rendered[key]
 
 
 def _benchmark(book: Rulebook, run: _Run, workload: str) -> tuple[BenchmarkStage, ...]:

@@ -7,8 +7,11 @@ figure it produces is a fact the rules can test and a number the answer prints, 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import date
+from functools import lru_cache
+from typing import Any
 
 from ..assumptions import Assumptions
 from ..brief import DEFAULT_PRICE_TIER, TRAINING_WORKLOADS, UNSPECIFIED, Brief, Quote
@@ -173,6 +176,9 @@ _UNUSED_DEFAULTS: dict[str, tuple[str, ...]] = {
     "EMBEDDING": ("traffic.avg_output_tokens",),  # an embedding is its input
 }
 
+# Figures that depend on the brief but not on the GPU, computed once per request (see size_all).
+Memo = dict[tuple[Any, ...], Any]
+
 MAX_TENSOR_PARALLEL = 8  # attention heads split evenly up to 8 ways in practice; beyond that, pipeline stages
 
 
@@ -181,14 +187,19 @@ def _scale_up(gpu: Gpu) -> int:
     return max(1, gpu.gpus_per_node, gpu.nvlink_domain if gpu.fast_interconnect else 1)
 
 
-def _tp_sizes(gpu: Gpu, a: Assumptions) -> list[int]:
+def _tp_sizes(gpu: Gpu, a: Assumptions) -> tuple[int, ...]:
     """GPU counts that can hold one model copy: powers of two up to 8 inside the scale-up domain, then whole
     nodes of pipeline stages."""
-    domain = min(_scale_up(gpu), MAX_TENSOR_PARALLEL)
+    return _tp_sizes_of(min(_scale_up(gpu), MAX_TENSOR_PARALLEL), max(1, gpu.gpus_per_node),
+                        int(a.num("max_inference_nodes")))
+
+
+@lru_cache(maxsize=256)
+def _tp_sizes_of(domain: int, node: int, max_nodes: int) -> tuple[int, ...]:
+    # A handful of distinct (domain, node) pairs in a catalog, asked for by every GPU of every request.
     sizes = [n for n in (1, 2, 4, 8) if n <= domain]
-    node = max(1, gpu.gpus_per_node)
-    sizes += [max(node, domain) * k for k in range(2, int(a.num("max_inference_nodes")) + 1)]
-    return sorted(set(sizes))
+    sizes += [max(node, domain) * k for k in range(2, max_nodes + 1)]
+    return tuple(sorted(set(sizes)))
 
 
 def _usable(gpu: Gpu, a: Assumptions) -> float:
@@ -229,20 +240,32 @@ def _price(
     return row, None, row.usd if row else 0.0, row.tier if row else ""
 
 
+def size_all(
+    gpus: Iterable[Gpu], brief: Brief, shape: Shape, a: Assumptions, quotes: tuple[Quote, ...], day: date
+) -> list[Sizing]:
+    """`size` for each GPU, sharing the memory breakdowns that do not depend on the GPU (most GPUs ask for the
+    same few: one model copy on 1, 2, 4 or 8 GPUs)."""
+    memo: Memo = {}
+    return [size(g, brief, shape, a, quotes, day, memo) for g in gpus]
+
+
 def size(
-    gpu: Gpu, brief: Brief, shape: Shape, a: Assumptions, quotes: tuple[Quote, ...], day: date
+    gpu: Gpu, brief: Brief, shape: Shape, a: Assumptions, quotes: tuple[Quote, ...], day: date,
+    memo: Memo | None = None,
 ) -> Sizing:
+    """`memo`: memory breakdowns already computed for this brief, shape and assumptions (by `size_all`)."""
+    memo = {} if memo is None else memo
     s = Sizing(gpu=gpu, compared_tier=compared_tier(brief))
     s.price, s.quote, s.usd_per_gpu_hour, s.price_tier = _price(gpu, quotes, day, s.compared_tier)
     s.purchase = gpu.price("purchase", day)
     s.tflops = compute_tflops(gpu, shape.precision)
     w = brief.workload
     if w in ("PRETRAINING", "FULL_FINETUNE"):
-        _size_full_training(s, brief, shape, a)
+        _size_full_training(s, brief, shape, a, memo)
     elif w == "ADAPTER_FINETUNE":
         _size_adapter(s, brief, shape, a)
     else:
-        _size_inference(s, brief, shape, a)
+        _size_inference(s, brief, shape, a, memo)
     s.capacity_gb = s.count * gpu.memory_gb
     need = s.memory.total_gb if s.memory else 0.0
     s.headroom = 1.0 - need / s.capacity_gb if s.capacity_gb > 0 else 0.0
@@ -256,22 +279,18 @@ def size(
     return s
 
 
-def _size_full_training(s: Sizing, brief: Brief, shape: Shape, a: Assumptions) -> None:
+def _size_full_training(
+    s: Sizing, brief: Brief, shape: Shape, a: Assumptions, memo: Memo
+) -> None:
     gpu = s.gpu
     micro = max(1, brief.traffic.batch_size or 1)
     recompute = a.text("recompute_full_finetune")
 
     def need(n: int, sequences: int = micro) -> mem.MemoryBreakdown:
-        return mem.full_training_memory(
-            shape.params_billion,
-            shape.arch,
-            shape.tokens_per_sequence,
-            sequences,
-            a.num("adam_state_bytes_per_param"),
-            recompute,
-            a.num("engine_overhead_gb"),
-            gpus=n,
-        )
+        key = ("training", n, sequences)  # the GPU does not enter: only how many and how many sequences
+        if key not in memo:
+            memo[key] = _full_training_need(shape, a, recompute, n, sequences)
+        return memo[key]
 
     usable = _usable(gpu, a)
     # Model states shard over GPUs (ZeRO-3/FSDP) and activations split over data-parallel replicas, so the
@@ -323,6 +342,21 @@ def _size_full_training(s: Sizing, brief: Brief, shape: Shape, a: Assumptions) -
     s.formulas.append(
         f"training FLOPs = 6 x {shape.active_params_billion:g}e9 params x {brief.training.tokens_billion:g}e9 tokens"
         f" = {flops:.3g}; GPUs for the deadline = FLOPs / ({s.tflops:g} TFLOPS x MFU {mfu:.2f} x days)"
+    )
+
+
+def _full_training_need(
+    shape: Shape, a: Assumptions, recompute: str, n: int, sequences: int
+) -> mem.MemoryBreakdown:
+    return mem.full_training_memory(
+        shape.params_billion,
+        shape.arch,
+        shape.tokens_per_sequence,
+        sequences,
+        a.num("adam_state_bytes_per_param"),
+        recompute,
+        a.num("engine_overhead_gb"),
+        gpus=n,
     )
 
 
@@ -448,17 +482,27 @@ def _inference_need(gpu: Gpu, brief: Brief, shape: Shape, a: Assumptions, n: int
     )
 
 
-def _size_inference(s: Sizing, brief: Brief, shape: Shape, a: Assumptions) -> None:
+def _size_inference(
+    s: Sizing, brief: Brief, shape: Shape, a: Assumptions, memo: Memo
+) -> None:
     gpu = s.gpu
     usable = _usable(gpu, a)
     sizes = _tp_sizes(gpu, a)
-    n = next((k for k in sizes if _inference_need(gpu, brief, shape, a, k).total_gb <= k * usable), 0)
+
+    def need(n: int) -> mem.MemoryBreakdown:
+        # The GPU enters only through the tensor-parallel width its scale-up domain allows.
+        key = ("inference", n, min(n, _scale_up(gpu), MAX_TENSOR_PARALLEL))
+        if key not in memo:
+            memo[key] = _inference_need(gpu, brief, shape, a, n)
+        return memo[key]
+
+    n = next((k for k in sizes if need(k).total_gb <= k * usable), 0)
     s.fits = n > 0
     n = n or sizes[-1]
     s.memory_count = n
     lat = brief.latency
     s.latency_target = lat.p95_ms > 0 or lat.ttft_ms > 0
-    _speed(s, brief, shape, a, n)
+    _speed(s, brief, shape, a, n, memo)
     if s.latency_target and brief.workload == "REALTIME_INFERENCE":
         # More tensor parallelism inside the fast-link domain shortens each decode step; stop at the node.
         for k in sizes:
@@ -467,7 +511,7 @@ def _size_inference(s: Sizing, brief: Brief, shape: Shape, a: Assumptions) -> No
             if _meets(s, lat):
                 break
             n = k
-            _speed(s, brief, shape, a, n)
+            _speed(s, brief, shape, a, n, memo)
         s.meets_latency = _meets(s, lat)
     s.per_replica = n
     # Requests/s one replica sustains: an embedding request is its input tokens, a generation its output tokens.
@@ -483,7 +527,7 @@ def _size_inference(s: Sizing, brief: Brief, shape: Shape, a: Assumptions) -> No
     else:
         s.replicas = max(1, math.ceil(needed))
     s.count = n * s.replicas
-    s.memory = _inference_need(gpu, brief, shape, a, n)
+    s.memory = need(n)
     if s.replicas > 1:
         s.memory = mem.MemoryBreakdown(tuple((c, v * s.replicas) for c, v in s.memory.components))
 
@@ -524,9 +568,12 @@ def prefill_batch_sequences(brief: Brief, shape: Shape, a: Assumptions) -> int:
     return max(1, _prefill_only_tokens(brief, shape, a) // max(1, shape.tokens_per_sequence))
 
 
-def _speed(s: Sizing, brief: Brief, shape: Shape, a: Assumptions, n: int) -> None:
+def _speed(s: Sizing, brief: Brief, shape: Shape, a: Assumptions, n: int, memo: Memo) -> None:
     """Decode is memory-bound (bytes read per step / bandwidth) with a per-step floor, prefill compute-bound
-    (2·N per token plus attention); under load the other sequences' prefills share the steps."""
+    (2·N per token plus attention); under load the other sequences' prefills share the steps.
+
+    `memo` keeps what depends on the brief alone (bytes read per step, attention FLOPs of a prompt), asked
+    for by every GPU and every tensor-parallel width tried."""
     gpu = s.gpu
     arch = shape.arch
     mfu = a.num("mfu_prefill")
@@ -551,9 +598,20 @@ def _speed(s: Sizing, brief: Brief, shape: Shape, a: Assumptions, n: int) -> Non
         s.tflops, shape.sequences * shape.tokens_per_sequence, arch.hidden_size, a.num("kernel_saturation_ms")
     )
     s.effective_tflops = s.tflops * mfu * busy
-    weights = mem.weights_gb(shape.params_billion, shape.bytes_per_param)
     c, s_in, s_out = shape.sequences, shape.input_tokens, shape.output_tokens
-    kv_read = mem.kv_cache_gb(arch, shape.avg_tokens_per_sequence, c, a.num("kv_cache_bytes"))
+    if ("decode_read",) not in memo:
+        memo[("decode_read",)] = (
+            mem.weights_gb(shape.params_billion, shape.bytes_per_param),
+            mem.kv_cache_gb(arch, shape.avg_tokens_per_sequence, c, a.num("kv_cache_bytes")),
+        )
+    weights, kv_read = memo[("decode_read",)]
+
+    def attention(tokens: int) -> float:
+        key = ("attention", tokens)
+        if key not in memo:
+            memo[key] = compute.attention_flops(arch.layers, tokens, arch.hidden_size, arch.window)
+        return memo[key]
+
     # While one sequence decodes, the other c - 1 start new requests: their prompts are prefilled in the same
     # steps (chunked prefill), (c - 1) x input / output prompt tokens per step on average.
     prefill_per_step = (c - 1) * s_in / max(1, s_out)
@@ -565,15 +623,13 @@ def _speed(s: Sizing, brief: Brief, shape: Shape, a: Assumptions, n: int) -> Non
     step = compute.step_seconds(
         weights * stages, kv_read, gpu.bandwidth_tbs * n, _mbu(gpu, a),
         linear_flops=2 * active * (c + prefill_per_step), tflops_total=s.tflops * n, mfu=mfu,
-        attn_flops=prefill_per_step * compute.attention_flops(arch.layers, s_in, arch.hidden_size, arch.window)
-        / max(1, s_in),
+        attn_flops=prefill_per_step * attention(s_in) / max(1, s_in),
         attention_tflops_total=attn_tflops, overhead_s=overhead,
     )
 
     def prefill(tokens: int) -> float:
         return compute.prefill_seconds(
-            shape.active_params_billion, tokens, s.tflops * n, mfu,
-            compute.attention_flops(arch.layers, tokens, arch.hidden_size, arch.window), attn_tflops,
+            shape.active_params_billion, tokens, s.tflops * n, mfu, attention(tokens), attn_tflops,
         )
 
     avg_prefill = prefill(s_in)

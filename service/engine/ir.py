@@ -8,6 +8,7 @@ to cross-check the engine. Snapshot tests pin `to_dict()` so a change to the com
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 OPS = ("eq", "ne", "lt", "le", "gt", "ge", "in", "not_in")
@@ -149,7 +150,15 @@ class Program:
     rules: tuple[Rule, ...]
 
     def for_fact(self, fact: str) -> tuple[Rule, ...]:
-        return tuple(r for r in self.rules if r.fact == fact)
+        return self._by_fact.get(fact, ())
+
+    @cached_property
+    def _by_fact(self) -> dict[str, tuple[Rule, ...]]:
+        # Asked for several times by every answer; the rules never change once loaded (a reload is a new Program).
+        out: dict[str, list[Rule]] = {}
+        for r in self.rules:
+            out.setdefault(r.fact, []).append(r)
+        return {fact: tuple(rules) for fact, rules in out.items()}
 
     def by_id(self) -> dict[str, Rule]:
         return {r.id: r for r in self.rules}

@@ -94,14 +94,24 @@ def format_number(value: float | int, spec: str) -> str:
         out = format(value, spec)
         if "e" not in out and "E" not in out:
             return out
-    m = _NUMBER_SPEC.match(spec)
-    if m and abs(value) >= 1000 and m.group("type") != "n":
-        spec = f"{m.group('head')},{m.group('prec') or ''}{m.group('type')}"
+    grouped, digits = _number_spec(spec)
+    if grouped and abs(value) >= 1000:
+        spec = grouped
     out = format(value, spec)
     if isinstance(value, float) and math.isfinite(value) and ("e" in out or "E" in out) and not spec.endswith("%"):
-        prec = m.group("prec") if m else None
-        return readable(value, int(prec[1:]) if prec and int(prec[1:]) > 0 else 6)
+        return readable(value, digits)
     return out
+
+
+@lru_cache(maxsize=1024)
+def _number_spec(spec: str) -> tuple[str, int]:
+    """The spec with thousands grouping added ("" when it cannot take one), and the significant digits a
+    number that would print in exponent notation gets instead. Cached: an answer formats ~100 numbers with a
+    few dozen specs."""
+    m = _NUMBER_SPEC.match(spec)
+    grouped = f"{m.group('head')},{m.group('prec') or ''}{m.group('type')}" if m and m.group("type") != "n" else ""
+    prec = m.group("prec") if m else None
+    return grouped, int(prec[1:]) if prec and int(prec[1:]) > 0 else 6
 
 
 _CJK = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
@@ -151,9 +161,19 @@ _WIDE_CHAR = re.compile(rf"[{_CJK}{_FULLWIDTH}]")
 
 
 @lru_cache(maxsize=4096)
-def _parsed(template: str) -> tuple[tuple[str, str | None, str | None, str | None], ...]:
-    # Parsing a template costs more than filling it, and an answer fills ~150 of the same few hundred.
-    return tuple(_FORMATTER.parse(template))
+def _parsed(template: str) -> tuple[tuple[str, str | None, str, str | None], ...]:
+    """The template's parts with each format spec checked once: parsing and checking cost more than filling,
+    and an answer fills ~150 of the same few hundred templates. A refused spec becomes "" (rules-check
+    refuses it; an answer never grows by it)."""
+    return tuple(
+        (literal, name, "" if not spec or _spec_refused(spec) else spec, conv)
+        for literal, name, spec, conv in _FORMATTER.parse(template)
+    )
+
+
+@lru_cache(maxsize=1024)
+def _spec_refused(spec: str) -> bool:
+    return spec_problem(spec) is not None
 
 
 def fill(template: str, params: Mapping[str, Any]) -> str:
@@ -168,26 +188,40 @@ def _fill(template: str, params: Mapping[str, Any]) -> tuple[str, bool]:
     out = []
     wide = False
     for literal, name, spec, conv in parts:
-        out.append(literal)
+        if literal:
+            out.append(literal)
         if name is None:
             continue
-        if name not in params:
+        value = params.get(name, _MISSING)
+        if value is _MISSING:
             out.append("{" + name + "}")
             continue
-        value = params[name]
         if conv:
             value = _FORMATTER.convert_field(value, conv)
-        if spec and spec_problem(spec):
-            spec = ""  # rules-check refuses it; an answer never grows by it
-        if isinstance(value, str) and _WIDE_CHAR.search(value):
-            wide = True
+        kind = type(value)
+        if kind is str or isinstance(value, str):
+            if _WIDE_CHAR.search(value):
+                wide = True
+            if not spec and kind is str:
+                out.append(value)
+                continue
+        elif not spec:  # the common cases of compact(), without its dispatch
+            if kind is float:
+                out.append(_compact_float(value))
+                continue
+            if kind is int:
+                out.append(f"{value:,}")
+                continue
         try:
             if not spec:
                 out.append(compact(value))
-            elif isinstance(value, (int, float)) and not isinstance(value, bool):
+            elif kind is float or kind is int or isinstance(value, (int, float)) and not isinstance(value, bool):
                 out.append(format_number(value, spec))
             else:
                 out.append(format(value, spec))
         except (ValueError, TypeError):
             out.append(compact(value))
     return "".join(out), wide
+
+
+_MISSING = object()

@@ -1,0 +1,343 @@
+"""The fast paths compute what the plain code computed: each is compared with its reference on random inputs."""
+
+from __future__ import annotations
+
+import math
+import string
+from collections.abc import Iterable, Mapping
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from service import advice as advice_types
+from service.advice import Advice
+from service.api import advice_to_proto, enum_number, pb, question_to_proto, request_from_proto
+from service.assumptions import Assumptions
+from service.brief import Brief
+from service.catalog import Gpu
+from service.decide import advisor
+from service.decide import sizing as sz
+from service.decide.sizing import shape_of, size, size_all
+from service.physics import compute
+from service.physics import memory as mem
+from service.render import messages as m
+from service.rulebook import load_rulebook
+from service.store import Bundle
+from service.validate import validate
+from tests.fuzz_requests import request_from_seed, seeds
+from tests.test_advisor import brief_strategy
+
+RULES = Path(__file__).parents[1] / "rules"
+
+_FORMATTER = string.Formatter()
+
+
+def reference_fill(template: str, params: Mapping[str, Any]) -> tuple[str, bool]:
+    """The filler before templates were precompiled: every spec checked at every fill."""
+    parts = tuple(_FORMATTER.parse(template))
+    if len(parts) == 1 and parts[0][1] is None:
+        return parts[0][0], False
+    out = []
+    wide = False
+    for literal, name, spec, conv in parts:
+        out.append(literal)
+        if name is None:
+            continue
+        if name not in params:
+            out.append("{" + name + "}")
+            continue
+        value = params[name]
+        if conv:
+            value = _FORMATTER.convert_field(value, conv)
+        if spec and m.spec_problem(spec):
+            spec = ""
+        if isinstance(value, str) and m._WIDE_CHAR.search(value):
+            wide = True
+        try:
+            if not spec:
+                out.append(m.compact(value))
+            elif isinstance(value, (int, float)) and not isinstance(value, bool):
+                out.append(m.format_number(value, spec))
+            else:
+                out.append(format(value, spec))
+        except (ValueError, TypeError):
+            out.append(m.compact(value))
+    return "".join(out), wide
+
+
+class _Label(str):
+    """A str subclass (an enum-like value) takes the general path."""
+
+
+_NAMES = ("a", "b", "gpu", "missing")
+_SPECS = ("", ".0%", ".2f", ",.0f", ".4g", "d", ">8", "<5.1f", "x", "s", "n", "0>41", ".13f", "+.3e", "=^10,.2f")
+_VALUES = st.one_of(
+    st.integers(-(10**12), 10**12), st.floats(allow_nan=True, allow_infinity=True), st.booleans(),
+    st.text(alphabet="ab 中文，x", max_size=6), st.none(), st.text(alphabet="a中", max_size=3).map(_Label),
+)
+
+
+@st.composite
+def templates(draw: st.DrawFn) -> str:
+    pieces = []
+    for _ in range(draw(st.integers(0, 4))):
+        pieces.append(draw(st.sampled_from(("", "text ", "中文 ", "{{lit}} "))))
+        name = draw(st.sampled_from(_NAMES))
+        spec = draw(st.sampled_from(_SPECS))
+        conv = draw(st.sampled_from(("", "", "!r", "!s")))
+        pieces.append("{" + name + conv + (":" + spec if spec else "") + "}")
+    return "".join(pieces) + draw(st.sampled_from(("", " end")))
+
+
+def reference_format_number(value: float | int, spec: str) -> str:
+    """format_number before its spec analysis was cached: the regex ran at every call."""
+    if -1000 < value < 1000:
+        out = format(value, spec)
+        if "e" not in out and "E" not in out:
+            return out
+    match = m._NUMBER_SPEC.match(spec)
+    if match and abs(value) >= 1000 and match.group("type") != "n":
+        spec = f"{match.group('head')},{match.group('prec') or ''}{match.group('type')}"
+    out = format(value, spec)
+    if isinstance(value, float) and math.isfinite(value) and ("e" in out or "E" in out) and not spec.endswith("%"):
+        prec = match.group("prec") if match else None
+        return m.readable(value, int(prec[1:]) if prec and int(prec[1:]) > 0 else 6)
+    return out
+
+
+def _outcome(fn, value: float | int, spec: str) -> str:  # noqa: ANN001
+    try:
+        return fn(value, spec)
+    except (ValueError, TypeError) as exc:
+        return type(exc).__name__
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.one_of(st.floats(), st.integers(-(10**20), 10**20)),
+       st.sampled_from((*_SPECS, ".0f", ",", ".3g", "%>5", "*^12.2f", ".2%", "g", "e", "08.3f", ".0e", ".10g")))
+def test_cached_number_specs_format_as_before(value: float | int, spec: str) -> None:
+    assert _outcome(m.format_number, value, spec) == _outcome(reference_format_number, value, spec)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(templates(), st.dictionaries(st.sampled_from(_NAMES[:3]), _VALUES))
+def test_precompiled_fill_matches_reference(template: str, params: dict[str, Any]) -> None:
+    assert m._fill(template, params) == reference_fill(template, params)
+
+
+@pytest.fixture(scope="module")
+def book():  # noqa: ANN201
+    book, problems = load_rulebook(RULES, today=date(2026, 11, 15))
+    assert book is not None, problems
+    return book
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(brief=brief_strategy(), day=st.sampled_from((date(2025, 6, 1), date(2026, 11, 15))))
+def test_sizing_all_gpus_with_shared_memory_breakdowns_matches_sizing_each_alone(book, brief, day):  # noqa: ANN001
+    a = book.assumptions
+    shape = shape_of(brief, a)
+    if shape is None:
+        return
+    alone = [size(g, brief, shape, a, (), day) for g in book.catalog]
+    shared = size_all(book.catalog, brief, shape, a, (), day)
+    assert [repr(s) for s in shared] == [repr(s) for s in alone]  # repr: a NaN equals itself
+
+
+# advice_to_proto before it built the answer from dicts in place: intermediate messages copied into their parents.
+def _ref_reasons(items: Iterable[advice_types.Reason]) -> list[pb.Reason]:
+    return [pb.Reason(rule_id=x.rule_id, text=x.text) for x in items]
+
+
+def _ref_score_breakdown(b: advice_types.ScoreBreakdown | None) -> pb.ScoreBreakdown | None:
+    if b is None:
+        return None
+    return pb.ScoreBreakdown(basis=b.basis, cost=b.cost, best_cost=b.best_cost, cost_points=b.cost_points,
+                             rules=[pb.ScorePoints(rule_id=r, points=p) for r, p in b.rules])
+
+
+def _ref_performance(p: advice_types.Performance | None) -> pb.Performance | None:
+    if p is None:
+        return None
+    return pb.Performance(
+        ttft_ms=p.ttft_ms, itl_ms=p.itl_ms, e2e_p95_ms=p.e2e_p95_ms,
+        tokens_per_second_per_replica=p.tokens_per_second_per_replica, tensor_parallel=p.tensor_parallel,
+        replicas=p.replicas, nodes=p.nodes, training_days=p.training_days, gpu_hours=p.gpu_hours,
+        cost_per_run_usd=p.cost_per_run_usd,
+    )
+
+
+def reference_advice_to_proto(a: Advice) -> pb.RecommendResponse:
+    out = pb.RecommendResponse(summary=a.summary, provisional=a.provisional, not_shown_count=len(a.not_shown),
+                               not_shown=list(a.not_shown), price_tier=enum_number("PriceTier", a.price_tier),
+                               assumed=[path for path, _ in a.assumed])
+    for c in a.candidates:
+        out.candidates.append(pb.Candidate(
+            gpu=c.gpu, name=c.name, count=c.count, score=c.score,
+            memory=pb.MemoryFit(need_gb=c.memory.need_gb, capacity_gb=c.memory.capacity_gb,
+                                headroom=c.memory.headroom,
+                                breakdown=[pb.MemoryComponent(component=n, gb=v)
+                                           for n, v in c.memory.breakdown]),
+            cost=pb.Cost(usd_per_hour=c.cost.usd_per_hour, usd_per_tflop_hour=c.cost.usd_per_tflop_hour,
+                         usd_per_unit=c.cost.usd_per_unit, unit=c.cost.unit, price_source=c.cost.price_source,
+                         price_as_of=c.cost.price_as_of, unit_kind=enum_number("CostUnit", c.cost.unit_kind),
+                         price_tier=enum_number("PriceTier", c.cost.price_tier),
+                         price_tier_fallback=c.cost.price_tier_fallback),
+            ownership=pb.Ownership(annual_power_usd=c.ownership.annual_power_usd,
+                                   owned_usd_per_hour=c.ownership.owned_usd_per_hour,
+                                   break_even_hours=c.ownership.break_even_hours,
+                                   break_even_months=c.ownership.break_even_months,
+                                   purchase_usd=c.ownership.purchase_usd),
+            reasons=_ref_reasons(c.reasons), caveats=_ref_reasons(c.caveats), interconnect=c.interconnect,
+            throughput=c.throughput, performance=_ref_performance(c.performance),
+            score_breakdown=_ref_score_breakdown(c.score_breakdown),
+        ))
+    for x in a.excluded:
+        out.excluded.append(pb.Exclusion(gpu=x.gpu, reasons=_ref_reasons(x.reasons)))
+    if a.route:
+        out.route.CopyFrom(pb.Route(kind=enum_number("RouteKind", a.route.kind),
+                                    rationale=_ref_reasons(a.route.rationale), provisional=a.route.provisional,
+                                    depends_on=list(a.route.depends_on)))
+    for w in a.warnings:
+        out.warnings.append(pb.Warning(code=w.code, severity=enum_number("Severity", w.severity), text=w.text,
+                                       rule_id=w.rule_id, title=w.title))
+    for q in a.questions:
+        out.questions.append(question_to_proto(q))
+    if a.metric:
+        out.metric.CopyFrom(pb.Metric(name=a.metric.name, formula=a.metric.formula, rule_id=a.metric.rule_id,
+                                      kind=enum_number("MetricKind", a.metric.kind)))
+    for stage in a.benchmark_plan:
+        out.benchmark_plan.append(pb.BenchmarkStage(name=stage.name, steps=list(stage.steps),
+                                                    record=list(stage.record)))
+    for sec in a.procurement_checklist:
+        out.procurement_checklist.append(pb.ChecklistSection(name=sec.name, items=list(sec.items)))
+    if a.ruleset:
+        out.ruleset.CopyFrom(pb.RulesetRef(revision=a.ruleset.revision, content_hash=a.ruleset.content_hash))
+    for t in a.trace:
+        out.trace.append(pb.TraceEntry(rule_id=t.rule_id, location=t.location, fact=t.fact, fired=t.fired,
+                                       detail=t.detail))
+    out.notes.extend(_ref_reasons(a.notes))
+    return out
+
+
+@pytest.fixture(scope="module")
+def bundle(book):  # noqa: ANN001, ANN201
+    b = Bundle(book, loaded_at=None)  # type: ignore[arg-type]
+    yield b
+    b.retire(None)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=seeds, trace=st.booleans(), locale=st.sampled_from(("en", "zh-CN")))
+def test_answer_built_in_place_serializes_to_the_same_bytes(bundle, seed, trace, locale):  # noqa: ANN001
+    request = request_from_seed(seed)
+    if validate(request, bundle.known_gpu_ids()):
+        return
+    request.include_trace, request.locale = trace, locale
+    advice = bundle.advise(request_from_proto(request))
+    new, ref = advice_to_proto(advice), reference_advice_to_proto(advice)
+    assert new.SerializeToString(deterministic=True) == ref.SerializeToString(deterministic=True)
+    assert new == ref
+
+
+# _speed before the brief-only figures (bytes read per step, a prompt's attention FLOPs) were kept per request.
+def reference_speed(s: sz.Sizing, brief: Brief, shape: sz.Shape, a: Assumptions, n: int) -> None:
+    """Decode is memory-bound (bytes read per step / bandwidth) with a per-step floor, prefill compute-bound
+    (2·N per token plus attention); under load the other sequences' prefills share the steps."""
+    gpu = s.gpu
+    arch = shape.arch
+    mfu = a.num("mfu_prefill")
+    attn_tflops = (gpu.tflops_bf16 or s.tflops) * n  # 16-bit KV: attention runs on BF16 tensor cores
+    if brief.workload in ("EMBEDDING", "MEDIA_GENERATION"):
+        # Prefill-only work is throughput-bound by its input tokens: every token costs 2·N FLOPs plus its
+        # attention over the sequence, at the utilization a batch of this size reaches.
+        tokens = sz._prefill_only_tokens(brief, shape, a) if brief.workload == "EMBEDDING" else (
+            shape.sequences * shape.tokens_per_sequence
+        )
+        busy = sz.saturation(s.tflops, tokens, arch.hidden_size, a.num("kernel_saturation_ms"))
+        s.effective_tflops = s.tflops * mfu * busy
+        seq = shape.input_tokens if brief.workload == "EMBEDDING" else shape.tokens_per_sequence
+        per_token = 2 * shape.active_params_billion * 1e9 + compute.attention_flops(
+            arch.layers, seq, arch.hidden_size, arch.window
+        ) / max(1, seq)
+        s.tokens_per_second = s.tflops * n * 1e12 * mfu * busy * sz._par_eff(gpu, n, a) / per_token
+        s.step_ms = s.itl_ms = 0.0
+        s.est_ttft_ms = s.est_latency_ms = 0.0
+        return
+    busy = sz.saturation(
+        s.tflops, shape.sequences * shape.tokens_per_sequence, arch.hidden_size, a.num("kernel_saturation_ms")
+    )
+    s.effective_tflops = s.tflops * mfu * busy
+    weights = mem.weights_gb(shape.params_billion, shape.bytes_per_param)
+    c, s_in, s_out = shape.sequences, shape.input_tokens, shape.output_tokens
+    kv_read = mem.kv_cache_gb(arch, shape.avg_tokens_per_sequence, c, a.num("kv_cache_bytes"))
+    # While one sequence decodes, the other c - 1 start new requests: their prompts are prefilled in the same
+    # steps (chunked prefill), (c - 1) x input / output prompt tokens per step on average.
+    prefill_per_step = (c - 1) * s_in / max(1, s_out)
+    active = shape.active_params_billion * 1e9
+    overhead = a.num("decode_step_floor_ms") / 1000 + sz._parallel_overhead_s(gpu, n, arch.layers, a)
+    # Pipeline stages beyond the scale-up domain each read their weights once per micro-batch, so a token
+    # still waits for the whole model to be read at one stage's bandwidth: stages add capacity, not speed.
+    stages = math.ceil(n / min(n, sz._scale_up(gpu), sz.MAX_TENSOR_PARALLEL))
+    step = compute.step_seconds(
+        weights * stages, kv_read, gpu.bandwidth_tbs * n, sz._mbu(gpu, a),
+        linear_flops=2 * active * (c + prefill_per_step), tflops_total=s.tflops * n, mfu=mfu,
+        attn_flops=prefill_per_step * compute.attention_flops(arch.layers, s_in, arch.hidden_size, arch.window)
+        / max(1, s_in),
+        attention_tflops_total=attn_tflops, overhead_s=overhead,
+    )
+
+    def prefill(tokens: int) -> float:
+        return compute.prefill_seconds(
+            shape.active_params_billion, tokens, s.tflops * n, mfu,
+            compute.attention_flops(arch.layers, tokens, arch.hidden_size, arch.window), attn_tflops,
+        )
+
+    avg_prefill = prefill(s_in)
+    ttft_avg = compute.time_to_first_token(avg_prefill, step, c - 1, avg_prefill, s_out)
+    p95_in = brief.traffic.p95_input_tokens or s_in
+    ttft = ttft_avg if p95_in == s_in else compute.time_to_first_token(prefill(p95_in), step, c - 1,
+                                                                       avg_prefill, s_out)
+    s.step_ms = s.itl_ms = step * 1000
+    # Each sequence yields its output tokens once per cycle of TTFT + output x step: the replica's output rate,
+    # with the input tokens' prefill counted in both.
+    s.tokens_per_second = c * s_out / (ttft_avg + s_out * step)
+    s.est_ttft_ms = ttft * 1000
+    s.est_latency_ms = s.est_ttft_ms + s_out * s.step_ms
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(brief=brief_strategy())
+def test_speed_with_per_request_figures_matches_the_plain_formulas(book, brief):  # noqa: ANN001
+    a = book.assumptions
+    shape = shape_of(brief, a)
+    if shape is None:
+        return
+    memo: sz.Memo = {}
+    gpus: tuple[Gpu, ...] = book.catalog
+    for gpu in gpus:
+        for n in sz._tp_sizes(gpu, a):
+            ref = sz.Sizing(gpu=gpu, tflops=sz.compute_tflops(gpu, shape.precision))
+            new = sz.Sizing(gpu=gpu, tflops=ref.tflops)
+            reference_speed(ref, brief, shape, a, n)
+            sz._speed(new, brief, shape, a, n, memo)
+            assert repr(new) == repr(ref)
+
+
+def test_plan_and_checklist_kept_per_locale_are_what_each_request_would_render(bundle):  # noqa: ANN001
+    book = bundle.book
+    for locale in ("xx-YY", "en", "zh-CN", "xx-YY", "zh-CN"):  # an unknown locale reads the fallback's table
+        for workload in range(1, len(pb.WorkloadType.keys())):
+            request = pb.RecommendRequest(locale=locale)
+            request.brief.workload = workload
+            request.brief.model.params_billion = 8
+            req = request_from_proto(request)
+            advice = bundle.advise(req)
+            run = advisor._Run(book, bundle.engine, req)
+            assert advice.benchmark_plan == advisor._benchmark(book, run, req.brief.workload)
+            assert advice.procurement_checklist == advisor._checklist(book, run, req.brief.workload)
+    assert {key[1] for key in book.rendered} == {"en", "zh-CN"}
