@@ -21,10 +21,11 @@ import signal
 import socket
 import subprocess
 import sys
-import threading
 from collections.abc import Callable, Sequence
 
 import structlog
+
+from .signals import stop_on_signals
 
 log = structlog.get_logger("gpu_advisor.processes")
 
@@ -104,22 +105,15 @@ def supervise(processes: int, addr: str, argv: Sequence[str], metrics_addr: str 
     except BindError as exc:
         log.error("bind_failed", addr=addr, error=str(exc))
         return 1
-    stop = threading.Event()
     workers: list[subprocess.Popen[bytes]] = []
 
-    def forward(signum: int, _frame: object) -> None:
-        if signum == getattr(signal, "SIGHUP", None):
-            log.info("sighup_forwarded")
-            for w in workers:
-                with contextlib.suppress(ProcessLookupError):
-                    w.send_signal(signal.SIGHUP)
-            return
-        log.info("stopping", signal=signal.Signals(signum).name)
-        stop.set()
+    def forward_hup() -> None:
+        log.info("sighup_forwarded")
+        for w in workers:
+            with contextlib.suppress(ProcessLookupError):
+                w.send_signal(signal.SIGHUP)
 
-    for sig in (signal.SIGTERM, signal.SIGINT, getattr(signal, "SIGHUP", None)):
-        if sig is not None:
-            signal.signal(sig, forward)
+    stop = stop_on_signals(forward_hup, log)
     try:
         for i in range(processes):
             workers.append(subprocess.Popen(worker_command(argv, resolved, metrics_addr, i),

@@ -31,6 +31,7 @@ from .interceptors import AdmissionInterceptor, RequestContextInterceptor
 from .lifecycle import AdvisorServer, TrackingExecutor
 from .logging import configure
 from .ruletests import self_test
+from .signals import stop_on_signals
 from .store import Bundle, RulesetStatus, RuleStore
 from .validate import validate
 from .wire import add_servicer
@@ -332,19 +333,11 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     if args.metrics_addr:
         log.info("metrics", port=metrics.serve_metrics(args.metrics_addr))
-    stop = threading.Event()
+    def reload_on_hup() -> None:
+        log.info("sighup_reload")
+        threading.Thread(target=store.reload, name="sighup-reload", daemon=True).start()
 
-    def on_signal(signum: int, _frame: object) -> None:
-        if signum == getattr(signal, "SIGHUP", None):
-            log.info("sighup_reload")
-            threading.Thread(target=store.reload, name="sighup-reload", daemon=True).start()
-            return
-        log.info("stopping", signal=signal.Signals(signum).name)
-        stop.set()
-
-    for sig in (signal.SIGTERM, signal.SIGINT, getattr(signal, "SIGHUP", None)):
-        if sig is not None:
-            signal.signal(sig, on_signal)
+    stop = stop_on_signals(reload_on_hup, log)
     _wait_for(stop)
     server.drain(args.grace_seconds)
     store.close()
