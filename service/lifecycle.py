@@ -75,14 +75,32 @@ class AdvisorServer:
     """The started grpc.Server (every grpc.Server method works on it) plus `drain`, and its admission."""
 
     def __init__(self, server: grpc.Server, executor: TrackingExecutor, health_servicer: health.HealthServicer,
-                 admission: AdmissionInterceptor):
+                 admission: AdmissionInterceptor, probe: grpc.Server | None = None, probe_port: int = 0):
         self._server = server
         self.executor = executor
         self.health = health_servicer
         self.admission = admission
+        self.probe = probe  # the health-only server on --health-addr, if any
+        self.probe_port = probe_port
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._server, name)
+
+    def stop(self, grace: float | None) -> threading.Event:
+        """Like grpc.Server.stop; the probe server (if any) stops once the main one has."""
+        done = self._server.stop(grace)
+        if self.probe is None:
+            return done
+        probe = self.probe
+        both = threading.Event()
+
+        def after_main() -> None:
+            done.wait()
+            probe.stop(None).wait()
+            both.set()
+
+        threading.Thread(target=after_main, name="probe-stop", daemon=True).start()
+        return both
 
     def drain(self, grace: float) -> bool:
         """NOT_SERVING, let accepted calls finish (at most `grace` seconds in all), stop. True if none was cut."""
@@ -93,7 +111,8 @@ class AdvisorServer:
         self.health.enter_graceful_shutdown()
         # Keep half the grace for calls that are still running when the quiet wait gives up.
         quiet = self.executor.wait_quiet(QUIET_SECONDS, started + grace / 2)
-        self._server.stop(grace=max(until - time.monotonic(), 0)).wait()
+        # The probe port keeps answering NOT_SERVING until the main server has stopped.
+        self.stop(grace=max(until - time.monotonic(), 0)).wait()
         cut = self.executor.pending
         log.info("drained", quiet=quiet, cut=cut, seconds=round(time.monotonic() - started, 3))
         self.executor.shutdown(wait=False)

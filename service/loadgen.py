@@ -59,11 +59,18 @@ def free_port() -> int:
 
 
 class ServerProcess:
-    """`python -m service` on 127.0.0.1 with INFO logs (the per-call log line is part of the cost)."""
+    """`python -m service` on 127.0.0.1 with INFO logs (the per-call log line is part of the cost).
+
+    `--health-addr auto` in `extra` gives the server a probe port of its own (`health_port`; else the main one)."""
 
     def __init__(self, processes: int = 1, repo: Path = REPO, extra: tuple[str, ...] = ()):
         self.port = free_port()
         self.addr = f"127.0.0.1:{self.port}"
+        self.health_port = self.port
+        if "--health-addr" in extra and extra[extra.index("--health-addr") + 1] == "auto":
+            self.health_port = free_port()
+            at = extra.index("--health-addr") + 1
+            extra = (*extra[:at], f"127.0.0.1:{self.health_port}", *extra[at + 1:])
         self.log = tempfile.NamedTemporaryFile(prefix="bench-server-", suffix=".log", delete=False)  # noqa: SIM115
         cmd = [sys.executable, "-m", "service", "--addr", self.addr, "--no-watch",
                "--rules", str(repo / "rules"), *extra]

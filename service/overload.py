@@ -25,6 +25,7 @@ SETTINGS: list[tuple[str, tuple[str, ...]]] = [
     ("one lever: 1 running, no stream cap", ("--max-concurrent", "1", "--max-streams", "0")),
     ("the other: 4 running, stream cap 2", ("--max-concurrent", "4", "--max-streams", "2")),
     ("defaults", ()),
+    ("defaults, probed on a health port of its own", ("--health-addr", "auto")),
 ]
 
 
@@ -63,7 +64,7 @@ def flood_with_probe(server: ServerProcess, seconds: float, connections: int, st
         time.sleep(1)  # the flood is at full pressure before the probe starts
         # Like kubelet, one Check at a time per connection; 4 connections at 25/s each keep the 10 ms beat
         # even when an answer takes up to 40 ms.
-        probe = _h2load(server.port, HEALTH, chk, seconds, 4, 1, probe_rps // 4, log)
+        probe = _h2load(server.health_port, HEALTH, chk, seconds, 4, 1, probe_rps // 4, log)
         ok_probe, failed_probe = _done(probe, seconds)
         answered, failed = _done(flood, seconds)
         lat = [int(line.split("\t")[2]) / 1000 for line in log.read_text().splitlines()

@@ -68,9 +68,12 @@ def reserve(addr: str) -> tuple[socket.socket, str]:
     except OSError as exc:
         sock.close()
         raise BindError(f"cannot bind {addr}: {exc.strerror or exc}") from None
-    bound = sock.getsockname()[1]
-    shown = f"[{host}]" if ":" in host else host
-    return sock, f"{shown}:{bound}"
+    return sock, _shown(sock)
+
+
+def _shown(sock: socket.socket) -> str:
+    host, port = sock.getsockname()[:2]
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
 def _find_prctl() -> Callable[..., int] | None:
@@ -90,21 +93,29 @@ def _die_with_parent() -> None:
         _PRCTL(_PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
-def worker_command(argv: Sequence[str], addr: str, metrics_addr: str, index: int) -> list[str]:
+def worker_command(argv: Sequence[str], addr: str, metrics_addr: str, index: int, health_addr: str = "") -> list[str]:
     cmd = [sys.executable, "-m", "service", *argv, "--processes", "1", "--shared-port", "--addr", addr]
+    if health_addr:  # the probe port is shared like the main one
+        cmd += ["--health-addr", health_addr]
     if metrics_addr:  # one metrics port per worker: host:port, host:port+1, ... (port 0 stays ephemeral)
         host, port = split_addr(metrics_addr)
         cmd += ["--metrics-addr", f"{host}:{port + index if port else 0}"]
     return cmd
 
 
-def supervise(processes: int, addr: str, argv: Sequence[str], metrics_addr: str = "") -> int:
+def supervise(processes: int, addr: str, argv: Sequence[str], metrics_addr: str = "", health_addr: str = "") -> int:
     """Run `processes` workers on `addr` until SIGTERM/SIGINT; the exit code is 0 when all stopped cleanly."""
+    held: list[socket.socket] = []
     try:
-        sock, resolved = reserve(addr)
+        for wanted in (addr, health_addr) if health_addr else (addr,):
+            held.append(reserve(wanted)[0])
     except BindError as exc:
-        log.error("bind_failed", addr=addr, error=str(exc))
+        log.error("bind_failed", addr=wanted, error=str(exc))
+        for sock in held:
+            sock.close()
         return 1
+    resolved = _shown(held[0])
+    health_resolved = _shown(held[1]) if health_addr else ""
     workers: list[subprocess.Popen[bytes]] = []
 
     def forward_hup() -> None:
@@ -116,7 +127,8 @@ def supervise(processes: int, addr: str, argv: Sequence[str], metrics_addr: str 
     stop = stop_on_signals(forward_hup, log)
     try:
         for i in range(processes):
-            workers.append(subprocess.Popen(worker_command(argv, resolved, metrics_addr, i),
+            workers.append(subprocess.Popen(worker_command(argv, resolved, metrics_addr, i,
+                                                           health_resolved),
                                             preexec_fn=_die_with_parent))  # noqa: PLW1509 (no threads yet)
         log.info("workers", addr=resolved, processes=processes, pids=[w.pid for w in workers])
         failed = None
@@ -127,7 +139,8 @@ def supervise(processes: int, addr: str, argv: Sequence[str], metrics_addr: str 
                 break
         return _stop_all(workers) if failed is None else max(1, _stop_all(workers))
     finally:
-        sock.close()
+        for sock in held:
+            sock.close()
 
 
 def _stop_all(workers: list[subprocess.Popen[bytes]]) -> int:

@@ -14,6 +14,7 @@ import signal
 import socket
 import sys
 import threading
+from concurrent import futures
 from datetime import date
 from typing import Any, NoReturn
 
@@ -166,7 +167,7 @@ def serve(
     addr: str, rules_dir: str, admin_token: str = "", watch: bool = True, workers: int | None = None,
     poll_seconds: float = 0.5, max_concurrent: int = DEFAULT_MAX_CONCURRENT, max_queue: int = DEFAULT_MAX_QUEUE,
     tls: grpc.ServerCredentials | None = None, shared_port: bool = False, response_cache: int = 0,
-    max_streams: int = DEFAULT_MAX_STREAMS,
+    max_streams: int = DEFAULT_MAX_STREAMS, health_addr: str = "",
 ) -> tuple[AdvisorServer, int, RuleStore]:
     """Start serving and return (server, bound port, store). Health stays NOT_SERVING until rules load.
 
@@ -174,6 +175,7 @@ def serve(
     defaults to enough threads for all of them plus spares for health. `tls`: plaintext when None.
     `shared_port`: one of `--processes N` workers (SO_REUSEPORT); otherwise a busy port fails here.
     `response_cache`: keep that many Recommend answers for repeated identical requests (0 = off).
+    `health_addr`: also answer grpc.health.v1 (only) on this host:port, plaintext, with a gRPC server of its own.
     """
     store = RuleStore(rules_dir, poll_seconds=poll_seconds)
     store.self_test = self_test(store.rules_dir)
@@ -210,20 +212,44 @@ def serve(
         port = server.add_secure_port(addr, tls) if tls else server.add_insecure_port(addr)
     except RuntimeError:
         port = 0
-    if port == 0:
-        log.error("bind_failed", addr=addr, hint="address in use or not local; --processes N shares a port")
-        store.close()
-        raise processes.BindError(f"cannot bind {addr}")
+    probe, probe_port = (_probe_server(health_servicer, health_addr, shared_port) if port and health_addr
+                         else (None, 0))
+    for where, bound in ((addr, port), (health_addr, probe_port if health_addr else 1)):
+        if bound == 0:
+            log.error("bind_failed", addr=where, hint="address in use or not local; --processes N shares a port")
+            store.close()
+            raise processes.BindError(f"cannot bind {where}")
     result = store.reload()
     if not result.ok:
         log.error("rules_invalid_at_start", problems=list(result.problems)[:50], rules=rules_dir)
     server.start()
+    if probe is not None:
+        probe.start()
     if watch:
         store.start_watching()
     log.info("serving", addr=addr, port=port, rules=rules_dir, revision=store.status().revision or None,
-             tls=tls is not None,
+             tls=tls is not None, health_port=probe_port or None,
              admin=bool(admin_token), max_concurrent=max_concurrent, max_queue=max_queue, max_streams=max_streams)
-    return AdvisorServer(server, executor, health_servicer, admission), port, store
+    return AdvisorServer(server, executor, health_servicer, admission, probe, probe_port), port, store
+
+
+def _probe_server(health_servicer: health.HealthServicer, addr: str, shared_port: bool) -> tuple[grpc.Server, int]:
+    """A second gRPC server that answers health only, for probes (--health-addr); (server, bound port or 0).
+
+    A server of its own, not a second port on the main one: gRPC's Python server picks up every arrived call,
+    completion and refusal in one loop, and while an answer is being computed that loop gets the GIL only once
+    per switch interval, so a probe that arrives behind a flood's events waits for all of them. Here it waits
+    for nothing but its own. Plaintext on purpose: Kubernetes' gRPC probes cannot speak TLS, and health is all
+    this port answers. It shares the servicer, so drain's NOT_SERVING shows here too.
+    """
+    probe = grpc.server(futures.ThreadPoolExecutor(max_workers=2, thread_name_prefix="probe"),
+                        interceptors=[RequestContextInterceptor()],
+                        options=[("grpc.so_reuseport", int(shared_port))])
+    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, probe)
+    try:
+        return probe, probe.add_insecure_port(addr)
+    except RuntimeError:
+        return probe, 0
 
 
 def _add_serving_flags(parser: argparse.ArgumentParser) -> None:
@@ -241,6 +267,10 @@ def _add_serving_flags(parser: argparse.ArgumentParser) -> None:
                         default=env("GPU_ADVISOR_MAX_STREAMS", str(DEFAULT_MAX_STREAMS)),
                         help="HTTP/2 streams open at once on one client connection; more wait in the client "
                              "(env GPU_ADVISOR_MAX_STREAMS, default %(default)s; 0 = no cap)")
+    parser.add_argument("--health-addr", metavar="HOST:PORT", default=env("GPU_ADVISOR_HEALTH_ADDR", ""),
+                        help="also answer grpc.health.v1 on this address, plaintext, on a gRPC server of its own, "
+                             "so probes stay fast while the main port is flooded or uses TLS "
+                             "(env GPU_ADVISOR_HEALTH_ADDR; off when empty)")
     parser.add_argument("--grace-seconds", type=float, metavar="S",
                         default=env("GPU_ADVISOR_GRACE_SECONDS", str(DEFAULT_GRACE_SECONDS)),
                         help="on SIGTERM/SIGINT, time for accepted calls to finish (env GPU_ADVISOR_GRACE_SECONDS, "
@@ -269,6 +299,7 @@ def _serving_options(parser: argparse.ArgumentParser, args: argparse.Namespace) 
             "admin_token": admin_token(os.environ, args.admin_token_file),
             "tls": server_credentials(args.tls_cert, args.tls_key, args.tls_client_ca),
             "max_concurrent": args.max_concurrent, "max_queue": args.max_queue, "max_streams": args.max_streams,
+            "health_addr": args.health_addr,
         }
     except ConfigError as err:
         parser.error(str(err))
@@ -325,7 +356,7 @@ def main(argv: list[str] | None = None) -> int:
     configure(args.log_level, pid=args.shared_port or args.processes > 1)
     if args.processes > 1:
         return processes.supervise(args.processes, args.addr, sys.argv[1:] if argv is None else argv,
-                                   args.metrics_addr)
+                                   args.metrics_addr, args.health_addr)
     try:
         server, _port, store = serve(args.addr, args.rules, watch=not args.no_watch, shared_port=args.shared_port,
                                      response_cache=args.response_cache, **options)

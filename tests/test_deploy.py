@@ -80,11 +80,14 @@ def _plain(doc: Any) -> Any:
     return copy.deepcopy(doc)
 
 
-def test_probes_are_native_grpc_on_the_served_port(rendered):
+def test_probes_are_native_grpc_on_the_served_health_port(rendered):
     c = _container(rendered)
-    port = next(p["containerPort"] for p in c["ports"] if p["name"] == "grpc")
+    ports = {p["name"]: p["containerPort"] for p in c["ports"]}
+    grpc_port, port = ports["grpc"], ports["health"]
     env = {e["name"]: e for e in c["env"]}
-    assert env["GPU_ADVISOR_ADDR"]["value"].endswith(f":{port}")
+    assert env["GPU_ADVISOR_ADDR"]["value"].endswith(f":{grpc_port}")
+    # The probes go to the health-only server the pod starts (--health-addr), not to the main port.
+    assert port != grpc_port and env["GPU_ADVISOR_HEALTH_ADDR"]["value"].endswith(f":{port}")
     assert c["readinessProbe"]["grpc"] == {"port": port, "service": SERVICE_NAME}
     assert c["livenessProbe"]["grpc"]["port"] == port and c["startupProbe"]["grpc"]["port"] == port
 

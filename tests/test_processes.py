@@ -77,6 +77,17 @@ def test_a_second_server_on_a_busy_port_exits_with_a_clear_error(start_server, t
     assert first.stub.GetRuleset(pb.GetRulesetRequest(), timeout=10).revision
 
 
+def test_a_busy_probe_port_stops_a_multi_process_start(start_server, tmp_path: Path, procs):
+    first = start_server(RULES, watch=False, health_addr="127.0.0.1:0")
+    taken = f"127.0.0.1:{first.server.probe_port}"
+    proc, log = _start(tmp_path, "--addr", "127.0.0.1:0", "--processes", "2", "--health-addr", taken)
+    procs.append(proc)
+    assert proc.wait(timeout=90) != 0
+    failed = [e for e in _events(log) if e.get("event") == "bind_failed"]
+    assert failed and failed[0]["addr"] == taken, log.read_text()
+    assert not any(e.get("event") in ("workers", "serving") for e in _events(log))
+
+
 def test_the_parent_reserves_the_port_it_shares():
     sock, addr = reserve("127.0.0.1:0")
     try:
@@ -89,7 +100,7 @@ def test_the_parent_reserves_the_port_it_shares():
 
 
 def test_two_processes_serve_one_port_and_stop_on_sigterm(tmp_path: Path, procs):
-    proc, log = _start(tmp_path, "--addr", "127.0.0.1:0", "--processes", "2")
+    proc, log = _start(tmp_path, "--addr", "127.0.0.1:0", "--processes", "2", "--health-addr", "127.0.0.1:0")
     procs.append(proc)
     events = _wait_for(log, proc, lambda ev: sum(e.get("event") == "serving" for e in ev) >= 2)
     workers = next(e for e in events if e.get("event") == "workers")
@@ -97,9 +108,13 @@ def test_two_processes_serve_one_port_and_stop_on_sigterm(tmp_path: Path, procs)
     serving = [e for e in events if e.get("event") == "serving"]
     assert len(pids) == 2 and {e["pid"] for e in serving} == pids, log.read_text()
     assert {f"127.0.0.1:{e['port']}" for e in serving} == {addr}
+    # The probe port is resolved once by the parent and shared too.
+    probe_ports = {e["health_port"] for e in serving}
+    assert len(probe_ports) == 1 and None not in probe_ports
+    probe_addr = f"127.0.0.1:{probe_ports.pop()}"
     # Each new connection lands on one worker (the kernel hashes it): many connections reach both.
-    for _ in range(40):
-        with grpc.insecure_channel(addr, options=[("grpc.use_local_subchannel_pool", 1)]) as channel:
+    for target in [addr] * 40 + [probe_addr] * 20:
+        with grpc.insecure_channel(target, options=[("grpc.use_local_subchannel_pool", 1)]) as channel:
             reply = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=10)
             assert reply.status == health_pb2.HealthCheckResponse.SERVING
     events = _wait_for(log, proc, lambda ev: {e.get("pid") for e in ev if e.get("event") == "rpc"} >= pids, 20)

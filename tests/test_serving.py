@@ -29,10 +29,10 @@ from cryptography.x509.oid import NameOID
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from prometheus_client import REGISTRY
 
-from service import cli
+from service import cli, processes
 from service.api import pb, pb_grpc
 from service.credentials import channel_credentials, server_credentials
-from service.server import RECOMMEND, parse_args
+from service.server import RECOMMEND, parse_args, serve
 from tests.conftest import RULES, Running, call
 from tests.test_server import good_request
 
@@ -235,6 +235,55 @@ def test_drain_is_bounded_by_its_grace(held):
     assert err.value.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED)
 
 
+# -- the health-only probe port -------------------------------------------------------------------------------
+
+
+def test_probe_port_answers_health_only_and_follows_the_drain(held):
+    running, engine = held(max_concurrent=1, max_queue=2, health_addr="127.0.0.1:0")
+    probe_port = running.server.probe_port
+    assert probe_port not in (0, running.port)
+    with grpc.insecure_channel(f"127.0.0.1:{probe_port}") as probe:
+        assert health_status(probe) == SERVING
+        assert health_pb2_grpc.HealthStub(probe).Check(
+            health_pb2.HealthCheckRequest(service="gpuadvisor.v1.GpuAdvisor"), timeout=5).status == SERVING
+        # Health is all it answers: the advisor's methods are on the main port only.
+        assert call(pb_grpc.GpuAdvisorStub(probe).GetRuleset, pb.GetRulesetRequest(),
+                    timeout=5).code == grpc.StatusCode.UNIMPLEMENTED
+
+        # Recommend saturated on the main port (one running, held; two waiting): the probe still answers.
+        accepted = [running.stub.Recommend.future(good_request(), timeout=30) for _ in range(3)]
+        assert engine.entered.acquire(timeout=10)
+        wait_for(lambda: running.server.admission.limiters[RECOMMEND].waiting == 2)
+        assert all(health_status(probe) == SERVING for _ in range(20))
+
+        # A drain shows on the probe port at once, while accepted calls still finish.
+        result: list[bool] = []
+        drain = threading.Thread(target=lambda: result.append(running.server.drain(grace=20)))
+        drain.start()
+        wait_for(lambda: health_status(probe) == NOT_SERVING)
+        engine.release.set()
+        drain.join(30)
+        assert result == [True]
+        assert all(f.result().candidates for f in accepted)
+        # Once the main server has stopped, so has the probe server.
+        wait_for(lambda: call(health_pb2_grpc.HealthStub(probe).Check, health_pb2.HealthCheckRequest(),
+                              timeout=2).code == grpc.StatusCode.UNAVAILABLE)
+
+
+def test_a_busy_probe_port_fails_at_start(start_server):
+    first = start_server(RULES, watch=False, health_addr="127.0.0.1:0")
+    with pytest.raises(processes.BindError):
+        serve("127.0.0.1:0", str(RULES), watch=False, health_addr=f"127.0.0.1:{first.server.probe_port}")
+
+
+def test_probe_port_flag_and_env(monkeypatch):
+    monkeypatch.delenv("GPU_ADVISOR_HEALTH_ADDR", raising=False)
+    assert parse_args([])[1]["health_addr"] == ""
+    assert parse_args(["--health-addr", "0.0.0.0:50052"])[1]["health_addr"] == "0.0.0.0:50052"
+    monkeypatch.setenv("GPU_ADVISOR_HEALTH_ADDR", "127.0.0.1:9000")
+    assert parse_args([])[1]["health_addr"] == "127.0.0.1:9000"
+
+
 def start_process(tmp_path: Path, env: dict[str, str], *args: str) -> tuple[subprocess.Popen[bytes], int, Path]:
     """`python -m service` on an ephemeral port → (process, port, its log file)."""
     log = tmp_path / "server.log"
@@ -410,6 +459,14 @@ def test_tls(pki: Pki, start_server):
     # Health is served on the same TLS port.
     with grpc.secure_channel(addr, channel_credentials(pki.ca, None, None)) as channel:
         assert health_status(channel) == SERVING
+
+
+def test_probe_port_is_plaintext_when_the_main_port_is_tls(pki: Pki, start_server):
+    running = start_server(RULES, watch=False, tls=server_credentials(pki.server_cert, pki.server_key, None),
+                           health_addr="127.0.0.1:0")
+    assert ruleset_code(grpc.insecure_channel(running.addr)) == grpc.StatusCode.UNAVAILABLE
+    with grpc.insecure_channel(f"127.0.0.1:{running.server.probe_port}") as probe:
+        assert health_status(probe) == SERVING  # what a Kubernetes gRPC probe (plaintext only) sees
 
 
 def test_mtls_refuses_clients_without_a_trusted_certificate(pki: Pki, monkeypatch, start_server,
