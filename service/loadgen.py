@@ -275,6 +275,35 @@ def _measure(server: ServerProcess, seconds: float, briefs: list[bytes], streams
     return health, rec, half
 
 
+def answer_cpu_ms(repo: Path, bodies: list[bytes], rounds: int = 20) -> float:
+    """CPU ms per answer of the servicer's own work, in a fresh process on `repo`'s code and rules: decode,
+    validate, advise, build and encode the reply; no gRPC. Next to the server's CPU per Recommend minus its CPU
+    per health Check, it tells what the server spends beyond the answer itself."""
+    script = (
+        "import sys, time\n"
+        "from service.logging import configure\n"
+        "configure('WARNING')\n"
+        "from service import api\n"
+        "from service.rulebook import load_rulebook\n"
+        "from service.store import Bundle\n"
+        "from service.validate import validate\n"
+        "book, _ = load_rulebook(sys.argv[1]); bundle = Bundle(book, loaded_at=None)\n"
+        "bodies = [bytes.fromhex(h) for h in sys.stdin.read().split()]\n"
+        "def one(b):\n"
+        "    r = api.pb.RecommendRequest.FromString(b)\n"
+        "    assert not validate(r, bundle.known_gpu_ids())\n"
+        "    return api.advice_to_proto(bundle.advise(api.request_from_proto(r))).SerializeToString()\n"
+        "for b in bodies: one(b)\n"
+        f"t = time.process_time()\nfor _ in range({rounds}):\n    for b in bodies: one(b)\n"
+        f"print((time.process_time() - t) * 1000 / ({rounds} * len(bodies)))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(repo)}
+    out = subprocess.run([sys.executable, "-c", script, str(repo / "rules")],
+                         input=" ".join(b[5:].hex() for b in bodies), capture_output=True, text=True, cwd=repo,
+                         env=env, timeout=600, check=True)
+    return float(out.stdout.strip().splitlines()[-1])
+
+
 def _show(label: str, load: Load) -> None:
     print(f"  {label:46} {load.rps:7.0f} rps  p50 {load.pct(0.5):6.2f} ms  p99 {load.pct(0.99):7.2f} ms"
           f"  server CPU {load.cpu_ms_per_call:5.2f} ms/call  failed {load.failed + load.grpc_errors}")
@@ -298,6 +327,9 @@ def run_load(seconds: float, k: int, streams: int, baseline: str = "") -> int:
         _show("health Check (the gRPC floor), 1 process", health)
         _show(f"Recommend, {k} distinct briefs, 1 process", rec)
         _show(f"Recommend at half saturation ({rec.rps / 2:.0f} rps offered)", half)
+        answer = answer_cpu_ms(repo, briefs)
+        print(f"  the same briefs answered in-process, no gRPC: {answer:.2f} ms CPU each; the server's Recommend "
+              f"minus its health Check: {rec.cpu_ms_per_call - health.cpu_ms_per_call:.2f} ms")
         print(f"  ratio Recommend/health: {rec.rps / health.rps:.2f} in rps, "
               f"{health.cpu_ms_per_call / rec.cpu_ms_per_call:.2f} in server CPU per call"
               f"   (target >= 0.40; p99 at half <= 10 ms)")
