@@ -20,6 +20,7 @@ import structlog
 from grpc_health.v1 import health
 
 from .interceptors import AdmissionInterceptor
+from .probe import ProbeProcess
 
 log = structlog.get_logger("gpu_advisor.server")
 
@@ -75,19 +76,22 @@ class AdvisorServer:
     """The started grpc.Server (every grpc.Server method works on it) plus `drain`, and its admission."""
 
     def __init__(self, server: grpc.Server, executor: TrackingExecutor, health_servicer: health.HealthServicer,
-                 admission: AdmissionInterceptor, probe: grpc.Server | None = None, probe_port: int = 0):
+                 admission: AdmissionInterceptor, probe: ProbeProcess | None = None):
         self._server = server
         self.executor = executor
         self.health = health_servicer
         self.admission = admission
-        self.probe = probe  # the health-only server on --health-addr, if any
-        self.probe_port = probe_port
+        self.probe = probe  # the health-only process on --health-addr, if any
+
+    @property
+    def probe_port(self) -> int:
+        return self.probe.port if self.probe is not None else 0
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._server, name)
 
     def stop(self, grace: float | None) -> threading.Event:
-        """Like grpc.Server.stop; the probe server (if any) stops once the main one has."""
+        """Like grpc.Server.stop; the probe process (if any) stops once the main server has."""
         done = self._server.stop(grace)
         if self.probe is None:
             return done
@@ -96,7 +100,7 @@ class AdvisorServer:
 
         def after_main() -> None:
             done.wait()
-            probe.stop(None).wait()
+            probe.stop()
             both.set()
 
         threading.Thread(target=after_main, name="probe-stop", daemon=True).start()
@@ -109,6 +113,8 @@ class AdvisorServer:
         log.info("draining", pending=self.executor.pending, grace_seconds=grace)
         # Probes and load balancers see NOT_SERVING at once; a reload cannot flip it back.
         self.health.enter_graceful_shutdown()
+        if self.probe is not None:
+            self.probe.send()
         # Keep half the grace for calls that are still running when the quiet wait gives up.
         quiet = self.executor.wait_quiet(QUIET_SECONDS, started + grace / 2)
         # The probe port keeps answering NOT_SERVING until the main server has stopped.

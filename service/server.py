@@ -14,7 +14,6 @@ import signal
 import socket
 import sys
 import threading
-from concurrent import futures
 from datetime import date
 from typing import Any, NoReturn
 
@@ -31,6 +30,7 @@ from .errors import abort_invalid as _invalid
 from .interceptors import AdmissionInterceptor, RequestContextInterceptor
 from .lifecycle import AdvisorServer, TrackingExecutor
 from .logging import configure
+from .probe import ProbeProcess
 from .ruletests import self_test
 from .signals import stop_on_signals
 from .store import Bundle, RulesetStatus, RuleStore
@@ -175,7 +175,8 @@ def serve(
     defaults to enough threads for all of them plus spares for health. `tls`: plaintext when None.
     `shared_port`: one of `--processes N` workers (SO_REUSEPORT); otherwise a busy port fails here.
     `response_cache`: keep that many Recommend answers for repeated identical requests (0 = off).
-    `health_addr`: also answer grpc.health.v1 (only) on this host:port, plaintext, with a gRPC server of its own.
+    `health_addr`: also answer grpc.health.v1 (only) on this host:port, plaintext, from a process of its own
+    that mirrors this server's health (service/probe.py).
     """
     store = RuleStore(rules_dir, poll_seconds=poll_seconds)
     store.self_test = self_test(store.rules_dir)
@@ -212,44 +213,28 @@ def serve(
         port = server.add_secure_port(addr, tls) if tls else server.add_insecure_port(addr)
     except RuntimeError:
         port = 0
-    probe, probe_port = (_probe_server(health_servicer, health_addr, shared_port) if port and health_addr
-                         else (None, 0))
-    for where, bound in ((addr, port), (health_addr, probe_port if health_addr else 1)):
-        if bound == 0:
-            log.error("bind_failed", addr=where, hint="address in use or not local; --processes N shares a port")
-            store.close()
-            raise processes.BindError(f"cannot bind {where}")
+    probe = None
+    try:
+        if port == 0:
+            raise processes.BindError(f"cannot bind {addr}")
+        if health_addr:
+            probe = ProbeProcess(health_addr, health_servicer, ("", api.SERVICE_NAME), shared_port)
+            store.on_activate.append(lambda _bundle: probe.send())
+    except processes.BindError:
+        log.error("bind_failed", addr=health_addr if port else addr,
+                  hint="address in use or not local; --processes N shares a port")
+        store.close()
+        raise
     result = store.reload()
     if not result.ok:
         log.error("rules_invalid_at_start", problems=list(result.problems)[:50], rules=rules_dir)
     server.start()
-    if probe is not None:
-        probe.start()
     if watch:
         store.start_watching()
     log.info("serving", addr=addr, port=port, rules=rules_dir, revision=store.status().revision or None,
-             tls=tls is not None, health_port=probe_port or None,
+             tls=tls is not None, health_port=probe.port if probe else None,
              admin=bool(admin_token), max_concurrent=max_concurrent, max_queue=max_queue, max_streams=max_streams)
-    return AdvisorServer(server, executor, health_servicer, admission, probe, probe_port), port, store
-
-
-def _probe_server(health_servicer: health.HealthServicer, addr: str, shared_port: bool) -> tuple[grpc.Server, int]:
-    """A second gRPC server that answers health only, for probes (--health-addr); (server, bound port or 0).
-
-    A server of its own, not a second port on the main one: gRPC's Python server picks up every arrived call,
-    completion and refusal in one loop, and while an answer is being computed that loop gets the GIL only once
-    per switch interval, so a probe that arrives behind a flood's events waits for all of them. Here it waits
-    for nothing but its own. Plaintext on purpose: Kubernetes' gRPC probes cannot speak TLS, and health is all
-    this port answers. It shares the servicer, so drain's NOT_SERVING shows here too.
-    """
-    probe = grpc.server(futures.ThreadPoolExecutor(max_workers=2, thread_name_prefix="probe"),
-                        interceptors=[RequestContextInterceptor()],
-                        options=[("grpc.so_reuseport", int(shared_port))])
-    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, probe)
-    try:
-        return probe, probe.add_insecure_port(addr)
-    except RuntimeError:
-        return probe, 0
+    return AdvisorServer(server, executor, health_servicer, admission, probe), port, store
 
 
 def _add_serving_flags(parser: argparse.ArgumentParser) -> None:
@@ -268,8 +253,9 @@ def _add_serving_flags(parser: argparse.ArgumentParser) -> None:
                         help="HTTP/2 streams open at once on one client connection; more wait in the client "
                              "(env GPU_ADVISOR_MAX_STREAMS, default %(default)s; 0 = no cap)")
     parser.add_argument("--health-addr", metavar="HOST:PORT", default=env("GPU_ADVISOR_HEALTH_ADDR", ""),
-                        help="also answer grpc.health.v1 on this address, plaintext, on a gRPC server of its own, "
-                             "so probes stay fast while the main port is flooded or uses TLS "
+                        help="also answer grpc.health.v1 on this address, plaintext, from a process of its own "
+                             "that mirrors this server's health, so probes stay fast while the main port is "
+                             "flooded or uses TLS "
                              "(env GPU_ADVISOR_HEALTH_ADDR; off when empty)")
     parser.add_argument("--grace-seconds", type=float, metavar="S",
                         default=env("GPU_ADVISOR_GRACE_SECONDS", str(DEFAULT_GRACE_SECONDS)),
