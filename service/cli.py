@@ -288,8 +288,26 @@ def _reload(args: argparse.Namespace) -> int:
         print("reloaded: a new rules version is active" if result.reloaded else
               "not reloaded: " + ("the new version was rejected" if info.last_error else "nothing changed"))
         print_ruleset(info)
-    # A rejected version is a failure the operator must see in the exit code (scripts, CI).
-    return EXIT_FAIL if info.last_error else EXIT_OK
+        print_other_workers(result.other_workers)
+    # A rejected version, here or in another worker (or one not heard from), is a failure the operator must see
+    # in the exit code (scripts, CI).
+    failed = bool(info.last_error) or any(not w.ok for w in result.other_workers)
+    return EXIT_FAIL if failed else EXIT_OK
+
+
+def print_other_workers(workers: Sequence[pb.WorkerReload], out: TextIO | None = None) -> None:
+    """`--processes N`: one line per other worker the server asked to reload (nothing with one process)."""
+    out = out or sys.stdout
+    for w in workers:
+        if not w.answered:
+            print(f"worker {w.pid}: asked to reload, no report in time (its outcome is not known)", file=out)
+        elif w.ok:
+            done = "reloaded" if w.reloaded else "nothing changed"
+            print(f"worker {w.pid}: {done}, serving revision {w.revision or '-'}", file=out)
+        else:
+            print(f"worker {w.pid}: rejected the new version, serving revision {w.revision or '-'}", file=out)
+            for line in w.error.splitlines():
+                print(f"    {line}", file=out)
 
 
 def build_parser() -> argparse.ArgumentParser:

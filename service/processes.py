@@ -8,7 +8,8 @@ The parent binds the address itself first, with SO_REUSEPORT and without listeni
 port for every worker, fails at once when a server that does not share already holds it, and keeps the port ours
 while the workers start (a socket that does not listen receives no connections). The workers are this same
 command with `--processes 1 --shared-port` and the resolved address, so each one is an ordinary server (health,
-reload watching, signals, drain). The parent forwards SIGTERM/SIGINT and SIGHUP, waits for the workers to stop,
+reload watching, signals, drain), plus a socket pair to the parent that carries ReloadRules to the other workers
+(service/fanout.py). The parent forwards SIGTERM/SIGINT and SIGHUP, waits for the workers to stop,
 and if one dies on its own it stops the others and exits non-zero, so the supervisor (Kubernetes) restarts all.
 """
 
@@ -25,6 +26,7 @@ from collections.abc import Callable, Sequence
 
 import structlog
 
+from . import fanout
 from .signals import stop_on_signals
 
 log = structlog.get_logger("gpu_advisor.processes")
@@ -93,8 +95,10 @@ def _die_with_parent() -> None:
         _PRCTL(_PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
-def worker_command(argv: Sequence[str], addr: str, metrics_addr: str, index: int, health_addr: str = "") -> list[str]:
-    cmd = [sys.executable, "-m", "service", *argv, "--processes", "1", "--shared-port", "--addr", addr]
+def worker_command(argv: Sequence[str], addr: str, metrics_addr: str, index: int, channel_fd: int,
+                   health_addr: str = "") -> list[str]:
+    cmd = [sys.executable, "-m", "service", *argv, "--processes", "1", "--shared-port", "--addr", addr,
+           fanout.FLAG, str(channel_fd)]
     if health_addr:  # the probe port is shared like the main one
         cmd += ["--health-addr", health_addr]
     if metrics_addr:  # one metrics port per worker: host:port, host:port+1, ... (port 0 stays ephemeral)
@@ -117,6 +121,7 @@ def supervise(processes: int, addr: str, argv: Sequence[str], metrics_addr: str 
     resolved = _shown(held[0])
     health_resolved = _shown(held[1]) if health_addr else ""
     workers: list[subprocess.Popen[bytes]] = []
+    relay = fanout.Relay()
 
     def forward_hup() -> None:
         log.info("sighup_forwarded")
@@ -126,10 +131,17 @@ def supervise(processes: int, addr: str, argv: Sequence[str], metrics_addr: str 
 
     stop = stop_on_signals(forward_hup, log)
     try:
+        own_ends = []
         for i in range(processes):
-            workers.append(subprocess.Popen(worker_command(argv, resolved, metrics_addr, i,
-                                                           health_resolved),
-                                            preexec_fn=_die_with_parent))  # noqa: PLW1509 (no threads yet)
+            own_end, worker_end = relay.pair()  # ReloadRules reaching one worker reaches the others through it
+            own_ends.append(own_end)
+            with worker_end:
+                fd = worker_end.fileno()
+                command = worker_command(argv, resolved, metrics_addr, i, fd, health_resolved)
+                workers.append(subprocess.Popen(command, pass_fds=(fd,),
+                                                preexec_fn=_die_with_parent))  # noqa: PLW1509 (no threads yet)
+        for w, own_end in zip(workers, own_ends, strict=True):  # the relay's threads start after the last fork
+            relay.add(w.pid, own_end)
         log.info("workers", addr=resolved, processes=processes, pids=[w.pid for w in workers])
         failed = None
         while not stop.wait(0.2):
@@ -139,6 +151,7 @@ def supervise(processes: int, addr: str, argv: Sequence[str], metrics_addr: str 
                 break
         return _stop_all(workers) if failed is None else max(1, _stop_all(workers))
     finally:
+        relay.close()
         for sock in held:
             sock.close()
 

@@ -4,7 +4,9 @@ Anyone who can write to the rules folder (or its ConfigMap) must not be able to 
 block or exhaust memory. So: only regular files under the folder; a symbolic link counts only when its target
 stays inside the folder (a Kubernetes ConfigMap mounts every file as a link through `..data` to a hidden
 `..2026_…` folder, both inside the mount); FIFOs, devices and sockets are refused from their `stat` without being
-opened; every file and the whole folder have a size limit. Hidden entries (`.git`, `..data`, editor swap files)
+opened; a file with more than one hard link is refused, because a path cannot show where its other names are
+(one may be outside the folder, read or changed from there; kubelet writes a ConfigMap's files with one link);
+every file and the whole folder have a size limit. Hidden entries (`.git`, `..data`, editor swap files)
 are skipped, as they always were. Errors name the file relative to the folder and never quote an exception.
 """
 
@@ -47,6 +49,10 @@ def _kind(mode: int) -> str:
     if stat.S_ISSOCK(mode):
         return "a socket"
     return "not a regular file"
+
+
+def _hard_link(nlink: int) -> str:
+    return f"is a hard link ({nlink} names for one file, perhaps outside the rules folder): refused; copy it instead"
 
 
 def walk(root: Path) -> tuple[list[Entry], list[tuple[str, str]]]:
@@ -92,6 +98,8 @@ def walk(root: Path) -> tuple[list[Entry], list[tuple[str, str]]]:
                     continue
                 seen_dirs.add(real)
                 stack.append((full, rel, depth + 1))
+            elif stat.S_ISREG(st.st_mode) and st.st_nlink > 1:
+                refused.append((rel, _hard_link(st.st_nlink)))
             elif stat.S_ISREG(st.st_mode):
                 files.append(Entry(full, rel, real, st.st_size, st.st_mtime_ns, (st.st_dev, st.st_ino)))
             else:
@@ -102,9 +110,9 @@ def walk(root: Path) -> tuple[list[Entry], list[tuple[str, str]]]:
 
 def read_regular(path: str | Path, limit: int = MAX_FILE_BYTES, inode: tuple[int, int] | None = None) -> bytes:
     """At most `limit` bytes of a regular file. Opens without blocking (a FIFO swapped in after the walk's
-    `stat` must not hang the reader) and checks the opened file's type again, and with `inode` that it is the
-    file the walk checked (a link swapped in between must not lead elsewhere). Raises ValueError with a
-    sentence fit for a rule author (no path, no exception text)."""
+    `stat` must not hang the reader) and checks the opened file's type and link count again, and with `inode`
+    that it is the file the walk checked (a link swapped in between must not lead elsewhere). Raises ValueError
+    with a sentence fit for a rule author (no path, no exception text)."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0))
     except OSError as exc:
@@ -113,6 +121,8 @@ def read_regular(path: str | Path, limit: int = MAX_FILE_BYTES, inode: tuple[int
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise ValueError(f"is {_kind(st.st_mode)}, not a regular file: refused")
+        if st.st_nlink > 1:  # also for callers that did not walk first (the rule-test loader)
+            raise ValueError(_hard_link(st.st_nlink))
         if inode is not None and (st.st_dev, st.st_ino) != inode:
             raise ValueError("changed while the folder was read: try again")
         if st.st_size > limit:

@@ -22,7 +22,7 @@ import structlog
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection, reflection_pb2, reflection_pb2_grpc
 
-from . import api, cache, metrics, processes
+from . import api, cache, fanout, metrics, processes
 from .api import pb, pb_grpc
 from .credentials import ConfigError, admin_token, server_credentials
 from .decide.cancel import Cancelled
@@ -58,6 +58,7 @@ DEFAULT_MAX_STREAMS = 2
 # Threads beyond what the limited methods can hold, so health checks and reflection never wait for a worker.
 SPARE_WORKERS = 8
 RECOMMEND = f"/{api.SERVICE_NAME}/Recommend"  # the method path, as metrics label it
+PEER_WAIT_MARGIN_S = 0.25  # ReloadRules stops waiting for the other workers this long before its deadline
 
 
 def _status_to_proto(st: RulesetStatus) -> pb.RulesetInfo:
@@ -90,10 +91,12 @@ def _abandon(context: grpc.ServicerContext, stage: str) -> NoReturn:
 
 
 class Servicer(pb_grpc.GpuAdvisorServicer):
-    def __init__(self, store: RuleStore, admin_token: str = ""):
+    def __init__(self, store: RuleStore, admin_token: str = "", peers: fanout.Peers | None = None):
         self.store = store
         # Empty: the admin RPCs are off (closed by default).
         self.admin_token = admin_token
+        # --processes N: the channel to the supervisor, through which ReloadRules reaches the other workers.
+        self.peers = peers
 
     def _bundle(self, context: grpc.ServicerContext) -> Bundle:
         # Taken once per call: a reload during the call swaps the store's reference, not this one.
@@ -140,8 +143,22 @@ class Servicer(pb_grpc.GpuAdvisorServicer):
         sent = dict(context.invocation_metadata()).get("authorization", "")
         if not hmac.compare_digest(sent.encode(), f"Bearer {self.admin_token}".encode()):
             context.abort(grpc.StatusCode.UNAUTHENTICATED, "ReloadRules needs the admin bearer token")
+        asked = self.peers.ask_others() if self.peers else None  # they reload while this worker does
         result = self.store.reload()
-        return pb.ReloadRulesResponse(ruleset=_status_to_proto(self.store.status()), reloaded=result.changed)
+        response = pb.ReloadRulesResponse(ruleset=_status_to_proto(self.store.status()), reloaded=result.changed)
+        if asked is not None:
+            # Their reloads take as long as ours (they already ran meanwhile) unless one is stuck behind another
+            # reload: wait about one load's timeout, within the caller's deadline, then say who did not report.
+            wait = min(self.store.load_timeout + 2, context.time_remaining() - PEER_WAIT_MARGIN_S)
+            try:
+                others = asked.collect(wait)
+            except fanout.SupervisorUnreachable:
+                context.abort(grpc.StatusCode.UNAVAILABLE,
+                              f"this worker's reload: {'a new version' if result.changed else 'no new version'} "
+                              f"(revision {response.ruleset.revision or 'none'}); the other workers could not be "
+                              "asked (no answer from the supervisor)")
+            response.other_workers.extend(pb.WorkerReload(**vars(o)) for o in others)
+        return response
 
 
 def _enable_reflection(service_names: tuple[str, ...], server: grpc.Server) -> None:
@@ -167,7 +184,7 @@ def serve(
     addr: str, rules_dir: str, admin_token: str = "", watch: bool = True, workers: int | None = None,
     poll_seconds: float = 0.5, max_concurrent: int = DEFAULT_MAX_CONCURRENT, max_queue: int = DEFAULT_MAX_QUEUE,
     tls: grpc.ServerCredentials | None = None, shared_port: bool = False, response_cache: int = 0,
-    max_streams: int = DEFAULT_MAX_STREAMS, health_addr: str = "",
+    max_streams: int = DEFAULT_MAX_STREAMS, health_addr: str = "", peers: fanout.Peers | None = None,
 ) -> tuple[AdvisorServer, int, RuleStore]:
     """Start serving and return (server, bound port, store). Health stays NOT_SERVING until rules load.
 
@@ -177,6 +194,7 @@ def serve(
     `response_cache`: keep that many Recommend answers for repeated identical requests (0 = off).
     `health_addr`: also answer grpc.health.v1 (only) on this host:port, plaintext, from a process of its own
     that mirrors this server's health (service/probe.py).
+    `peers`: a `--processes N` worker's channel to its supervisor; ReloadRules then reloads every worker.
     """
     store = RuleStore(rules_dir, poll_seconds=poll_seconds)
     store.self_test = self_test(store.rules_dir)
@@ -202,7 +220,7 @@ def serve(
         # (34 of 40 calls on a warm channel, with a cap of 4). Without it, the client keeps the excess waiting.
         options += [("grpc.max_concurrent_streams", max_streams), ("grpc.http.overload_protection", 0)]
     server = grpc.server(executor, interceptors=[RequestContextInterceptor(), admission], options=options)
-    servicer = Servicer(store, admin_token)
+    servicer = Servicer(store, admin_token, peers)
     if response_cache > 0:
         servicer.Recommend = cache.ResponseCache(response_cache).wrap(store, servicer.Recommend)  # type: ignore[method-assign]
     add_servicer(servicer, server)  # like the generated add_*, but bad bytes: INVALID_ARGUMENT
@@ -225,6 +243,8 @@ def serve(
                   hint="address in use or not local; --processes N shares a port")
         store.close()
         raise
+    if peers is not None:
+        peers.start(store)
     result = store.reload()
     if not result.ok:
         log.error("rules_invalid_at_start", problems=list(result.problems)[:50], rules=rules_dir)
@@ -329,6 +349,7 @@ def parse_args(argv: list[str] | None = None) -> tuple[argparse.Namespace, dict[
     parser.add_argument("--processes", type=int, default=processes.default_processes(),
                         help=f"worker processes sharing the port (env {processes.ENV}, default 1)")
     parser.add_argument("--shared-port", action="store_true", help=argparse.SUPPRESS)  # set for the workers
+    parser.add_argument(fanout.FLAG, type=int, default=None, help=argparse.SUPPRESS)  # the workers' channel
     parser.add_argument("--response-cache", type=int, default=int(os.environ.get(cache.ENV, "0") or 0),
                         help=f"cache this many Recommend answers for identical requests (env {cache.ENV}; 0 = off)")
     args = parser.parse_args(argv)
@@ -343,9 +364,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.processes > 1:
         return processes.supervise(args.processes, args.addr, sys.argv[1:] if argv is None else argv,
                                    args.metrics_addr, args.health_addr)
+    peers = fanout.Peers.from_fd(args.supervisor_fd) if args.supervisor_fd is not None else None
     try:
         server, _port, store = serve(args.addr, args.rules, watch=not args.no_watch, shared_port=args.shared_port,
-                                     response_cache=args.response_cache, **options)
+                                     response_cache=args.response_cache, peers=peers, **options)
     except processes.BindError:
         return 1
     if args.metrics_addr:
@@ -357,6 +379,8 @@ def main(argv: list[str] | None = None) -> int:
     stop = stop_on_signals(reload_on_hup, log)
     _wait_for(stop)
     server.drain(args.grace_seconds)
+    if peers is not None:
+        peers.close()
     store.close()
     log.info("stopped")
     return 0

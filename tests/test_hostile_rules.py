@@ -81,6 +81,14 @@ def _outside_configmap_data(rules: Path) -> tuple[str, ...]:
     return "rules/extra.yaml", "outside the rules folder"
 
 
+def _hard_link(rules: Path) -> tuple[str, ...]:
+    # A hard link is an ordinary file by every path check: only its link count says it has a name elsewhere.
+    secret = rules.parent / "secret.yaml"
+    secret.write_text(f"kind: rules\n{SECRET}: [\n", encoding="utf-8")
+    os.link(secret, rules / "catalog" / "extra.yaml")
+    return "rules/catalog/extra.yaml", "hard link"
+
+
 HOSTILE: dict[str, Callable[[Path], tuple[str, ...]]] = {
     "outside-symlink": _outside_link,
     "fifo": _fifo,
@@ -89,6 +97,7 @@ HOSTILE: dict[str, Callable[[Path], tuple[str, ...]]] = {
     "huge-file": _huge_file,
     "format-width-bomb": _width_bomb,
     "configmap-data-leaving-the-folder": _outside_configmap_data,
+    "hard-link": _hard_link,
 }
 
 
@@ -193,6 +202,21 @@ def test_configmap_links_inside_the_mount_are_followed(tmp_path):
     book, problems = load_rulebook(mount)
     assert book is not None, problems
     assert "mount/catalog/gpus.yaml" in book.files
+
+
+def test_a_hard_link_is_refused_by_the_walk_and_by_the_reader(rules_copy, tmp_path):
+    inside = rules_copy / "assumptions.yaml"
+    outside = tmp_path / "assumptions-elsewhere.yaml"
+    os.link(inside, outside)  # the folder's own file, with a second name outside it
+    _, refused = rulefiles.walk(rules_copy)
+    assert ("assumptions.yaml", rulefiles._hard_link(2)) in refused
+    with pytest.raises(ValueError, match="hard link"):  # a reader that did not walk first refuses it too
+        rulefiles.read_regular(inside)
+    book, problems = load_rulebook(rules_copy)
+    assert book is None and any(str(p).startswith("rules/assumptions.yaml:1:1 is a hard link") for p in problems)
+    outside.unlink()  # one name again: an ordinary file
+    assert rulefiles.walk(rules_copy)[1] == []
+    assert rulefiles.read_regular(inside)
 
 
 def test_the_walk_survives_link_loops_and_deep_folders(rules_copy):

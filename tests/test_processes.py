@@ -37,12 +37,12 @@ def _wait_for(log: Path, proc: subprocess.Popen, until, timeout: float = 90) -> 
     return _events(log)
 
 
-def _start(tmp_path: Path, *args: str) -> tuple[subprocess.Popen, Path]:
-    env = {**os.environ, "GPU_ADVISOR_LOG_LEVEL": "INFO", "PYTHONPATH": str(REPO)}
+def _start(tmp_path: Path, *args: str, rules: Path = RULES, **env_vars: str) -> tuple[subprocess.Popen, Path]:
+    env = {**os.environ, "GPU_ADVISOR_LOG_LEVEL": "INFO", "PYTHONPATH": str(REPO), **env_vars}
     env.pop("GPU_ADVISOR_PROCESSES", None)
     log = tmp_path / f"server-{time.monotonic_ns()}.log"
     with log.open("w") as err:
-        proc = subprocess.Popen([sys.executable, "-m", "service", "--no-watch", "--rules", str(RULES), *args],
+        proc = subprocess.Popen([sys.executable, "-m", "service", "--no-watch", "--rules", str(rules), *args],
                                 cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=err)
     return proc, log
 

@@ -308,6 +308,7 @@ def test_reload_needs_the_token_and_keeps_the_last_good_version(rules_copy: Path
     new = stub.ReloadRules(pb.ReloadRulesRequest(), metadata=auth, timeout=60)
     assert new.reloaded and new.ruleset.last_error == "" and new.ruleset.revision != before.revision
     assert stub.Recommend(good_request(), timeout=30).ruleset.revision == new.ruleset.revision
+    assert len(new.other_workers) == 0  # one process: nobody else to ask (--processes N: test_reload_fanout)
 
 
 # -- stopping ----------------------------------------------------------------------------------------------
