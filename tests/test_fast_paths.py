@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import string
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -17,11 +18,12 @@ from service import advice as advice_types
 from service.advice import Advice
 from service.api import advice_to_proto, enum_number, pb, question_to_proto, request_from_proto
 from service.assumptions import Assumptions
-from service.brief import Brief
-from service.catalog import Gpu
-from service.decide import advisor
+from service.brief import PRICE_TIERS, RENT_TIERS, Brief, Latency, Model, Quote, Traffic
+from service.catalog import Gpu, Price, tier_preference
+from service.decide import advisor, tables
 from service.decide import sizing as sz
 from service.decide.sizing import shape_of, size, size_all
+from service.loadgen import distinct_briefs
 from service.physics import compute
 from service.physics import memory as mem
 from service.render import messages as m
@@ -341,3 +343,139 @@ def test_plan_and_checklist_kept_per_locale_are_what_each_request_would_render(b
             assert advice.benchmark_plan == advisor._benchmark(book, run, req.brief.workload)
             assert advice.procurement_checklist == advisor._checklist(book, run, req.brief.workload)
     assert {key[1] for key in book.rendered} == {"en", "zh-CN"}
+
+
+# size_all (per-request figures, per-rules GPU tables, formulas written out) against `size`, the plain version,
+# with what brief_strategy leaves out: quotes (a GPU quoted twice, tiers), a compared price tier, electricity.
+def _quotes(ids: list[str]) -> st.SearchStrategy[tuple[Quote, ...]]:
+    quote = st.builds(
+        Quote,
+        gpu=st.sampled_from(ids),
+        usd_per_hour=st.floats(0.01, 100),
+        provider=st.sampled_from(("", "acme")),
+        tier=st.sampled_from(("UNSPECIFIED", *RENT_TIERS)),
+    )
+    return st.lists(quote, max_size=4).map(tuple)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    brief=brief_strategy(),
+    data=st.data(),
+    tier=st.sampled_from(("UNSPECIFIED", *PRICE_TIERS)),
+    kwh=st.one_of(st.just(0.0), st.floats(0.01, 1)),
+    day=st.sampled_from((date(2024, 1, 1), date(2025, 6, 1), date(2026, 11, 15))),
+)
+def test_size_all_matches_size_with_quotes_tiers_and_electricity(book, brief, data, tier, kwh, day):  # noqa: ANN001
+    a = book.assumptions
+    brief = replace(brief, economics=replace(brief.economics, price_tier=tier, electricity_usd_per_kwh=kwh))
+    shape = shape_of(brief, a)
+    if shape is None:
+        return
+    quotes = data.draw(_quotes([g.id for g in book.catalog]))
+    alone = [size(g, brief, shape, a, quotes, day) for g in book.catalog]
+    fast = size_all(book.catalog, brief, shape, a, quotes, day)
+    assert [repr(s) for s in fast] == [repr(s) for s in alone]
+
+
+def test_size_all_matches_size_on_the_bench_briefs(book):  # noqa: ANN001
+    a = book.assumptions
+    for body in distinct_briefs(16):
+        req = request_from_proto(pb.RecommendRequest.FromString(body[5:]))
+        shape = shape_of(req.brief, a)
+        assert shape is not None
+        alone = [size(g, req.brief, shape, a, req.quotes, date(2026, 11, 15)) for g in book.catalog]
+        fast = size_all(book.catalog, req.brief, shape, a, req.quotes, date(2026, 11, 15))
+        assert [repr(s) for s in fast] == [repr(s) for s in alone]
+
+
+def _outcome_of(fn) -> str:  # noqa: ANN001
+    try:
+        return repr(fn())
+    except (ValueError, ZeroDivisionError, OverflowError) as e:
+        return f"{type(e).__name__}: {e}"
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"bandwidth_tbs": 0.0},
+        {"tflops_bf16": 0.0, "tflops_fp8": 0.0},
+        {"tflops_bf16": -1.0},
+        {"tflops_bf16": math.nan},
+        {"tdp_w": -700.0},
+        {"tdp_w": math.nan},
+        {"memory_gb": math.nan},
+        {"gpus_per_node": 0, "nvlink_domain": 0},
+        {"gpu_class": "consumer", "interconnect_kind": "pcie"},
+    ],
+)
+@pytest.mark.parametrize("workload", ["REALTIME_INFERENCE", "BATCH_INFERENCE", "EMBEDDING", "MEDIA_GENERATION"])
+def test_size_all_on_a_gpu_the_fast_formulas_cannot_take_does_what_size_does(book, change, workload):  # noqa: ANN001
+    # A hand-built catalog can hold what rules-check refuses: the plain functions' checks must still decide.
+    odd = replace(next(g for g in book.catalog if g.id == "h100-sxm"), **change)
+    negative = tuple(replace(p, usd=-p.usd) for p in odd.prices)
+    gpus = (odd, replace(odd, id="negative-price", prices=negative), book.catalog[0])
+    brief = Brief(
+        workload=workload,
+        model=Model(params_billion=70, precision="FP8", context_tokens=8192),
+        traffic=Traffic(concurrent_sessions=32, avg_input_tokens=2000, p95_input_tokens=4000, avg_output_tokens=500,
+                        requests_per_second=5),
+        latency=Latency(p95_ms=2000, ttft_ms=500),
+    )
+    a = book.assumptions
+    shape = shape_of(brief, a)
+    for g in gpus:
+        alone = _outcome_of(lambda g=g: size(g, brief, shape, a, (), date(2026, 11, 15)))
+        fast = _outcome_of(lambda g=g: size_all((g,), brief, shape, a, (), date(2026, 11, 15))[0])
+        assert fast == alone
+
+
+_rows = st.lists(
+    st.builds(
+        Price,
+        kind=st.sampled_from(("rent", "purchase")),
+        usd=st.floats(0.1, 50_000),
+        as_of=st.sampled_from(("2025-01-01", "2026-01-01")),
+        source=st.just("test"),
+        valid_from=st.one_of(st.none(), st.dates(date(2024, 1, 1), date(2027, 1, 1))),
+        valid_until=st.one_of(st.none(), st.dates(date(2024, 1, 1), date(2027, 1, 1))),
+        location=st.sampled_from(("a:1", "b:2", "c:3")),  # tells equal-keyed rows apart: the first must win
+        tier=st.sampled_from(("", *PRICE_TIERS)),
+    ),
+    max_size=8,
+).map(tuple)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(rows=_rows, day=st.dates(date(2024, 1, 1), date(2027, 1, 1)), tier=st.sampled_from(("", *PRICE_TIERS)))
+def test_gpu_table_prices_are_the_catalogs_row_lookups(book, rows, day, tier):  # noqa: ANN001
+    gpu = replace(book.catalog[0], prices=rows)
+    table = tables.gpu_table(gpu, tables.Constants.of(book.assumptions))
+    tiers = tier_preference(tier)
+    assert repr(table.rent_price(day, tiers)) == repr(gpu.rent_price(day, tiers))
+    assert repr(table.purchase_price(day)) == repr(gpu.price("purchase", day))
+
+
+def test_gpu_tables_are_kept_per_rules_load_and_per_gpu(book):  # noqa: ANN001
+    a = book.assumptions
+    t = tables.tables(a)
+    assert tables.tables(a) is t
+    g = book.catalog[0]
+    assert t.gpu(g) is t.gpu(g)
+    assert t.gpu(replace(g)) is not t.gpu(g)  # an equal GPU of another load gets its own table
+    again = replace(a, values=dict(a.values))  # what a reload of the same files gives
+    assert tables.tables(again) is not t
+    assert tables.tables(again).constants == t.constants
+    for gpu in book.catalog:
+        table = t.gpu(gpu)
+        assert table.sizes == sz._tp_sizes(gpu, a)
+        assert table.usable_gb == sz._usable(gpu, a)
+        assert table.mbu == sz._mbu(gpu, a)
+
+
+def test_blank_sizing_is_the_dataclass_default(book):  # noqa: ANN001
+    g = book.catalog[0]
+    blank = sz.Sizing.blank(g, "RESERVED")
+    assert blank == sz.Sizing(gpu=g, compared_tier="RESERVED")
+    assert blank.formulas == [] and blank.formulas is not sz.Sizing.blank(g, "RESERVED").formulas
