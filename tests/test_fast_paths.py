@@ -21,6 +21,7 @@ from service.assumptions import Assumptions
 from service.brief import PRICE_TIERS, RENT_TIERS, Brief, Latency, Model, Quote, Traffic
 from service.catalog import Gpu, Price, tier_preference
 from service.decide import advisor, tables
+from service.decide import facts as F
 from service.decide import sizing as sz
 from service.decide.sizing import shape_of, size, size_all
 from service.loadgen import distinct_briefs
@@ -479,3 +480,66 @@ def test_blank_sizing_is_the_dataclass_default(book):  # noqa: ANN001
     blank = sz.Sizing.blank(g, "RESERVED")
     assert blank == sz.Sizing(gpu=g, compared_tier="RESERVED")
     assert blank.formulas == [] and blank.formulas is not sz.Sizing.blank(g, "RESERVED").formulas
+
+
+def reference_time_to_first_token(prefill_s: float, step_s: float, others: int, others_prefill_s: float,
+                                   output_tokens: int, iterations: int = 30) -> float:
+    """compute.time_to_first_token before its loop invariants were hoisted."""
+    ttft = prefill_s + step_s
+    if others <= 0 or others_prefill_s <= 0:
+        return ttft
+    for _ in range(iterations):
+        cycle = ttft + max(0, output_tokens) * step_s
+        rho = min(0.95, others * others_prefill_s / cycle) if cycle > 0 else 0.0
+        nxt = prefill_s / (1 - rho) + step_s
+        if abs(nxt - ttft) <= 1e-6 * ttft:
+            return nxt
+        ttft = nxt
+    return ttft
+
+
+_seconds = st.one_of(st.floats(0, 100), st.floats(allow_nan=True, allow_infinity=True))
+
+
+@settings(max_examples=500, deadline=None)
+@given(prefill=_seconds, step=_seconds, others=st.integers(-2, 600), others_prefill=_seconds,
+       output=st.integers(-2, 8000))
+def test_time_to_first_token_with_hoisted_invariants_matches_the_plain_loop(prefill, step, others, others_prefill,
+                                                                           output):
+    new = compute.time_to_first_token(prefill, step, others, others_prefill, output)
+    ref = reference_time_to_first_token(prefill, step, others, others_prefill, output)
+    assert repr(new) == repr(ref)  # repr: a NaN equals itself
+
+
+def reference_candidate_fact(base: dict[str, Any], s: sz.Sizing) -> dict[str, Any]:
+    """facts.candidate_fact before the catalog's fields were kept per GPU: the GPU's part of the fact."""
+    g = s.gpu
+    return {
+        **base,
+        "id": f"candidate:{g.id}",
+        "gpu": g.id,
+        "vendor": g.vendor,
+        "gpu_class": g.gpu_class,
+        "software": g.software,
+        "memory_gb": float(g.memory_gb),
+        "bandwidth_tbs": float(g.bandwidth_tbs),
+        "tflops_bf16": float(g.tflops_bf16),
+        "fp8_native": g.tflops_fp8 > 0,
+        "interconnect": g.interconnect_kind,
+        "fast_interconnect": g.fast_interconnect,
+        "mig": int(g.mig),
+    }
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(brief=brief_strategy())
+def test_candidate_fact_with_the_catalogs_fields_kept_per_gpu_is_the_same_fact(book, brief):  # noqa: ANN001
+    a = book.assumptions
+    shape = shape_of(brief, a)
+    sizings = size_all(book.catalog, brief, shape, a, (), date(2026, 11, 15)) if shape else []
+    base = F.brief_fact(brief, a.num("default_utilization"), shape, sizings, 0)
+    for s in sizings:
+        fact = F.candidate_fact(base, s)
+        ref = reference_candidate_fact(base, s)
+        assert list(fact.items())[: len(ref)] == list(ref.items())  # same keys in the same order, same values
+        assert list(fact) == ["id", *F.CANDIDATE_FIELDS]

@@ -127,7 +127,7 @@ def shape_of(brief: Brief, a: Assumptions) -> Shape | None:
         precision = "BF16"
         defaults.append("model.precision")
     arch = mem.resolve_architecture(
-        m.params_billion, m.layers, m.kv_heads, m.head_dim, m.hidden_size, a.bands(), kind=m.attention,
+        m.params_billion, m.layers, m.kv_heads, m.head_dim, m.hidden_size, tb.bands(a), kind=m.attention,
         kv_lora_rank=m.kv_lora_rank, rope_head_dim=m.rope_head_dim, window=m.sliding_window_tokens,
         mla_default=(int(a.num("mla_kv_lora_rank")), int(a.num("mla_rope_head_dim"))),
     )
@@ -736,6 +736,9 @@ class _Request:
         self.latency_target = lat.p95_ms > 0 or lat.ttft_ms > 0
         e = brief.economics
         self.util = e.utilization or c.default_utilization
+        unit = brief.success_unit
+        self.unit = unit if unit != "UNSPECIFIED" else ("TRAINING_RUN" if w in TRAINING_WORKLOADS else "TOKEN")
+        self.unit_tokens = shape.input_tokens if w == "EMBEDDING" else shape.output_tokens  # one unit's tokens
         self.kwh = e.electricity_usd_per_kwh or c.electricity_usd_per_kwh
         # The ownership functions' own checks, of the inputs every GPU shares.
         self.own_ok = (
@@ -795,7 +798,7 @@ class _Request:
             s.usd_per_tflop_hour = s.usd_per_gpu_hour / gpu.tflops_bf16
         else:
             s.usd_per_tflop_hour = money.usd_per_tflop_hour(s.usd_per_gpu_hour, gpu.tflops_bf16)
-        _unit_cost(s, self.brief, self.shape, self.a)
+        self._unit_cost(s)
         self._ownership(s)
         return s
 
@@ -891,6 +894,31 @@ class _Request:
         s.tokens_per_second = shape.sequences * s_out / (ttft_avg + s_out * step)
         s.est_ttft_ms = ttft * 1000
         s.est_latency_ms = s.est_ttft_ms + s_out * s.step_ms
+
+    def _unit_cost(self, s: Sizing) -> None:
+        """_unit_cost with money.usd_per_accepted_unit written out (the plain one where its checks refuse)."""
+        s.unit = self.unit
+        w = self.workload
+        if w in TRAINING_WORKLOADS:
+            if s.train_hours > 0 and self.unit in ("TRAINING_RUN", "CHECKPOINT"):
+                s.units_per_hour = 1.0 / s.train_hours
+        elif w == "MEDIA_GENERATION":
+            pass
+        elif s.tokens_per_second > 0:
+            out = self.unit_tokens
+            offered = self.brief.traffic.requests_per_second
+            capacity_rps = s.tokens_per_second * s.replicas / out
+            served_rps = min(offered, capacity_rps) if offered > 0 else capacity_rps * self.util
+            if self.unit == "TOKEN":
+                s.units_per_hour = served_rps * out * 3600 / 1e6
+            elif self.unit in ("RESPONSE", "TASK", "RECORD"):
+                s.units_per_hour = served_rps * 3600
+        if s.units_per_hour > 0 and s.usd_per_hour > 0:
+            acceptance = self.brief.economics.acceptance_rate
+            if 0 <= acceptance <= 1:
+                s.usd_per_unit = s.usd_per_hour / (s.units_per_hour * (acceptance if acceptance > 0 else 1.0))
+            else:
+                s.usd_per_unit = money.usd_per_accepted_unit(s.usd_per_hour, s.units_per_hour, acceptance)
 
     def _ownership(self, s: Sizing) -> None:
         """_ownership with the money.ownership functions written out; any input their checks would refuse

@@ -16,6 +16,7 @@ from typing import Generic, TypeVar
 
 from ..assumptions import Assumptions
 from ..catalog import Gpu, Price
+from ..physics.memory import ArchitectureBand
 
 MAX_TENSOR_PARALLEL = 8  # attention heads split evenly up to 8 ways in practice; beyond that, pipeline stages
 
@@ -169,3 +170,5 @@ class Tables:
 
 
 tables = IdentityMemo(Tables, limit=8)
+# The architecture bands every brief's shape is estimated from, built from the assumption rows once.
+bands: IdentityMemo[Assumptions, tuple[ArchitectureBand, ...]] = IdentityMemo(Assumptions.bands, limit=8)
