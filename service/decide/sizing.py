@@ -724,7 +724,7 @@ class _Request:
         w = brief.workload
         self.workload = w
         self.decode = w not in ("PRETRAINING", "FULL_FINETUNE", "ADAPTER_FINETUNE", "EMBEDDING", "MEDIA_GENERATION")
-        self.needs: dict[tuple[int, int], tuple[mem.MemoryBreakdown, float]] = {}  # (n, tp) -> breakdown, total
+        self.needs: dict[tuple[int, int], mem.MemoryBreakdown] = {}  # by (n, tp)
         inference = w not in ("PRETRAINING", "FULL_FINETUNE", "ADAPTER_FINETUNE")
         self.weights = mem.weights_gb(shape.params_billion, shape.bytes_per_param) if inference else 0.0
         # Every part of an inference breakdown but the weights is >= 0 when these are, so a width whose usable
@@ -802,13 +802,12 @@ class _Request:
         self._ownership(s)
         return s
 
-    def _need(self, gt: tb.GpuTable, n: int) -> tuple[mem.MemoryBreakdown, float]:
+    def _need(self, gt: tb.GpuTable, n: int) -> mem.MemoryBreakdown:
         # The GPU enters only through the tensor-parallel width its scale-up domain allows.
         key = (n, min(n, gt.tp_domain))
         hit = self.needs.get(key)
         if hit is None:
-            b = _inference_need(gt.gpu, self.brief, self.shape, self.a, n)
-            hit = self.needs[key] = (b, b.total_gb)
+            hit = self.needs[key] = _inference_need(gt.gpu, self.brief, self.shape, self.a, n)
         return hit
 
     def _size_inference(self, s: Sizing, gt: tb.GpuTable) -> None:
@@ -818,7 +817,7 @@ class _Request:
         for k in sizes:
             if self.weights_bound and self.weights > k * usable:
                 continue
-            if self._need(gt, k)[1] <= k * usable:
+            if self._need(gt, k).total_gb <= k * usable:
                 n = k
                 break
         s.fits = n > 0
@@ -851,7 +850,7 @@ class _Request:
         else:
             s.replicas = max(1, math.ceil(needed))
         s.count = n * s.replicas
-        s.memory = self._need(gt, n)[0]
+        s.memory = self._need(gt, n)
         if s.replicas > 1:
             s.memory = mem.MemoryBreakdown(tuple((c, v * s.replicas) for c, v in s.memory.components))
 
