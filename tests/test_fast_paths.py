@@ -18,7 +18,7 @@ from service import advice as advice_types
 from service.advice import Advice
 from service.api import advice_to_proto, enum_number, pb, question_to_proto, request_from_proto
 from service.assumptions import Assumptions
-from service.brief import PRICE_TIERS, RENT_TIERS, Brief, Latency, Model, Quote, Traffic
+from service.brief import PRICE_TIERS, RENT_TIERS, TRAINING_WORKLOADS, Brief, Latency, Model, Quote, Traffic
 from service.catalog import Gpu, Price, tier_preference
 from service.decide import advisor, tables
 from service.decide import facts as F
@@ -448,7 +448,7 @@ _rows = st.lists(
 ).map(tuple)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(rows=_rows, day=st.dates(date(2024, 1, 1), date(2027, 1, 1)), tier=st.sampled_from(("", *PRICE_TIERS)))
 def test_gpu_table_prices_are_the_catalogs_row_lookups(book, rows, day, tier):  # noqa: ANN001
     gpu = replace(book.catalog[0], prices=rows)
@@ -501,7 +501,7 @@ def reference_time_to_first_token(prefill_s: float, step_s: float, others: int, 
 _seconds = st.one_of(st.floats(0, 100), st.floats(allow_nan=True, allow_infinity=True))
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(prefill=_seconds, step=_seconds, others=st.integers(-2, 600), others_prefill=_seconds,
        output=st.integers(-2, 8000))
 def test_time_to_first_token_with_hoisted_invariants_matches_the_plain_loop(prefill, step, others, others_prefill,
@@ -543,3 +543,21 @@ def test_candidate_fact_with_the_catalogs_fields_kept_per_gpu_is_the_same_fact(b
         ref = reference_candidate_fact(base, s)
         assert list(fact.items())[: len(ref)] == list(ref.items())  # same keys in the same order, same values
         assert list(fact) == ["id", *F.CANDIDATE_FIELDS]
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(brief=brief_strategy())
+def test_decode_speed_over_per_request_figures_matches_speed_at_every_width(book, brief):  # noqa: ANN001
+    a = book.assumptions
+    shape = shape_of(brief, a)
+    if shape is None or brief.workload in ("EMBEDDING", "MEDIA_GENERATION", *TRAINING_WORKLOADS):
+        return
+    t = tables.tables(a)
+    req = sz._Request(brief, shape, a, t.constants, (), date(2026, 11, 15))
+    for gpu in book.catalog:
+        for n in sz._tp_sizes(gpu, a):
+            ref = sz.Sizing(gpu=gpu, tflops=sz.compute_tflops(gpu, shape.precision))
+            new = sz.Sizing(gpu=gpu, tflops=ref.tflops)
+            sz._speed(ref, brief, shape, a, n, {})
+            req._decode_speed(new, t.gpu(gpu), n)
+            assert repr(new) == repr(ref)
