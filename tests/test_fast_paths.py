@@ -18,7 +18,7 @@ from service import advice as advice_types
 from service.advice import Advice
 from service.api import advice_to_proto, enum_number, pb, question_to_proto, request_from_proto
 from service.assumptions import Assumptions
-from service.brief import PRICE_TIERS, RENT_TIERS, TRAINING_WORKLOADS, Brief, Latency, Model, Quote, Traffic
+from service.brief import PRECISIONS, PRICE_TIERS, RENT_TIERS, TRAINING_WORKLOADS, Brief, Latency, Model, Quote, Traffic
 from service.catalog import Gpu, Price, tier_preference
 from service.decide import advisor, tables
 from service.decide import facts as F
@@ -561,3 +561,28 @@ def test_decode_speed_over_per_request_figures_matches_speed_at_every_width(book
             sz._speed(ref, brief, shape, a, n, {})
             req._decode_speed(new, t.gpu(gpu), n)
             assert repr(new) == repr(ref)
+
+
+# Realtime briefs with targets around what the catalog reaches, so that the latency search lands on every width
+# (1, 2, 4 and 8 GPUs, meeting the target or not).
+_realtime = st.builds(
+    Brief,
+    workload=st.just("REALTIME_INFERENCE"),
+    model=st.builds(Model, params_billion=st.floats(1, 400), precision=st.sampled_from(("UNSPECIFIED", *PRECISIONS)),
+                    context_tokens=st.sampled_from((0, 8192, 32768))),
+    traffic=st.builds(Traffic, concurrent_sessions=st.integers(0, 64), avg_input_tokens=st.integers(0, 4000),
+                      p95_input_tokens=st.integers(0, 8000), avg_output_tokens=st.integers(0, 1000),
+                      requests_per_second=st.floats(0, 50)),
+    latency=st.builds(Latency, p95_ms=st.one_of(st.just(0.0), st.floats(100, 30000)),
+                      ttft_ms=st.one_of(st.just(0.0), st.floats(20, 3000))),
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(brief=_realtime)
+def test_latency_search_that_passes_over_too_slow_widths_lands_where_size_does(book, brief):  # noqa: ANN001
+    a = book.assumptions
+    shape = shape_of(brief, a)
+    alone = [size(g, brief, shape, a, (), date(2026, 11, 15)) for g in book.catalog]
+    fast = size_all(book.catalog, brief, shape, a, (), date(2026, 11, 15))
+    assert [repr(s) for s in fast] == [repr(s) for s in alone]

@@ -826,17 +826,22 @@ class _Request:
         lat = self.latency
         s.latency_target = self.latency_target
         fast = self.decode and gt.gpu.bandwidth_tbs > 0 and gt.mbu > 0 and s.tflops > 0 and self.c.mfu_prefill > 0
-        speed = self._decode_speed if fast else self._plain_speed
-        speed(s, gt, n)
-        if s.latency_target and self.workload == "REALTIME_INFERENCE":
-            # More tensor parallelism inside the fast-link domain shortens each decode step; stop at the node.
-            for k in sizes:
-                if k <= n or k > gt.tp_domain:
-                    continue
-                if _meets(s, lat):
-                    break
-                n = k
-                speed(s, gt, n)
+        widen = s.latency_target and self.workload == "REALTIME_INFERENCE"
+        if fast and widen:
+            n = self._widen(s, gt, n)
+        else:
+            speed = self._decode_speed if fast else self._plain_speed
+            speed(s, gt, n)
+            if widen:
+                # More tensor parallelism inside the fast-link domain shortens each decode step; stop at the node.
+                for k in sizes:
+                    if k <= n or k > gt.tp_domain:
+                        continue
+                    if _meets(s, lat):
+                        break
+                    n = k
+                    speed(s, gt, n)
+        if widen:
             s.meets_latency = _meets(s, lat)
         s.per_replica = n
         shape = self.shape
@@ -857,14 +862,35 @@ class _Request:
     def _plain_speed(self, s: Sizing, gt: tb.GpuTable, n: int) -> None:
         _speed(s, self.brief, self.shape, self.a, n, self.memo)
 
-    def _decode_speed(self, s: Sizing, gt: tb.GpuTable, n: int) -> None:
-        """_speed's decode branch: compute.step_seconds, prefill_seconds and _parallel_overhead_s written out."""
-        gpu, width, c = gt.gpu, gt.widths[n], self.c
-        mfu = c.mfu_prefill
-        tflops = s.tflops
-        needed = tflops * 1e12 * c.kernel_saturation_ms / 1000
-        busy = min(1.0, self.layer_flops / needed) if needed > 0 else 1.0
-        s.effective_tflops = tflops * mfu * busy
+    def _widen(self, s: Sizing, gt: tb.GpuTable, n: int) -> int:
+        """_size_inference's latency search: from the width memory needs, the first wider tensor-parallel width
+        inside the fast-link domain that meets the target, else the widest; `s` holds the speed at the width
+        returned. A width whose latency cannot meet the target even before its prompt waits behind others (TTFT
+        is at least prefill + one step, in floats too: every operation after is monotone) is passed over without
+        solving its TTFT; the plain loop would have computed it only to find it too slow and move on."""
+        widths = [n, *(k for k in gt.sizes if n < k <= gt.tp_domain)]
+        lat = self.latency
+        last = widths[-1]
+        for k in widths:
+            if k != last and self._too_slow(s.tflops, gt, k, lat):
+                continue
+            self._decode_speed(s, gt, k)
+            if k == last or _meets(s, lat):
+                return k
+        return last  # not reached: the last width always returns
+
+    def _too_slow(self, tflops: float, gt: tb.GpuTable, n: int, lat) -> bool:  # noqa: ANN001 - Latency
+        step, linear_den, attn_den = self._step(tflops, gt, n)
+        lin, att = self.prompt_p95 or self.prompt_avg  # the prompt est_ttft_ms is for
+        ttft_ms = (lin / linear_den + (att / attn_den if att > 0 else 0.0) + step) * 1000
+        return (lat.ttft_ms > 0 and ttft_ms > lat.ttft_ms) or (
+            lat.p95_ms > 0 and ttft_ms + self.shape.output_tokens * (step * 1000) > lat.p95_ms
+        )
+
+    def _step(self, tflops: float, gt: tb.GpuTable, n: int) -> tuple[float, float, float]:
+        """compute.step_seconds and _parallel_overhead_s written out: one decode step on n GPUs (seconds), and
+        the denominators of linear and attention FLOPs (prefill_seconds's)."""
+        gpu, width, mfu = gt.gpu, gt.widths[n], self.c.mfu_prefill
         tflops_total = tflops * n
         attn_tflops = (gpu.tflops_bf16 or tflops) * n
         linear_den = tflops_total * 1e12 * mfu
@@ -877,7 +903,17 @@ class _Request:
         overhead = self.floor_s + comm
         linear = max(self.weights * width.stages * 1e9 / bw, self.linear_flops / linear_den)
         attention = self.step_attn_flops / attn_den if self.step_attn_flops > 0 else 0.0
-        step = overhead + linear + self.kv_read * 1e9 / bw + attention
+        return overhead + linear + self.kv_read * 1e9 / bw + attention, linear_den, attn_den
+
+    def _decode_speed(self, s: Sizing, gt: tb.GpuTable, n: int) -> None:
+        """_speed's decode branch over the request's figures."""
+        c = self.c
+        mfu = c.mfu_prefill
+        tflops = s.tflops
+        needed = tflops * 1e12 * c.kernel_saturation_ms / 1000
+        busy = min(1.0, self.layer_flops / needed) if needed > 0 else 1.0
+        s.effective_tflops = tflops * mfu * busy
+        step, linear_den, attn_den = self._step(tflops, gt, n)
         lin, att = self.prompt_avg
         avg_prefill = lin / linear_den + (att / attn_den if att > 0 else 0.0)
         shape = self.shape
