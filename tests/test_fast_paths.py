@@ -18,7 +18,18 @@ from service import advice as advice_types
 from service.advice import Advice
 from service.api import advice_to_proto, enum_number, pb, question_to_proto, request_from_proto
 from service.assumptions import Assumptions
-from service.brief import PRECISIONS, PRICE_TIERS, RENT_TIERS, TRAINING_WORKLOADS, Brief, Latency, Model, Quote, Traffic
+from service.brief import (
+    PRECISIONS,
+    PRICE_TIERS,
+    RENT_TIERS,
+    TRAINING_WORKLOADS,
+    Brief,
+    Latency,
+    Model,
+    Quote,
+    Traffic,
+    Training,
+)
 from service.catalog import Gpu, Price, tier_preference
 from service.decide import advisor, tables
 from service.decide import facts as F
@@ -581,6 +592,39 @@ _realtime = st.builds(
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(brief=_realtime)
 def test_latency_search_that_passes_over_too_slow_widths_lands_where_size_does(book, brief):  # noqa: ANN001
+    a = book.assumptions
+    shape = shape_of(brief, a)
+    alone = [size(g, brief, shape, a, (), date(2026, 11, 15)) for g in book.catalog]
+    fast = size_all(book.catalog, brief, shape, a, (), date(2026, 11, 15))
+    assert [repr(s) for s in fast] == [repr(s) for s in alone]
+
+
+_training = st.builds(
+    Brief,
+    workload=st.sampled_from(("PRETRAINING", "FULL_FINETUNE")),
+    model=st.builds(Model, params_billion=st.floats(0.1, 1000), precision=st.sampled_from(("UNSPECIFIED", *PRECISIONS)),
+                    context_tokens=st.sampled_from((0, 2048, 8192, 131072))),
+    traffic=st.builds(Traffic, batch_size=st.one_of(st.just(0), st.integers(1, 64))),
+    training=st.builds(Training, tokens_billion=st.one_of(st.just(0.0), st.floats(0.01, 20000)),
+                       target_days=st.one_of(st.just(0.0), st.floats(0.01, 365)),
+                       global_batch_tokens=st.one_of(st.just(0), st.integers(1, 100_000_000))),
+)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(brief=_training, n=st.integers(1, 100_000), sequences=st.integers(1, 64))
+def test_training_need_from_parts_kept_per_sequence_count_is_the_full_breakdown(book, brief, n, sequences):  # noqa: ANN001
+    a = book.assumptions
+    shape = shape_of(brief, a)
+    req = sz._Request(brief, shape, a, tables.tables(a).constants, (), date(2026, 11, 15))
+    recompute = a.text("recompute_full_finetune")
+    for k in (1, n, n + 1):
+        assert req._training_need(k, sequences) == sz._full_training_need(shape, a, recompute, k, sequences)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(brief=_training)
+def test_size_all_matches_size_on_training_briefs(book, brief):  # noqa: ANN001
     a = book.assumptions
     shape = shape_of(brief, a)
     alone = [size(g, brief, shape, a, (), date(2026, 11, 15)) for g in book.catalog]

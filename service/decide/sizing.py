@@ -7,7 +7,7 @@ figure it produces is a fact the rules can test and a number the answer prints, 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import MISSING, dataclass, field, fields
 from datetime import date
 from functools import lru_cache
@@ -284,14 +284,20 @@ def size(
     return s
 
 
+TrainingNeed = Callable[[int, int], mem.MemoryBreakdown]  # (GPUs, sequences per GPU) -> whole configuration
+
+
 def _size_full_training(
-    s: Sizing, brief: Brief, shape: Shape, a: Assumptions, memo: Memo
+    s: Sizing, brief: Brief, shape: Shape, a: Assumptions, memo: Memo, fast_need: TrainingNeed | None = None
 ) -> None:
+    """`fast_need`: size_all's equal of the memory need below, built from parts it keeps per request."""
     gpu = s.gpu
     micro = max(1, brief.traffic.batch_size or 1)
     recompute = a.text("recompute_full_finetune")
 
     def need(n: int, sequences: int = micro) -> mem.MemoryBreakdown:
+        if fast_need is not None:
+            return fast_need(n, sequences)
         key = ("training", n, sequences)  # the GPU does not enter: only how many and how many sequences
         if key not in memo:
             memo[key] = _full_training_need(shape, a, recompute, n, sequences)
@@ -725,6 +731,8 @@ class _Request:
         self.workload = w
         self.decode = w not in ("PRETRAINING", "FULL_FINETUNE", "ADAPTER_FINETUNE", "EMBEDDING", "MEDIA_GENERATION")
         self.needs: dict[tuple[int, int], mem.MemoryBreakdown] = {}  # by (n, tp)
+        self.training_needs: dict[tuple[int, int], mem.MemoryBreakdown] = {}  # by (n, sequences)
+        self.training_parts: dict[int, tuple[tuple[str, float], ...]] = {}  # all but the engine, by sequences
         inference = w not in ("PRETRAINING", "FULL_FINETUNE", "ADAPTER_FINETUNE")
         self.weights = mem.weights_gb(shape.params_billion, shape.bytes_per_param) if inference else 0.0
         # Every part of an inference breakdown but the weights is >= 0 when these are, so a width whose usable
@@ -782,7 +790,7 @@ class _Request:
         s.tflops = compute_tflops(gpu, self.shape.precision)
         w = self.workload
         if w in ("PRETRAINING", "FULL_FINETUNE"):
-            _size_full_training(s, self.brief, self.shape, self.a, self.memo)
+            _size_full_training(s, self.brief, self.shape, self.a, self.memo, self._training_need)
         elif w == "ADAPTER_FINETUNE":
             _size_adapter(s, self.brief, self.shape, self.a)
         else:
@@ -801,6 +809,20 @@ class _Request:
         self._unit_cost(s)
         self._ownership(s)
         return s
+
+    def _training_need(self, n: int, sequences: int) -> mem.MemoryBreakdown:
+        """_full_training_need(n, sequences): of its parts only the engine overhead (per GPU) depends on n, so
+        the rest is worked out once per sequence count and the engine's share appended per n."""
+        key = (n, sequences)
+        hit = self.training_needs.get(key)
+        if hit is None:
+            parts = self.training_parts.get(sequences)
+            if parts is None:
+                one = _full_training_need(self.shape, self.a, self.a.text("recompute_full_finetune"), 1, sequences)
+                parts = self.training_parts[sequences] = one.components[:-1]  # the engine comes last
+            engine = ("engine", self.c.engine_overhead_gb * max(1, n))  # full_training_memory's own product
+            hit = self.training_needs[key] = mem.MemoryBreakdown((*parts, engine))
+        return hit
 
     def _need(self, gt: tb.GpuTable, n: int) -> mem.MemoryBreakdown:
         # The GPU enters only through the tensor-parallel width its scale-up domain allows.
