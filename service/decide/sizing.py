@@ -720,7 +720,6 @@ class _Request:
         self, brief: Brief, shape: Shape, a: Assumptions, c: tb.Constants, quotes: tuple[Quote, ...], day: date
     ) -> None:
         self.brief, self.shape, self.a, self.c, self.day = brief, shape, a, c, day
-        self.quotes = quotes
         self.memo: Memo = {}  # the plain functions' per-request memo (training, prefill-only speed)
         self.tier = compared_tier(brief)
         self.tiers = tier_preference(self.tier)
