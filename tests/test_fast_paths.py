@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import string
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -17,11 +18,24 @@ from service import advice as advice_types
 from service.advice import Advice
 from service.api import advice_to_proto, enum_number, pb, question_to_proto, request_from_proto
 from service.assumptions import Assumptions
-from service.brief import Brief
-from service.catalog import Gpu
-from service.decide import advisor
+from service.brief import (
+    PRECISIONS,
+    PRICE_TIERS,
+    RENT_TIERS,
+    TRAINING_WORKLOADS,
+    Brief,
+    Latency,
+    Model,
+    Quote,
+    Traffic,
+    Training,
+)
+from service.catalog import Gpu, Price, tier_preference
+from service.decide import advisor, tables
+from service.decide import facts as F
 from service.decide import sizing as sz
 from service.decide.sizing import shape_of, size, size_all
+from service.loadgen import distinct_briefs
 from service.physics import compute
 from service.physics import memory as mem
 from service.render import messages as m
@@ -341,3 +355,278 @@ def test_plan_and_checklist_kept_per_locale_are_what_each_request_would_render(b
             assert advice.benchmark_plan == advisor._benchmark(book, run, req.brief.workload)
             assert advice.procurement_checklist == advisor._checklist(book, run, req.brief.workload)
     assert {key[1] for key in book.rendered} == {"en", "zh-CN"}
+
+
+# size_all (per-request figures, per-rules GPU tables, formulas written out) against `size`, the plain version,
+# with what brief_strategy leaves out: quotes (a GPU quoted twice, tiers), a compared price tier, electricity.
+def _quotes(ids: list[str]) -> st.SearchStrategy[tuple[Quote, ...]]:
+    quote = st.builds(
+        Quote,
+        gpu=st.sampled_from(ids),
+        usd_per_hour=st.floats(0.01, 100),
+        provider=st.sampled_from(("", "acme")),
+        tier=st.sampled_from(("UNSPECIFIED", *RENT_TIERS)),
+    )
+    return st.lists(quote, max_size=4).map(tuple)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    brief=brief_strategy(),
+    data=st.data(),
+    tier=st.sampled_from(("UNSPECIFIED", *PRICE_TIERS)),
+    kwh=st.one_of(st.just(0.0), st.floats(0.01, 1)),
+    day=st.sampled_from((date(2024, 1, 1), date(2025, 6, 1), date(2026, 11, 15))),
+)
+def test_size_all_matches_size_with_quotes_tiers_and_electricity(book, brief, data, tier, kwh, day):  # noqa: ANN001
+    a = book.assumptions
+    brief = replace(brief, economics=replace(brief.economics, price_tier=tier, electricity_usd_per_kwh=kwh))
+    shape = shape_of(brief, a)
+    if shape is None:
+        return
+    quotes = data.draw(_quotes([g.id for g in book.catalog]))
+    alone = [size(g, brief, shape, a, quotes, day) for g in book.catalog]
+    fast = size_all(book.catalog, brief, shape, a, quotes, day)
+    assert [repr(s) for s in fast] == [repr(s) for s in alone]
+
+
+def test_size_all_matches_size_on_the_bench_briefs(book):  # noqa: ANN001
+    a = book.assumptions
+    for body in distinct_briefs(16):
+        req = request_from_proto(pb.RecommendRequest.FromString(body[5:]))
+        shape = shape_of(req.brief, a)
+        assert shape is not None
+        alone = [size(g, req.brief, shape, a, req.quotes, date(2026, 11, 15)) for g in book.catalog]
+        fast = size_all(book.catalog, req.brief, shape, a, req.quotes, date(2026, 11, 15))
+        assert [repr(s) for s in fast] == [repr(s) for s in alone]
+
+
+def _outcome_of(fn) -> str:  # noqa: ANN001
+    try:
+        return repr(fn())
+    except (ValueError, ZeroDivisionError, OverflowError) as e:
+        return f"{type(e).__name__}: {e}"
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"bandwidth_tbs": 0.0},
+        {"tflops_bf16": 0.0, "tflops_fp8": 0.0},
+        {"tflops_bf16": -1.0},
+        {"tflops_bf16": math.nan},
+        {"tdp_w": -700.0},
+        {"tdp_w": math.nan},
+        {"memory_gb": math.nan},
+        {"gpus_per_node": 0, "nvlink_domain": 0},
+        {"gpu_class": "consumer", "interconnect_kind": "pcie"},
+    ],
+)
+@pytest.mark.parametrize("workload", ["REALTIME_INFERENCE", "BATCH_INFERENCE", "EMBEDDING", "MEDIA_GENERATION"])
+def test_size_all_on_a_gpu_the_fast_formulas_cannot_take_does_what_size_does(book, change, workload):  # noqa: ANN001
+    # A hand-built catalog can hold what rules-check refuses: the plain functions' checks must still decide.
+    odd = replace(next(g for g in book.catalog if g.id == "h100-sxm"), **change)
+    negative = tuple(replace(p, usd=-p.usd) for p in odd.prices)
+    gpus = (odd, replace(odd, id="negative-price", prices=negative), book.catalog[0])
+    brief = Brief(
+        workload=workload,
+        model=Model(params_billion=70, precision="FP8", context_tokens=8192),
+        traffic=Traffic(concurrent_sessions=32, avg_input_tokens=2000, p95_input_tokens=4000, avg_output_tokens=500,
+                        requests_per_second=5),
+        latency=Latency(p95_ms=2000, ttft_ms=500),
+    )
+    a = book.assumptions
+    shape = shape_of(brief, a)
+    for g in gpus:
+        alone = _outcome_of(lambda g=g: size(g, brief, shape, a, (), date(2026, 11, 15)))
+        fast = _outcome_of(lambda g=g: size_all((g,), brief, shape, a, (), date(2026, 11, 15))[0])
+        assert fast == alone
+
+
+_rows = st.lists(
+    st.builds(
+        Price,
+        kind=st.sampled_from(("rent", "purchase")),
+        usd=st.floats(0.1, 50_000),
+        as_of=st.sampled_from(("2025-01-01", "2026-01-01")),
+        source=st.just("test"),
+        valid_from=st.one_of(st.none(), st.dates(date(2024, 1, 1), date(2027, 1, 1))),
+        valid_until=st.one_of(st.none(), st.dates(date(2024, 1, 1), date(2027, 1, 1))),
+        location=st.sampled_from(("a:1", "b:2", "c:3")),  # tells equal-keyed rows apart: the first must win
+        tier=st.sampled_from(("", *PRICE_TIERS)),
+    ),
+    max_size=8,
+).map(tuple)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(rows=_rows, day=st.dates(date(2024, 1, 1), date(2027, 1, 1)), tier=st.sampled_from(("", *PRICE_TIERS)))
+def test_gpu_table_prices_are_the_catalogs_row_lookups(book, rows, day, tier):  # noqa: ANN001
+    gpu = replace(book.catalog[0], prices=rows)
+    table = tables.gpu_table(gpu, tables.Constants.of(book.assumptions))
+    tiers = tier_preference(tier)
+    assert repr(table.rent_price(day, tiers)) == repr(gpu.rent_price(day, tiers))
+    assert repr(table.purchase_price(day)) == repr(gpu.price("purchase", day))
+
+
+def test_gpu_tables_are_kept_per_rules_load_and_per_gpu(book):  # noqa: ANN001
+    a = book.assumptions
+    t = tables.tables(a)
+    assert tables.tables(a) is t
+    g = book.catalog[0]
+    assert t.gpu(g) is t.gpu(g)
+    assert t.gpu(replace(g)) is not t.gpu(g)  # an equal GPU of another load gets its own table
+    again = replace(a, values=dict(a.values))  # what a reload of the same files gives
+    assert tables.tables(again) is not t
+    assert tables.tables(again).constants == t.constants
+    for gpu in book.catalog:
+        table = t.gpu(gpu)
+        assert table.sizes == sz._tp_sizes(gpu, a)
+        assert table.usable_gb == sz._usable(gpu, a)
+        assert table.mbu == sz._mbu(gpu, a)
+
+
+def test_blank_sizing_is_the_dataclass_default(book):  # noqa: ANN001
+    g = book.catalog[0]
+    blank = sz.Sizing.blank(g, "RESERVED")
+    assert blank == sz.Sizing(gpu=g, compared_tier="RESERVED")
+    assert blank.formulas == [] and blank.formulas is not sz.Sizing.blank(g, "RESERVED").formulas
+
+
+def reference_time_to_first_token(prefill_s: float, step_s: float, others: int, others_prefill_s: float,
+                                   output_tokens: int, iterations: int = 30) -> float:
+    """compute.time_to_first_token before its loop invariants were hoisted."""
+    ttft = prefill_s + step_s
+    if others <= 0 or others_prefill_s <= 0:
+        return ttft
+    for _ in range(iterations):
+        cycle = ttft + max(0, output_tokens) * step_s
+        rho = min(0.95, others * others_prefill_s / cycle) if cycle > 0 else 0.0
+        nxt = prefill_s / (1 - rho) + step_s
+        if abs(nxt - ttft) <= 1e-6 * ttft:
+            return nxt
+        ttft = nxt
+    return ttft
+
+
+_seconds = st.one_of(st.floats(0, 100), st.floats(allow_nan=True, allow_infinity=True))
+
+
+@settings(max_examples=300, deadline=None)
+@given(prefill=_seconds, step=_seconds, others=st.integers(-2, 600), others_prefill=_seconds,
+       output=st.integers(-2, 8000))
+def test_time_to_first_token_with_hoisted_invariants_matches_the_plain_loop(prefill, step, others, others_prefill,
+                                                                           output):
+    new = compute.time_to_first_token(prefill, step, others, others_prefill, output)
+    ref = reference_time_to_first_token(prefill, step, others, others_prefill, output)
+    assert repr(new) == repr(ref)  # repr: a NaN equals itself
+
+
+def reference_candidate_fact(base: dict[str, Any], s: sz.Sizing) -> dict[str, Any]:
+    """facts.candidate_fact before the catalog's fields were kept per GPU: the GPU's part of the fact."""
+    g = s.gpu
+    return {
+        **base,
+        "id": f"candidate:{g.id}",
+        "gpu": g.id,
+        "vendor": g.vendor,
+        "gpu_class": g.gpu_class,
+        "software": g.software,
+        "memory_gb": float(g.memory_gb),
+        "bandwidth_tbs": float(g.bandwidth_tbs),
+        "tflops_bf16": float(g.tflops_bf16),
+        "fp8_native": g.tflops_fp8 > 0,
+        "interconnect": g.interconnect_kind,
+        "fast_interconnect": g.fast_interconnect,
+        "mig": int(g.mig),
+    }
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(brief=brief_strategy())
+def test_candidate_fact_with_the_catalogs_fields_kept_per_gpu_is_the_same_fact(book, brief):  # noqa: ANN001
+    a = book.assumptions
+    shape = shape_of(brief, a)
+    sizings = size_all(book.catalog, brief, shape, a, (), date(2026, 11, 15)) if shape else []
+    base = F.brief_fact(brief, a.num("default_utilization"), shape, sizings, 0)
+    for s in sizings:
+        fact = F.candidate_fact(base, s)
+        ref = reference_candidate_fact(base, s)
+        assert list(fact.items())[: len(ref)] == list(ref.items())  # same keys in the same order, same values
+        assert list(fact) == ["id", *F.CANDIDATE_FIELDS]
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(brief=brief_strategy())
+def test_decode_speed_over_per_request_figures_matches_speed_at_every_width(book, brief):  # noqa: ANN001
+    a = book.assumptions
+    shape = shape_of(brief, a)
+    if shape is None or brief.workload in ("EMBEDDING", "MEDIA_GENERATION", *TRAINING_WORKLOADS):
+        return
+    t = tables.tables(a)
+    req = sz._Request(brief, shape, a, t.constants, (), date(2026, 11, 15))
+    for gpu in book.catalog:
+        for n in sz._tp_sizes(gpu, a):
+            ref = sz.Sizing(gpu=gpu, tflops=sz.compute_tflops(gpu, shape.precision))
+            new = sz.Sizing(gpu=gpu, tflops=ref.tflops)
+            sz._speed(ref, brief, shape, a, n, {})
+            req._decode_speed(new, t.gpu(gpu), n)
+            assert repr(new) == repr(ref)
+
+
+# Realtime briefs with targets around what the catalog reaches, so that the latency search lands on every width
+# (1, 2, 4 and 8 GPUs, meeting the target or not).
+_realtime = st.builds(
+    Brief,
+    workload=st.just("REALTIME_INFERENCE"),
+    model=st.builds(Model, params_billion=st.floats(1, 400), precision=st.sampled_from(("UNSPECIFIED", *PRECISIONS)),
+                    context_tokens=st.sampled_from((0, 8192, 32768))),
+    traffic=st.builds(Traffic, concurrent_sessions=st.integers(0, 64), avg_input_tokens=st.integers(0, 4000),
+                      p95_input_tokens=st.integers(0, 8000), avg_output_tokens=st.integers(0, 1000),
+                      requests_per_second=st.floats(0, 50)),
+    latency=st.builds(Latency, p95_ms=st.one_of(st.just(0.0), st.floats(100, 30000)),
+                      ttft_ms=st.one_of(st.just(0.0), st.floats(20, 3000))),
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(brief=_realtime)
+def test_latency_search_that_passes_over_too_slow_widths_lands_where_size_does(book, brief):  # noqa: ANN001
+    a = book.assumptions
+    shape = shape_of(brief, a)
+    alone = [size(g, brief, shape, a, (), date(2026, 11, 15)) for g in book.catalog]
+    fast = size_all(book.catalog, brief, shape, a, (), date(2026, 11, 15))
+    assert [repr(s) for s in fast] == [repr(s) for s in alone]
+
+
+_training = st.builds(
+    Brief,
+    workload=st.sampled_from(("PRETRAINING", "FULL_FINETUNE")),
+    model=st.builds(Model, params_billion=st.floats(0.1, 1000), precision=st.sampled_from(("UNSPECIFIED", *PRECISIONS)),
+                    context_tokens=st.sampled_from((0, 2048, 8192, 131072))),
+    traffic=st.builds(Traffic, batch_size=st.one_of(st.just(0), st.integers(1, 64))),
+    training=st.builds(Training, tokens_billion=st.one_of(st.just(0.0), st.floats(0.01, 20000)),
+                       target_days=st.one_of(st.just(0.0), st.floats(0.01, 365)),
+                       global_batch_tokens=st.one_of(st.just(0), st.integers(1, 100_000_000))),
+)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(brief=_training, n=st.integers(1, 100_000), sequences=st.integers(1, 64))
+def test_training_need_from_parts_kept_per_sequence_count_is_the_full_breakdown(book, brief, n, sequences):  # noqa: ANN001
+    a = book.assumptions
+    shape = shape_of(brief, a)
+    req = sz._Request(brief, shape, a, tables.tables(a).constants, (), date(2026, 11, 15))
+    recompute = a.text("recompute_full_finetune")
+    for k in (1, n, n + 1):
+        assert req._training_need(k, sequences) == sz._full_training_need(shape, a, recompute, k, sequences)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(brief=_training)
+def test_size_all_matches_size_on_training_briefs(book, brief):  # noqa: ANN001
+    a = book.assumptions
+    shape = shape_of(brief, a)
+    alone = [size(g, brief, shape, a, (), date(2026, 11, 15)) for g in book.catalog]
+    fast = size_all(book.catalog, brief, shape, a, (), date(2026, 11, 15))
+    assert [repr(s) for s in fast] == [repr(s) for s in alone]

@@ -24,8 +24,10 @@ from ..brief import (
     WORKLOADS,
     Brief,
 )
+from ..catalog import Gpu
 from ..engine.parse import FactSchema, FieldSpec
 from .sizing import INFERENCE_WORKLOADS, Shape, Sizing
+from .tables import IdentityMemo
 
 TRI = ("YES", "NO", "UNKNOWN")
 
@@ -231,11 +233,9 @@ def _finite(x: float, never: float = -1.0) -> float:
     return float(x) if math.isfinite(x) else never
 
 
-def candidate_fact(base: dict[str, Any], s: Sizing) -> dict[str, Any]:
-    g = s.gpu
-    budget = base["budget_usd_per_hour"]
+def _gpu_fields(g: Gpu) -> dict[str, Any]:
+    """A candidate's fields that are the catalog's (the same for every request while the rules serve)."""
     return {
-        **base,
         "id": f"candidate:{g.id}",
         "gpu": g.id,
         "vendor": g.vendor,
@@ -248,6 +248,17 @@ def candidate_fact(base: dict[str, Any], s: Sizing) -> dict[str, Any]:
         "interconnect": g.interconnect_kind,
         "fast_interconnect": g.fast_interconnect,
         "mig": int(g.mig),
+    }
+
+
+_gpu_fields_of: IdentityMemo[Gpu, dict[str, Any]] = IdentityMemo(_gpu_fields, limit=1024)
+
+
+def candidate_fact(base: dict[str, Any], s: Sizing) -> dict[str, Any]:
+    budget = base["budget_usd_per_hour"]
+    return {
+        **base,
+        **_gpu_fields_of(s.gpu),  # "id" replaces the brief's in place: the keys keep the schema's order
         "count": int(s.count),
         "nodes": int(s.nodes),
         "multi_gpu": s.count > 1,

@@ -74,9 +74,17 @@ def time_to_first_token(prefill_s: float, step_s: float, others: int, others_pre
     ttft = prefill_s + step_s
     if others <= 0 or others_prefill_s <= 0:
         return ttft
+    # Loop invariants hoisted (the same products, so the same floats): sizing solves this for every GPU and
+    # tensor-parallel width of every request.
+    decode_s = max(0, output_tokens) * step_s
+    others_s = others * others_prefill_s
     for _ in range(iterations):
-        cycle = ttft + max(0, output_tokens) * step_s
-        rho = min(0.95, others * others_prefill_s / cycle) if cycle > 0 else 0.0
+        cycle = ttft + decode_s
+        if cycle > 0:
+            rho = others_s / cycle
+            rho = rho if rho < 0.95 else 0.95  # min(0.95, rho), NaN included
+        else:
+            rho = 0.0
         nxt = prefill_s / (1 - rho) + step_s
         if abs(nxt - ttft) <= 1e-6 * ttft:
             return nxt

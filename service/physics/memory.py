@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 GB = 1e9
 
@@ -171,7 +172,7 @@ def lora_trainable_params_billion(arch: Architecture, rank: int, targets_per_lay
 class MemoryBreakdown:
     components: tuple[tuple[str, float], ...]  # (name, GB) in display order
 
-    @property
+    @cached_property  # the sizing search, the facts, the answer and its trace each ask, per GPU per request
     def total_gb(self) -> float:
         return sum(v for _, v in self.components)
 
