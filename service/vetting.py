@@ -19,6 +19,7 @@ answering is killed by the server and started again on the next check. One helpe
 from __future__ import annotations
 
 import atexit
+import contextlib
 import ctypes
 import json
 import math
@@ -141,8 +142,14 @@ class Vetter:
                                                 "for the next reload (see the server log)",), stopped="helper")
 
     def close(self) -> None:
-        with self._lock:
-            self._discard()
+        """Stop the helper. Does not wait for a check in progress (at exit that could take a while): kills."""
+        if self._lock.acquire(timeout=1):
+            try:
+                self._discard()
+            finally:
+                self._lock.release()
+        elif self._proc is not None:
+            self._proc.kill()
 
     def _spawn(self) -> Connection:
         if self._proc is not None and self._proc.poll() is None and self._conn is not None:
@@ -280,6 +287,9 @@ def _check_in_child(
         return replace(verdict, seconds=seconds), fresh
     if killed or (os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGXCPU):
         return Verdict(False, problems=(took_too_long(timeout),), stopped="time", seconds=seconds), []
+    if os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL:  # not ours: the kernel's OOM killer
+        return Verdict(False, problems=("rules load was killed by the system, most likely for lack of memory",),
+                       stopped="memory", seconds=seconds), []
     how = (f"signal {signal.Signals(os.WTERMSIG(status)).name}" if os.WIFSIGNALED(status)
            else f"exit code {os.waitstatus_to_exitcode(status)}")
     limit = f"; it may have hit the {memory_mb} MB memory limit" if memory_mb else ""
@@ -292,6 +302,10 @@ def _child(request: dict[str, Any], out: Connection) -> None:
     code = 0
     try:
         _die_with_parent()
+        # Under a container's memory limit the kernel may have to kill something before RLIMIT_AS is reached:
+        # let it be this child, not the server (raising one's own score needs no privilege).
+        with contextlib.suppress(OSError), open("/proc/self/oom_score_adj", "w", encoding="ascii") as f:
+            f.write("1000")
         timeout, memory_mb = float(request["timeout"]), int(request["memory_mb"])
         fallback = Verdict(False, problems=(too_much_memory(memory_mb),), stopped="memory").to_bytes()
         # CPU time backs up the helper's wall clock (SIGXCPU, then SIGKILL a second later).
