@@ -312,6 +312,8 @@ class RuleStore:
             self._status.last_attempted_revision = verdict.revision
             return self._fail(verdict.revision, list(verdict.problems), capped=True)
         if verdict.content_hash == self._current_hash():  # nothing new: nothing to load here
+            if wanted is not None:
+                wanted.discard()
             self._status.last_attempted_revision = verdict.revision
             self._status.last_error = ""
             return ReloadResult(True, False, verdict.revision)

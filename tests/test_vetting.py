@@ -87,6 +87,9 @@ def test_a_load_that_hangs_is_killed_and_the_next_reload_is_accepted(rules_copy,
     helper = store.vetter.helper_pid
     assert helper is not None
     _wait_no_children(helper)  # killed, not abandoned
+    # Checks are forked from the helper, a child of this (gRPC-threaded) process that has one thread itself.
+    status = Path(f"/proc/{helper}/status").read_text()
+    assert "\nThreads:\t1\n" in status and f"\nPPid:\t{os.getpid()}\n" in status
     # The next reload is accepted at once (nothing is left running to refuse it) and serves the new version.
     (rules_copy / "notes.yaml").unlink()
     set_h100_rent(rules_copy, 3.44)
