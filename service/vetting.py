@@ -5,7 +5,9 @@ thought of yet can take minutes or gigabytes (a 1 MB YAML list of zeros, inside 
 ~720 MB to parse). A thread cannot be stopped and its memory is the server's. So each version is first read,
 checked, compiled and rule-tested in a child process under RLIMIT_AS (what the load may allocate) and RLIMIT_CPU,
 and SIGKILLed after the wall-clock timeout. Only a version that passed there is loaded in the server, and only
-from the same bytes (load_rulebook's `expect_hash`): loading is deterministic, so it finishes there too.
+from the same bytes (load_rulebook's `expect_hash`): loading is deterministic, so it finishes there too. The
+child says when the version has loaded and compiled, and the server loads it then, while the child still runs
+the rules' tests (which the server does not run again): the check adds little to a reload.
 
 The server never forks itself (gRPC's threads would be copied in an unknown state). At start it spawns one helper,
 `python -m service.vetting`: a fresh interpreter (fork+exec is safe from a threaded process; multiprocessing's
@@ -50,7 +52,7 @@ MEMORY_ENV = "GPU_ADVISOR_RULES_LOAD_MEMORY_MB"
 DEFAULT_MEMORY_MB = 512  # the shipped rules need ~30 MB; the alias bomb of issue 7 took 2.15 GB
 START_TIMEOUT = 60.0  # seconds for the helper's imports (about one on an idle machine)
 REPLY_MARGIN = 5.0  # seconds beyond a check's own limit for the helper to answer
-MAX_MESSAGE = 32 << 20  # a verdict is small; a warm-up file is at most rulefiles.MAX_FILE_BYTES
+MAX_MESSAGE = 32 << 20  # a verdict is small (capped problems); a warm-up entry is one file's pickled parse
 _READY = b"ready"
 _PR_SET_PDEATHSIG = 1
 # How the loader reports a MemoryError it caught (a YAML parse, the engine, a rule test): the limit was hit.
@@ -268,8 +270,11 @@ def _check_in_child(
                 break
             try:
                 message = reader.recv_bytes(MAX_MESSAGE)
-            except (EOFError, OSError):
+            except EOFError:
                 break  # the child is done (or died)
+            except OSError:  # a message over MAX_MESSAGE (never sent: see _check): stop reading, and the child
+                os.kill(pid, signal.SIGKILL)
+                break
             if verdict is None and message.startswith(b'{"loaded"'):
                 forward(message)
             elif verdict is None:
@@ -357,7 +362,7 @@ def _check(
     # never reach the server, which parses for itself.
     fresh = [(shown, pickle.dumps(entry, protocol=5)) for shown, entry in yaml_load._CACHE.items()
              if before.get(shown) is not entry]
-    return Verdict(True, revision, digest), fresh
+    return Verdict(True, revision, digest), [(shown, entry) for shown, entry in fresh if len(entry) < MAX_MESSAGE]
 
 
 def _lower(which: int, soft: int, hard: int | None = None) -> None:
