@@ -49,7 +49,7 @@ if TYPE_CHECKING:
 log = structlog.get_logger("gpu_advisor.vetting")
 
 MEMORY_ENV = "GPU_ADVISOR_RULES_LOAD_MEMORY_MB"
-DEFAULT_MEMORY_MB = 512  # the shipped rules need ~30 MB; the alias bomb of issue 7 took 2.15 GB
+DEFAULT_MEMORY_MB = 256  # a cold check of the shipped rules passes with 16; the alias bomb of issue 7 took 2150
 START_TIMEOUT = 60.0  # seconds for the helper's imports (about one on an idle machine)
 REPLY_MARGIN = 5.0  # seconds beyond a check's own limit for the helper to answer
 MAX_MESSAGE = 32 << 20  # a verdict is small (capped problems); a warm-up entry is one file's pickled parse

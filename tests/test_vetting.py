@@ -125,7 +125,9 @@ def test_a_child_the_kernel_kills_is_reported_as_out_of_memory(rules_copy):
     _slow_file(rules_copy)
     vetter = vetting.shared()
     box: dict[str, vetting.Verdict] = {}
-    checking = threading.Thread(target=lambda: box.setdefault("v", vetter.vet(rules_copy, 30, 512)))
+    checking = threading.Thread(
+        target=lambda: box.setdefault("v", vetter.vet(rules_copy, 30, vetting.DEFAULT_MEMORY_MB))
+    )
     checking.start()
     deadline = time.monotonic() + 20
     children: list[int] = []
