@@ -37,6 +37,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from datetime import date
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -53,6 +54,7 @@ DEFAULT_MEMORY_MB = 256  # a cold check of the shipped rules passes with 16; the
 START_TIMEOUT = 60.0  # seconds for the helper's imports (about one on an idle machine)
 REPLY_MARGIN = 5.0  # seconds beyond a check's own limit for the helper to answer
 MAX_MESSAGE = 32 << 20  # a verdict is small (capped problems); a warm-up entry is one file's pickled parse
+MAX_REMEMBERED = 64  # content hashes that passed
 _READY = b"ready"
 _PR_SET_PDEATHSIG = 1
 # How the loader reports a MemoryError it caught (a YAML parse, the engine, a rule test): the limit was hit.
@@ -103,6 +105,18 @@ class Vetter:
         self._proc: subprocess.Popen[bytes] | None = None
         self._conn: Connection | None = None
         self._ready = False
+        # Content that passed today, with or without rule tests: the same bytes pass again (a check depends on
+        # the day only through price validity), so a reload of it, or another store of it, needs no check.
+        self._passed: dict[tuple[str, str, bool], None] = {}
+
+    def passed(self, content_hash: str, rule_tests: bool) -> bool:
+        return (content_hash, date.today().isoformat(), rule_tests) in self._passed
+
+    def _remember(self, verdict: Verdict, rule_tests: bool) -> None:
+        if verdict.ok:
+            self._passed[(verdict.content_hash, date.today().isoformat(), rule_tests)] = None
+            while len(self._passed) > MAX_REMEMBERED:
+                del self._passed[next(iter(self._passed))]
 
     def start(self) -> None:
         """Spawn the helper now (before the server starts its threads is best) without waiting for it."""
@@ -134,7 +148,9 @@ class Vetter:
                         raise _HelperError("did not answer in time")
                     message = json.loads(conn.recv_bytes(MAX_MESSAGE))
                     if "loaded" not in message:
-                        return Verdict.from_dict(message)
+                        verdict = Verdict.from_dict(message)
+                        self._remember(verdict, rule_tests)
+                        return verdict
                     if on_loaded is not None:
                         on_loaded(str(message["loaded"]))
             except (_HelperError, EOFError, OSError, ValueError, KeyError, TypeError) as exc:

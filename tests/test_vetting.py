@@ -200,3 +200,28 @@ def test_the_server_loads_only_the_bytes_that_were_checked(rules_copy):
     set_h100_rent(rules_copy, 3.77)  # changed after the check: nothing of it is parsed
     other, problems = load_rulebook(rules_copy, expect_hash=book.content_hash)
     assert other is None and [p.message for p in problems] == [CHANGED_WHILE_CHECKED]
+
+
+def test_content_that_passed_today_is_not_checked_again(rules_copy, monkeypatch):
+    vetter = vetting.shared()
+    first = RuleStore(rules_copy, self_test=self_test(rules_copy), vetter=vetter)
+    assert first.reload().ok
+    checks: list[Path] = []
+    real_vet = vetter.vet
+
+    def counted(rules_dir, *args, **kw):  # noqa: ANN001, ANN002, ANN003, ANN202
+        checks.append(Path(rules_dir))
+        return real_vet(rules_dir, *args, **kw)
+
+    monkeypatch.setattr(vetter, "vet", counted)
+    second = RuleStore(rules_copy, self_test=self_test(rules_copy), vetter=vetter)  # another store, same bytes
+    result = second.reload()
+    assert result.ok and result.changed and second.active() is not None and checks == []
+    assert second.reload().changed is False and checks == []  # a reload that finds nothing new: no check
+    set_h100_rent(rules_copy, 3.88)  # new bytes are checked
+    result = second.reload()
+    assert result.ok and result.changed and len(checks) == 1
+    without_tests = RuleStore(rules_copy, vetter=vetter)  # a pass with rule tests off says nothing about them
+    assert without_tests.reload().ok and len(checks) == 2
+    for store in (first, second, without_tests):
+        store.close()
