@@ -179,6 +179,9 @@ class Vetter:
                 [sys.executable, "-m", "service.vetting", str(theirs.fileno())],
                 pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL,
             )
+        except OSError:
+            ours.close()
+            raise
         finally:
             theirs.close()
         self._conn = Connection(ours.detach())
@@ -236,7 +239,10 @@ def _preload() -> None:
 
 
 def _serve(conn: Connection) -> None:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole process group; the server decides
+    # Ctrl-C or a hang-up reaches the whole process group; the server decides, and the helper ends with it.
+    for sig in (signal.SIGINT, getattr(signal, "SIGHUP", None)):
+        if sig is not None:
+            signal.signal(sig, signal.SIG_IGN)
     _preload()
     conn.send_bytes(_READY)
     while True:
