@@ -38,6 +38,7 @@ from .rulefiles import RuleFile, read_folder, walk
 KINDS = ("catalog", "assumptions", "rules", "decision_table", "benchmark_plan", "checklist", "messages")
 LOCALES = ("en", "zh-CN")
 SKIP_DIRS = ("schema", "tests")
+CHANGED_WHILE_CHECKED = "the folder changed while it was being checked: not loaded (the next reload reads it again)"
 
 
 @dataclass(frozen=True)
@@ -267,9 +268,13 @@ def _content_file(by_kind: dict[str, list[Doc]], kind: str) -> str:
 
 
 def load_rulebook(
-    root: str | Path, today: date | None = None, max_price_age_days: int | None = None
+    root: str | Path, today: date | None = None, max_price_age_days: int | None = None,
+    expect_hash: str | None = None,
 ) -> tuple[Rulebook | None, list[Problem]]:
-    """Every problem at once; a Rulebook only when there are no errors (warnings ride along)."""
+    """Every problem at once; a Rulebook only when there are no errors (warnings ride along).
+
+    `expect_hash`: parse nothing unless the folder's bytes are exactly these (the version a separate process
+    has already checked: see service/vetting.py)."""
     root = Path(root)
     if not root.is_dir():
         return None, [Problem(root.name or str(root), 1, 1, "", "rules folder does not exist")]
@@ -277,6 +282,8 @@ def load_rulebook(
     if problems:
         return None, problems  # a folder with a hostile entry is refused whole, before any parsing
     digest = content_hash(files)
+    if expect_hash is not None and digest != expect_hash:
+        return None, [Problem(root.name, 1, 1, "", CHANGED_WHILE_CHECKED)]
     by_rel = {f.rel: f.data for f in files}
     schemas, problems = _schemas(by_rel, root.name)
     docs: list[Doc] = []

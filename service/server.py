@@ -22,7 +22,7 @@ import structlog
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection, reflection_pb2, reflection_pb2_grpc
 
-from . import api, cache, fanout, metrics, processes
+from . import api, cache, fanout, metrics, processes, vetting
 from .api import pb, pb_grpc
 from .credentials import ConfigError, admin_token, server_credentials
 from .decide.cancel import Cancelled
@@ -196,7 +196,8 @@ def serve(
     that mirrors this server's health (service/probe.py).
     `peers`: a `--processes N` worker's channel to its supervisor; ReloadRules then reloads every worker.
     """
-    store = RuleStore(rules_dir, poll_seconds=poll_seconds)
+    # The rules-checking helper is spawned before gRPC starts its threads (service/vetting.py).
+    store = RuleStore(rules_dir, poll_seconds=poll_seconds, vetter=vetting.shared())
     store.self_test = self_test(store.rules_dir)
     health_servicer = health.HealthServicer()
     for name in ("", api.SERVICE_NAME):

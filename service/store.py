@@ -4,6 +4,10 @@ A reload compiles the folder into a new Bundle (its own engine rulesets), runs t
 against it in isolation, and only then swaps one reference. Requests that already hold the old bundle finish on
 it; the old engine is closed when the last of them leaves. A bad edit never replaces a good version: the error is
 kept for GetRuleset and logged, and the last good version keeps serving.
+
+With a Vetter (the server has one), the folder is first loaded and its rule tests run in a separate, killable
+process under a memory and time limit (service/vetting.py); only a version that passed there is loaded here,
+from the very bytes that were checked, and its rule tests are not run twice.
 """
 
 from __future__ import annotations
@@ -25,8 +29,9 @@ from .decide.advisor import advise
 from .decide.cancel import StillWanted
 from .engine.durable import DurableEngine
 from .engine.load import Problem, RulesError
-from .rulebook import Rulebook, load_rulebook, now
-from .rulefiles import walk
+from .rulebook import Rulebook, content_hash, load_rulebook, now
+from .rulefiles import read_folder, walk
+from .vetting import DEFAULT_MEMORY_MB, MEMORY_ENV, Vetter
 
 log = structlog.get_logger("gpu_advisor.store")
 
@@ -113,6 +118,7 @@ class ReloadResult:
 MAX_PROBLEMS = 20  # shown in GetRuleset, ReloadRules and the log; rules-check lists them all
 MAX_PROBLEM_CHARS = 300
 DEFAULT_LOAD_TIMEOUT = 20.0  # seconds; the shipped rules load, compile and self-test in about one
+TIMEOUT_ENV = "GPU_ADVISOR_RULES_LOAD_TIMEOUT"
 
 
 def cap_problems(problems: list[str]) -> list[str]:
@@ -130,6 +136,32 @@ class _Prepared:
     bundle: Bundle | None = None  # compiled and self-tested; None when unchanged or rejected
 
 
+def prepare(
+    rules_dir: Path, self_test: SelfTest | None, loaded_at: datetime, current_hash: str | None = None,
+    expect_hash: str | None = None, on_compiled: Callable[[Rulebook], None] | None = None,
+) -> _Prepared:
+    """Everything slow: read, check, compile, self-test. The same steps here and in the vetting process, so a
+    version is judged alike in both. No bundle is built when the content is `current_hash` (nothing new).
+    `on_compiled` hears of a version that loaded and compiled, before its rule tests run."""
+    book, problems = load_rulebook(rules_dir, expect_hash=expect_hash)
+    errors = [str(p) for p in problems if p.severity == "error"]
+    if book is None or errors:
+        return _Prepared(book, errors or ["rules did not load"])
+    if current_hash is not None and current_hash == book.content_hash:
+        return _Prepared(book)
+    try:
+        bundle = Bundle(book, loaded_at)
+    except Exception as exc:
+        return _Prepared(book, [f"engine rejected the rules: {type(exc).__name__}: {exc}"])
+    if on_compiled is not None:
+        on_compiled(book)
+    failures = self_test(bundle) if self_test else []
+    if failures:
+        bundle.retire(None)
+        return _Prepared(book, [f"rule test failed: {f}" for f in failures])
+    return _Prepared(book, bundle=bundle)
+
+
 class _Load:
     """One load on its own thread. The caller waits up to a timeout; a load it stopped waiting for is abandoned
     and, should it ever finish, frees what it built instead of being swapped in."""
@@ -139,6 +171,7 @@ class _Load:
         self._lock = threading.Lock()
         self._done = threading.Event()
         self._abandoned = False
+        self._quiet = False
         self.result: _Prepared | None = None
         self.started = time.monotonic()
         self.thread = threading.Thread(target=self._run, name="rules-load", daemon=True)
@@ -154,10 +187,19 @@ class _Load:
             if self._abandoned:
                 if result.bundle is not None:
                     result.bundle.retire(None)
-                log.warning("rules_load_finished_late", seconds=round(time.monotonic() - self.started, 1))
+                if not self._quiet:
+                    log.warning("rules_load_finished_late", seconds=round(time.monotonic() - self.started, 1))
                 return
             self.result = result
             self._done.set()
+
+    def discard(self) -> None:
+        """Not wanted after all (its version failed its rule tests elsewhere): free what it builds."""
+        with self._lock:
+            self._abandoned, self._quiet = True, True
+            result = self.result
+        if result is not None and result.bundle is not None:
+            result.bundle.retire(None)
 
     def wait(self, timeout: float) -> _Prepared | None:
         """The result, or None (and the load abandoned) when it takes longer than `timeout`."""
@@ -178,15 +220,20 @@ class RuleStore:
         self_test: SelfTest | None = None,
         poll_seconds: float = 0.5,
         load_timeout: float | None = None,
+        vetter: Vetter | None = None,
+        memory_mb: int | None = None,
     ):
+        """`vetter`: check each version in a separate process first (its rule tests run there when `self_test`
+        is set; a custom `self_test` callable only runs in-process, without a vetter). `memory_mb`: what that
+        process may allocate for one load."""
         self.rules_dir = Path(rules_dir)
         self.self_test = self_test
         self.poll_seconds = poll_seconds
         self.load_timeout = (
-            load_timeout
-            if load_timeout is not None
-            else float(os.environ.get("GPU_ADVISOR_RULES_LOAD_TIMEOUT") or DEFAULT_LOAD_TIMEOUT)
+            load_timeout if load_timeout is not None else float(os.environ.get(TIMEOUT_ENV) or DEFAULT_LOAD_TIMEOUT)
         )
+        self.vetter = vetter
+        self.memory_mb = memory_mb if memory_mb is not None else int(os.environ.get(MEMORY_ENV) or DEFAULT_MEMORY_MB)
         self._active: Bundle | None = None
         self._status = RulesetStatus(source_dir=str(self.rules_dir))
         self._reload_lock = threading.Lock()
@@ -211,29 +258,14 @@ class RuleStore:
         if not result.ok:
             raise RulesError([Problem(self.rules_dir.name, 1, 1, "", p) for p in result.problems])
 
-    def _prepare(self, attempted_at: datetime) -> _Prepared:
-        """Everything slow, off the caller's thread: read, check, compile, self-test."""
-        book, problems = load_rulebook(self.rules_dir)
-        errors = [str(p) for p in problems if p.severity == "error"]
-        if book is None or errors:
-            return _Prepared(book, errors or ["rules did not load"])
+    def _current_hash(self) -> str | None:
         current = self._active
-        if current is not None and current.content_hash == book.content_hash:
-            return _Prepared(book)
-        try:
-            bundle = Bundle(book, attempted_at)
-        except Exception as exc:
-            return _Prepared(book, [f"engine rejected the rules: {type(exc).__name__}: {exc}"])
-        failures = self.self_test(bundle) if self.self_test else []
-        if failures:
-            bundle.retire(None)
-            return _Prepared(book, [f"rule test failed: {f}" for f in failures])
-        return _Prepared(book, bundle=bundle)
+        return current.content_hash if current is not None else None
 
     def reload(self) -> ReloadResult:
-        """Never raises, and returns within about `load_timeout`: a failed or hanging reload leaves the active
-        version serving and records why."""
-        if not self._reload_lock.acquire(timeout=self.load_timeout + 1):
+        """Never raises, and returns within about `load_timeout` (with a vetter: the check, then the load here,
+        each that long at most): a failed or hanging reload leaves the active version serving and records why."""
+        if not self._reload_lock.acquire(timeout=3 * self.load_timeout + 10):
             return ReloadResult(False, False, "", ("another reload is in progress",))
         try:
             attempted_at = now()
@@ -243,13 +275,58 @@ class RuleStore:
                 # One stuck load at a time: never pile up threads behind something that does not finish.
                 age = time.monotonic() - self._load.started
                 return self._fail("", [f"a previous load has not finished after {age:.0f} s; not reloading"])
-            self._load = _Load(lambda: self._prepare(attempted_at))
+            if self.vetter is not None:
+                vetted = self._vetted(attempted_at)
+                if isinstance(vetted, ReloadResult):
+                    return vetted
+                self._load = vetted
+            else:
+                self._load = _Load(lambda: prepare(self.rules_dir, self.self_test, attempted_at, self._current_hash()))
             prepared = self._load.wait(self.load_timeout)
             if prepared is None:
                 return self._fail("", [f"loading the rules took longer than {self.load_timeout:g} s: stopped"])
             return self._activate(prepared, attempted_at)
         finally:
             self._reload_lock.release()
+
+    def _vetted(self, attempted_at: datetime) -> ReloadResult | _Load:
+        """Check the folder in the vetting process; meanwhile, once it has loaded there, load the same bytes here
+        (loading is deterministic) while its rule tests run there. → the load to wait for, or the outcome."""
+        assert self.vetter is not None
+        files, refused = read_folder(self.rules_dir, self.rules_dir.name)  # bounded, opens regular files only
+        known = content_hash(files) if not refused else None
+        if known is not None and self.vetter.passed(known, rule_tests=self.self_test is not None):
+            log.info("rules_checked_before", revision=known[:12])
+            if known == self._current_hash():
+                self._status.last_attempted_revision = known[:12]
+                self._status.last_error = ""
+                return ReloadResult(True, False, known[:12])
+            return _Load(lambda: prepare(self.rules_dir, None, attempted_at, None, known))
+        loads: dict[str, _Load] = {}
+
+        def load_here(book_hash: str) -> None:
+            if book_hash != self._current_hash() and book_hash not in loads:
+                loads[book_hash] = _Load(lambda: prepare(self.rules_dir, None, attempted_at, None, book_hash))
+
+        verdict = self.vetter.vet(
+            self.rules_dir, self.load_timeout, self.memory_mb, rule_tests=self.self_test is not None,
+            on_loaded=load_here,
+        )
+        log.info("rules_vetted", ok=verdict.ok, revision=verdict.revision or None, seconds=verdict.seconds,
+                 stopped=verdict.stopped or None)
+        wanted = loads.pop(verdict.content_hash, None) if verdict.ok else None
+        for unwanted in loads.values():
+            unwanted.discard()
+        if not verdict.ok:
+            self._status.last_attempted_revision = verdict.revision
+            return self._fail(verdict.revision, list(verdict.problems), capped=True)
+        if verdict.content_hash == self._current_hash():  # nothing new: nothing to load here
+            if wanted is not None:
+                wanted.discard()
+            self._status.last_attempted_revision = verdict.revision
+            self._status.last_error = ""
+            return ReloadResult(True, False, verdict.revision)
+        return wanted or _Load(lambda: prepare(self.rules_dir, None, attempted_at, None, verdict.content_hash))
 
     def _activate(self, prepared: _Prepared, attempted_at: datetime) -> ReloadResult:
         book = prepared.book
@@ -282,8 +359,9 @@ class RuleStore:
         )
         return ReloadResult(True, True, book.revision)
 
-    def _fail(self, revision: str, problems: list[str]) -> ReloadResult:
-        shown = cap_problems(problems)
+    def _fail(self, revision: str, problems: list[str], capped: bool = False) -> ReloadResult:
+        """`capped`: `problems` went through cap_problems already (in the vetting process)."""
+        shown = problems if capped else cap_problems(problems)
         self._status.last_error = "\n".join(shown)
         log.warning(
             "rules_rejected",
