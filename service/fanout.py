@@ -28,11 +28,12 @@ import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from .store import RuleStore
+if TYPE_CHECKING:  # the supervisor (and the probe process) import this module without the rules machinery
+    from .store import RuleStore
 
 log = structlog.get_logger("gpu_advisor.fanout")
 

@@ -93,8 +93,10 @@ def test_probes_are_native_grpc_on_the_served_health_port(rendered):
 
 
 def test_env_names_are_the_servers(rendered):
-    # The server's settings are read in server.py and, for the admin token and TLS files, credentials.py.
-    server_source = "".join((REPO / "service" / f).read_text() for f in ("server.py", "credentials.py"))
+    # The server's settings are read in server.py, for the admin token and TLS files in credentials.py, and
+    # for the rules load's limits in store.py and vetting.py.
+    server_source = "".join((REPO / "service" / f).read_text()
+                            for f in ("server.py", "credentials.py", "store.py", "vetting.py"))
     for e in _container(rendered)["env"]:
         assert f'"{e["name"]}"' in server_source, f"{e['name']} is not read by the server"
     secret = {e["name"]: e for e in _container(rendered)["env"]}["GPU_ADVISOR_ADMIN_TOKEN"]["valueFrom"]
