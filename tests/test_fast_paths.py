@@ -129,6 +129,27 @@ def test_precompiled_fill_matches_reference(template: str, params: dict[str, Any
     assert m._fill(template, params) == reference_fill(template, params)
 
 
+def reference_text(tables: dict[str, dict[str, str]], key: str, locale: str, params: Mapping[str, Any]) -> str:
+    """Messages.text before each locale's templates were compiled: looked up and parsed at every call."""
+    template = tables.get(locale, {}).get(key) or tables.get("en", {}).get(key)
+    if template is None:
+        return key
+    text, wide_value = m._fill(template, params)
+    return m.tidy(text, locale) if wide_value else text
+
+
+@settings(max_examples=1000, deadline=None)
+@given(templates(), templates(), st.dictionaries(st.sampled_from(_NAMES[:3]), _VALUES),
+       st.sampled_from(("en", "zh-CN", "zh-TW", "xx-YY")), st.sampled_from(("k", "only_en", "only_zh", "none")))
+def test_compiled_tables_fill_as_text_did(en: str, zh: str, params: dict[str, Any], locale: str, key: str) -> None:
+    # An empty template in a locale falls back to English; a key in neither table prints as itself.
+    tables = {"en": {"k": en, "only_en": en}, "zh-CN": {"k": zh, "only_zh": zh, "empty": ""}}
+    msgs = m.Messages(tables)
+    assert msgs.text(key, locale, params) == reference_text(tables, key, locale, params)
+    assert msgs.text("empty", locale, params) == reference_text(tables, "empty", locale, params)
+    assert msgs.table(locale) is msgs.table(locale)  # compiled once
+
+
 @pytest.fixture(scope="module")
 def book():  # noqa: ANN201
     book, problems = load_rulebook(RULES, today=date(2026, 11, 15))

@@ -7,6 +7,7 @@ matches, so they read the same whatever engine sits behind `Evaluator`.
 from __future__ import annotations
 
 import math
+import weakref
 from dataclasses import dataclass, field
 from datetime import date
 from typing import Any, Protocol
@@ -77,15 +78,16 @@ class _Scored:
 class _Run:
     def __init__(self, book: Rulebook, engine: Evaluator, req: AdviceRequest):
         self.book, self.engine, self.req = book, engine, req
-        self.msgs = Messages(book.messages)
+        self.msgs = messages_of(book)
         self.locale = req.locale or "en"
+        self._table = self.msgs.table(self.locale)
         self.trace: list[TraceEntry] = []
         self.warnings: list[Warning] = []
         self.notes: list[Reason] = []
         self._names: dict[str, str] = {}
 
     def text(self, key: str, params: dict[str, Any]) -> str:
-        return self.msgs.text(key, self.locale, params)
+        return self._table.text(key, params)
 
     def name(self, key: str) -> str:
         """A message without placeholders (a tier's or unit's name), looked up once per request."""
@@ -136,6 +138,21 @@ class _Run:
                 )
             elif act.kind == "note" and fact["id"] in ("brief", "plan", "outcome"):
                 self.notes.append(Reason(rule.id, self.text(act.get("message"), fact)))
+
+
+def messages_of(book: Rulebook) -> Messages:
+    """The rules' message tables, compiled once per rules version and dropped with it."""
+    found = _MESSAGES.get(id(book))
+    if found is None:
+        found = Messages(book.messages)
+        if _MESSAGES.setdefault(id(book), found) is found:
+            weakref.finalize(book, _MESSAGES.pop, id(book), None)
+    return found
+
+
+# Rulebook id → its compiled messages. Not a field of the (frozen, hashed) Rulebook; each entry leaves when its
+# Rulebook is freed, before that id can be reused.
+_MESSAGES: dict[int, Messages] = {}
 
 
 def _params(s: Sizing, fact: dict[str, Any], unit_text: str) -> dict[str, Any]:
