@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import weakref
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import date
 from typing import Any, Protocol
@@ -80,14 +81,12 @@ class _Run:
         self.book, self.engine, self.req = book, engine, req
         self.msgs = messages_of(book)
         self.locale = req.locale or "en"
-        self._table = self.msgs.table(self.locale)
+        # text(key, params): the message `key` in this request's locale, filled from `params`.
+        self.text: Callable[[str, Mapping[str, Any]], str] = self.msgs.table(self.locale).text
         self.trace: list[TraceEntry] = []
         self.warnings: list[Warning] = []
         self.notes: list[Reason] = []
         self._names: dict[str, str] = {}
-
-    def text(self, key: str, params: dict[str, Any]) -> str:
-        return self._table.text(key, params)
 
     def name(self, key: str) -> str:
         """A message without placeholders (a tier's or unit's name), looked up once per request."""

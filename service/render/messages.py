@@ -199,41 +199,46 @@ class Table:
 
 
 class _Compiled:
-    """A template with placeholders: (literal, name, formatter, conversion) per part, as `_fill` reads it."""
+    """A template with placeholders, as `_fill` reads it: its leading text, then per placeholder (name, formatter,
+    conversion, what a missing value prints, the literal text up to the next placeholder)."""
 
-    __slots__ = ("parts",)
+    __slots__ = ("head", "fields")
 
     def __init__(self, parts: tuple[tuple[str, str | None, str, str | None], ...]):
-        self.parts = tuple(
-            (literal, name, _formatter(spec, conv) if name is not None else _plain, conv, "{" + str(name) + "}")
-            for literal, name, spec, conv in parts
-        )
+        self.head = ""
+        fields: list[list[Any]] = []
+        for literal, name, spec, conv in parts:
+            if fields:
+                fields[-1][4] += literal
+            else:
+                self.head += literal
+            if name is not None:
+                fields.append([name, _formatter(spec, conv), conv, "{" + name + "}", ""])
+        self.fields = tuple(tuple(f) for f in fields)
 
     def fill(self, params: Mapping[str, Any]) -> str:
-        out = []
-        for literal, name, fmt, _, missing in self.parts:
-            out.append(literal)
-            if name is not None:
-                value = params.get(name, _MISSING)
-                out.append(missing if value is _MISSING else fmt(value))
+        out = [self.head]
+        get = params.get
+        for name, fmt, _, missing, tail in self.fields:
+            value = get(name, _MISSING)
+            out.append(missing if value is _MISSING else fmt(value))
+            out.append(tail)
         return "".join(out)
 
     def fill_wide(self, params: Mapping[str, Any]) -> tuple[str, bool]:
         """The filled text, and whether a string value with CJK or full-width characters went in."""
-        out = []
+        out = [self.head]
         wide = False
-        for literal, name, fmt, conv, missing in self.parts:
-            out.append(literal)
-            if name is None:
-                continue
+        for name, fmt, conv, missing, tail in self.fields:
             value = params.get(name, _MISSING)
             if value is _MISSING:
                 out.append(missing)
-                continue
-            shown = _FORMATTER.convert_field(value, conv) if conv else value
-            if not wide and isinstance(shown, str) and _WIDE_CHAR.search(shown):
-                wide = True
-            out.append(fmt(value))
+            else:
+                shown = _FORMATTER.convert_field(value, conv) if conv else value
+                if not wide and isinstance(shown, str) and _WIDE_CHAR.search(shown):
+                    wide = True
+                out.append(fmt(value))
+            out.append(tail)
         return "".join(out), wide
 
 
@@ -275,7 +280,24 @@ def _formatter(spec: str, conv: str | None) -> Callable[[Any], str]:
             return format(value, spec)
         except (ValueError, TypeError):
             return compact(value)
-    return formatted
+
+    if not _FIXED.fullmatch(spec):
+        return formatted
+    grouped = _number_spec(spec)[0]
+
+    # `.2f`, `.0%` and the like, the specs nearly every number is shown with: no fill character and a type that
+    # never writes an exponent, so a float or an int needs only `number`'s grouping decision.
+    def fixed(value: Any) -> str:  # noqa: ANN401
+        kind = type(value)
+        if kind is float or kind is int:
+            if -1000 < value < 1000:
+                return format(value, spec)
+            return format(value, grouped if grouped and abs(value) >= 1000 else spec)
+        return formatted(value)
+    return fixed
+
+
+_FIXED = re.compile(r"\.\d{1,2}[f%]")
 
 
 def _number_formatter(spec: str) -> Callable[[float | int], str]:
