@@ -362,3 +362,48 @@ def test_plan_and_checklist_kept_per_locale_are_what_each_request_would_render(b
             assert advice.benchmark_plan == advisor._benchmark(book, run, req.brief.workload)
             assert advice.procurement_checklist == advisor._checklist(book, run, req.brief.workload)
     assert {key[1] for key in book.rendered} == {"en", "zh-CN"}
+
+
+def reference_route_depends_on(rules: tuple, plan: dict[str, Any], route: str, default: str) -> tuple[str, ...]:
+    """route_depends_on before it re-tested only the rules a counterfactual field reaches: every variant routed
+    from scratch."""
+    from service.decide import provisional as pv
+
+    plan_rules = pv.route_rules(rules)
+    out = []
+    for path, (unknown, variants) in pv.ROUTE_INPUTS.items():
+        if not unknown(plan):
+            continue
+        if any((pv.route_of(plan_rules, pv._derive(v)) or default) != route for v in variants(plan)):
+            out.append(path)
+    return tuple(out)
+
+
+_PLAN_TWEAKS = st.fixed_dictionaries({}, optional={
+    "hours_per_month": st.sampled_from((0.0, 40.0, 200.0, 730.0)),
+    "horizon_months": st.sampled_from((0.0, 6.0, 48.0)),
+    "demand": st.sampled_from(("UNSPECIFIED", "UNCERTAIN", "VOLATILE", "STEADY")),
+    "run_cycle": st.sampled_from(("UNSPECIFIED", "ALWAYS_ON", "BURST", "EXPERIMENTAL")),
+    "hardware_control": st.sampled_from(("UNKNOWN", "YES", "NO")),
+    "platform_team": st.sampled_from(("UNKNOWN", "YES", "NO")),
+    "utilization_given": st.booleans(),
+    "boundary": st.sampled_from(("UNSPECIFIED", "PUBLIC_CLOUD", "ON_PREM")),
+})
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(brief=brief_strategy(), tweaks=_PLAN_TWEAKS, other_route=st.sampled_from(("RENT_ON_DEMAND", "BUY", "")))
+def test_incremental_route_depends_on_matches_routing_every_variant(book, brief, tweaks, other_route):  # noqa: ANN001
+    from service.decide import facts as F
+    from service.decide.provisional import route_depends_on, route_of, route_rules
+
+    a = book.assumptions
+    shape = shape_of(brief, a)
+    sizings = size_all(book.catalog, brief, shape, a, (), date(2026, 11, 15)) if shape else []
+    base = F.brief_fact(brief, a.num("default_utilization"), shape, sizings, 0)
+    plan = {**F.plan_fact(base, sizings[0] if sizings else None, len(sizings), brief.economics.hours_per_month,
+                          a.num("model_api_usd_per_million_tokens")), **tweaks}
+    rules = book.program.for_fact("plan")
+    for route in (route_of(route_rules(rules), plan) or "RENT_ON_DEMAND", other_route):
+        assert route_depends_on(rules, plan, route, "RENT_ON_DEMAND") == reference_route_depends_on(
+            rules, plan, route, "RENT_ON_DEMAND")

@@ -110,12 +110,54 @@ def route_depends_on(
     rules: tuple[Rule, ...], plan: dict[str, Any], route: str, default: str
 ) -> tuple[str, ...]:
     """Brief paths, not given in `plan`, that change `route` when given (each tried alone). `default` is the
-    route when no rule gives one."""
-    plan_rules = route_rules(rules)
+    route when no rule gives one.
+
+    `route_of` over every counterfactual fact, computed incrementally: a rule's match depends only on the fields
+    it reads, so it is re-tested only when the counterfactual changed one of them (a value that is not the very
+    object `plan` holds counts as changed) and otherwise read from its match on `plan`, tested once."""
+    table = _route_table(rules)
+    on_plan: list[bool | None] = [None] * len(table)  # each rule's match on `plan`, tested when first needed
     out = []
     for path, (unknown, variants) in ROUTE_INPUTS.items():
         if not unknown(plan):
             continue
-        if any((route_of(plan_rules, _derive(v)) or default) != route for v in variants(plan)):
-            out.append(path)
+        for variant in variants(plan):
+            fact = _derive(variant)
+            changed = {k for k, v in fact.items() if v is not plan.get(k, _ABSENT)}
+            got = default
+            for i, (rule, reads, kind) in enumerate(table):
+                if reads.isdisjoint(changed):
+                    hit = on_plan[i]
+                    if hit is None:
+                        hit = on_plan[i] = rule.matches(plan)
+                else:
+                    hit = rule.matches(fact)
+                if hit:
+                    got = kind or default
+                    break
+            if got != route:
+                out.append(path)
+                break
     return tuple(out)
+
+
+_ABSENT = object()
+_Table = tuple[tuple[Rule, frozenset[str], str], ...]
+_TABLES: dict[int, tuple[tuple[Rule, ...], _Table]] = {}  # id(plan rules) → (those rules, their route table)
+
+
+def _route_table(rules: tuple[Rule, ...]) -> _Table:
+    """Per route rule in `route_rules` order: the rule, the fields it reads, the route it gives. Kept per rules
+    version (the tuple holds its rules alive, so its id is not reused while it is kept)."""
+    found = _TABLES.get(id(rules))
+    if found is not None and found[0] is rules:
+        return found[1]
+    table = tuple(
+        (r, frozenset(c.field for branch in r.branches for c in branch),
+         next(str(a.get("kind")) for a in r.actions if a.kind == "route"))
+        for r in route_rules(rules)
+    )
+    if len(_TABLES) >= 8:  # a few versions alive at once at most (one serving, one loading, tests)
+        _TABLES.clear()
+    _TABLES[id(rules)] = (rules, table)
+    return table
