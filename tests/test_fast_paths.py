@@ -407,3 +407,38 @@ def test_incremental_route_depends_on_matches_routing_every_variant(book, brief,
     for route in (route_of(route_rules(rules), plan) or "RENT_ON_DEMAND", other_route):
         assert route_depends_on(rules, plan, route, "RENT_ON_DEMAND") == reference_route_depends_on(
             rules, plan, route, "RENT_ON_DEMAND")
+
+
+def reference_apply_hit_policies(rules: tuple, matched: set[str]) -> list:
+    """apply_hit_policies before it walked only the matched rules: every rule of the fact type, in order."""
+    winners: list = []
+    best_in_group: dict[str, Any] = {}
+    for rule in rules:
+        if rule.id not in matched:
+            continue
+        if rule.hit_policy == "collect":
+            winners.append(rule)
+            continue
+        current = best_in_group.get(rule.group)
+        if current is None or (rule.priority, -rule.order) > (current.priority, -current.order):
+            best_in_group[rule.group] = rule
+    winners.extend(best_in_group.values())
+    return sorted(winners, key=lambda r: (-r.priority, r.group, r.order))
+
+
+_RULE_ROWS = st.lists(st.tuples(st.sampled_from("abcdef"), st.sampled_from(("g1", "g2", "g3")),
+                                st.sampled_from(("collect", "first")), st.integers(-2, 2), st.integers(0, 3)),
+                      max_size=12)
+
+
+@settings(max_examples=500, deadline=None)
+@given(rows=_RULE_ROWS, matched=st.sets(st.sampled_from("abcdefxy")))
+def test_hit_policies_over_the_matched_rules_only_pick_as_over_all_rules(rows, matched):  # noqa: ANN001
+    from service.engine.ir import Rule, apply_hit_policies
+
+    # Ids may repeat and tie on priority and order: the earlier rule in the tuple still wins its group.
+    rules = tuple(Rule(rid, "candidate", group, policy, prio, order, (), (), f"t.yaml:{i}")
+                  for i, (rid, group, policy, prio, order) in enumerate(rows))
+    assert apply_hit_policies(rules, matched) == reference_apply_hit_policies(rules, matched)
+    assert [r.location for r in apply_hit_policies(rules, matched)] == [
+        r.location for r in reference_apply_hit_policies(rules, matched)]
