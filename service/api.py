@@ -61,6 +61,7 @@ _PREFIX = {
 }
 
 
+@lru_cache(maxsize=1024)
 def enum_name(enum: str, number: int) -> str:
     """Domain name of an enum number; unknown numbers map to UNSPECIFIED (validate.py rejects them first)."""
     desc = pb.DESCRIPTOR.enum_types_by_name[enum]
@@ -271,15 +272,25 @@ def advice_to_proto(a: Advice) -> pb.RecommendResponse:
 def question_to_proto(q: domain.Question) -> pb.Question:
     """The rules say the unit, the assumed value and the priority; the contract says the type and the choices."""
     out = pb.Question(field=q.field, text=q.text, rule_id=q.rule_id, unit=q.unit, priority=q.priority)
-    fd = field_at(pb.WorkloadBrief.DESCRIPTOR, q.field)
+    fd, kind, allowed = _question_field(q.field)
     if fd is None:
         return out  # rules-check rejects such a field; an old rules version still gets its text through
-    out.type = json_type(fd)
-    if fd.enum_type is not None:
-        out.allowed_values.extend(v.name for v in fd.enum_type.values if v.number != 0)
+    out.type = kind
+    if allowed:
+        out.allowed_values.extend(allowed)
     if q.assumed is not None:
         out.assumed = _brief_json(fd, q.assumed)
     return out
+
+
+@lru_cache(maxsize=256)
+def _question_field(path: str) -> tuple[Any, Any, tuple[str, ...]]:
+    """The brief field a question asks for, its JSON type and its enum choices: the contract's, never a brief's."""
+    fd = field_at(pb.WorkloadBrief.DESCRIPTOR, path)
+    if fd is None:
+        return None, None, ()
+    allowed = tuple(v.name for v in fd.enum_type.values if v.number != 0) if fd.enum_type is not None else ()
+    return fd, json_type(fd), allowed
 
 
 def _brief_json(fd: Any, value: Any) -> str:
