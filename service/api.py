@@ -256,10 +256,7 @@ def advice_to_proto(a: Advice) -> pb.RecommendResponse:
     if a.metric:
         out.metric.CopyFrom(pb.Metric(name=a.metric.name, formula=a.metric.formula, rule_id=a.metric.rule_id,
                                       kind=enum_number("MetricKind", a.metric.kind)))
-    for st in a.benchmark_plan:
-        out.benchmark_plan.add(name=st.name, steps=st.steps, record=st.record)
-    for sec in a.procurement_checklist:
-        out.procurement_checklist.add(name=sec.name, items=sec.items)
+    out.MergeFromString(_plan_and_checklist(a.benchmark_plan, a.procurement_checklist))
     if a.ruleset:
         out.ruleset.CopyFrom(pb.RulesetRef(revision=a.ruleset.revision, content_hash=a.ruleset.content_hash))
     for t in a.trace:
@@ -267,6 +264,30 @@ def advice_to_proto(a: Advice) -> pb.RecommendResponse:
     for x in a.notes:
         out.notes.add(rule_id=x.rule_id, text=x.text)
     return out
+
+
+_PARTS: dict[tuple[int, int], tuple[Any, Any, bytes]] = {}
+
+
+def _plan_and_checklist(plan: tuple[domain.BenchmarkStage, ...],
+                        checklist: tuple[domain.ChecklistSection, ...]) -> bytes:
+    """The benchmark plan and the checklist as answer fields, serialized once per pair of tuples: the advisor
+    renders them once per rules version, locale and workload and hands every answer the same tuples, and
+    parsing their ~50 strings costs a fifth of building them from dicts."""
+    key = (id(plan), id(checklist))
+    found = _PARTS.get(key)
+    if found is not None and found[0] is plan and found[1] is checklist:  # the entry keeps both alive
+        return found[2]
+    part = pb.RecommendResponse()
+    for st in plan:
+        part.benchmark_plan.add(name=st.name, steps=st.steps, record=st.record)
+    for sec in checklist:
+        part.procurement_checklist.add(name=sec.name, items=sec.items)
+    data = part.SerializeToString()
+    if len(_PARTS) >= 64:  # locales x workloads x the rules versions alive at once
+        _PARTS.clear()
+    _PARTS[key] = (plan, checklist, data)
+    return data
 
 
 def question_to_proto(q: domain.Question) -> pb.Question:
