@@ -442,3 +442,13 @@ def test_hit_policies_over_the_matched_rules_only_pick_as_over_all_rules(rows, m
     assert apply_hit_policies(rules, matched) == reference_apply_hit_policies(rules, matched)
     assert [r.location for r in apply_hit_policies(rules, matched)] == [
         r.location for r in reference_apply_hit_policies(rules, matched)]
+
+
+@settings(max_examples=300, deadline=None)
+@given(args=st.lists(st.tuples(st.sampled_from("abcd"), st.integers(0, 9)), max_size=6),
+       key=st.sampled_from("abcde"))
+def test_action_arguments_read_by_key_as_by_scanning(args, key):  # noqa: ANN001
+    from service.engine.ir import Action
+
+    scanned = next((v for k, v in args if k == key), "default")  # the first of a repeated key counts
+    assert Action("note", tuple(args)).get(key, "default") == scanned

@@ -84,10 +84,15 @@ class Action:
     args: tuple[tuple[str, Any], ...]
 
     def get(self, key: str, default: Any = None) -> Any:
+        return self._by_key.get(key, default)
+
+    @cached_property
+    def _by_key(self) -> dict[str, Any]:
+        # An answer reads ~200 action arguments; the first of a repeated key is the one that counts, as in `args`.
+        out: dict[str, Any] = {}
         for k, v in self.args:
-            if k == key:
-                return v
-        return default
+            out.setdefault(k, v)
+        return out
 
 
 @dataclass(frozen=True)
