@@ -27,7 +27,7 @@ from service.physics import memory as mem
 from service.render import messages as m
 from service.rulebook import load_rulebook
 from service.store import Bundle
-from service.validate import validate
+from service.validate import LIMITS, validate
 from tests.fuzz_requests import request_from_seed, seeds
 from tests.test_advisor import brief_strategy
 
@@ -452,3 +452,73 @@ def test_action_arguments_read_by_key_as_by_scanning(args, key):  # noqa: ANN001
 
     scanned = next((v for k, v in args if k == key), "default")  # the first of a repeated key counts
     assert Action("note", tuple(args)).get(key, "default") == scanned
+
+
+def reference_check_message(msg: Any, prefix: str, out: list) -> None:  # noqa: ANN401
+    """validate's field walk before it was planned once per message type: the descriptor read at every call."""
+    from service import validate as v
+
+    def numbers(msg: Any, prefix: str) -> Iterable[tuple[str, Any, Any]]:  # noqa: ANN401
+        for fd in msg.DESCRIPTOR.fields:
+            path = f"{prefix}.{fd.name}"
+            value = getattr(msg, fd.name)
+            if fd.type == fd.TYPE_MESSAGE and not fd.is_repeated:
+                yield from numbers(value, path)
+            else:
+                yield path, fd, value
+
+    for path, fd, value in numbers(msg, prefix):
+        if fd.is_repeated:
+            continue
+        if fd.type == fd.TYPE_ENUM:
+            if fd.enum_type.values_by_number.get(value) is None:
+                out.append((path, f"unknown {fd.enum_type.name} value {value}"))
+        elif fd.type in (fd.TYPE_DOUBLE, fd.TYPE_FLOAT):
+            if math.isnan(value) or math.isinf(value):
+                out.append((path, "must be a finite number"))
+            elif value < 0:
+                out.append((path, f"must not be negative (got {value:g})"))
+            elif path in v.LIMITS and value > v.LIMITS[path]:
+                out.append((path, f"must be at most {v.LIMITS[path]:g} (got {value:g})"))
+        elif fd.type in (fd.TYPE_INT32, fd.TYPE_INT64, fd.TYPE_UINT32, fd.TYPE_UINT64):
+            if value < 0:
+                out.append((path, f"must not be negative (got {value})"))
+            elif path in v.LIMITS and value > v.LIMITS[path]:
+                out.append((path, f"must be at most {v.LIMITS[path]:g} (got {value})"))
+        elif fd.type == fd.TYPE_STRING and len(value) > v.MAX_STRING:
+            out.append((path, f"must be at most {v.MAX_STRING} characters"))
+
+
+@settings(max_examples=400, deadline=None)
+@given(seed=seeds, numbers=st.lists(st.tuples(st.sampled_from(sorted(LIMITS)),
+                                              st.one_of(st.floats(), st.integers(-(2**31), 2**31 - 1))),
+                                    max_size=4), enum=st.integers(-3, 40), text=st.integers(0, 300))
+def test_planned_field_checks_report_what_the_descriptor_walk_reported(seed, numbers, enum, text):  # noqa: ANN001
+    from service.validate import _check_message
+
+    request = request_from_seed(seed)
+    brief = request.brief
+    for path, value in numbers:  # push fields past their limits, below zero, to NaN
+        *parents, name = path.split(".")[1:]
+        msg = brief
+        for p in parents:
+            msg = getattr(msg, p)
+        fd = msg.DESCRIPTOR.fields_by_name[name]
+        is_int = fd.type in (fd.TYPE_INT32, fd.TYPE_INT64, fd.TYPE_UINT32, fd.TYPE_UINT64)
+        if is_int and not isinstance(value, int):
+            continue
+        if fd.type in (fd.TYPE_UINT32, fd.TYPE_UINT64) and value < 0:
+            continue
+        setattr(msg, name, value if is_int else float(value))
+    brief.model.precision = enum  # open enums keep unknown numbers
+    brief.economics.demand = enum
+    request.locale = "x" * text
+    new: list = []
+    ref: list = []
+    _check_message(brief, "brief", new)
+    reference_check_message(brief, "brief", ref)
+    assert new == ref
+    new, ref = [], []
+    _check_message(request, "", new)
+    reference_check_message(request, "", ref)
+    assert new == ref
