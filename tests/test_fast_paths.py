@@ -395,6 +395,7 @@ _PLAN_TWEAKS = st.fixed_dictionaries({}, optional={
 @given(brief=brief_strategy(), tweaks=_PLAN_TWEAKS, other_route=st.sampled_from(("RENT_ON_DEMAND", "BUY", "")))
 def test_incremental_route_depends_on_matches_routing_every_variant(book, brief, tweaks, other_route):  # noqa: ANN001
     from service.decide import facts as F
+    from service.decide import provisional as pv
     from service.decide.provisional import route_depends_on, route_of, route_rules
 
     a = book.assumptions
@@ -404,6 +405,13 @@ def test_incremental_route_depends_on_matches_routing_every_variant(book, brief,
     plan = {**F.plan_fact(base, sizings[0] if sizings else None, len(sizings), brief.economics.hours_per_month,
                           a.num("model_api_usd_per_million_tokens")), **tweaks}
     rules = book.program.for_fact("plan")
+    # Each counterfactual differs from the plan only in the fields VARIES declares for it.
+    assert set(pv.VARIES) == set(pv.ROUTE_INPUTS)
+    for path, (_, variants) in pv.ROUTE_INPUTS.items():
+        for variant in variants(plan):
+            fact = pv._derive(variant)
+            assert set(fact) >= set(plan)
+            assert {k for k in fact if fact[k] is not plan.get(k, pv._ABSENT)} <= set(pv.VARIES[path])
     for route in (route_of(route_rules(rules), plan) or "RENT_ON_DEMAND", other_route):
         assert route_depends_on(rules, plan, route, "RENT_ON_DEMAND") == reference_route_depends_on(
             rules, plan, route, "RENT_ON_DEMAND")

@@ -82,6 +82,20 @@ ROUTE_INPUTS: dict[str, tuple[Callable[[dict[str, Any]], bool], Variants]] = {
 }
 
 
+# The plan fields each counterfactual sets, with the ones _derive recomputes: the only fields in which a variant
+# can differ from the plan (a test holds every variant to this). A path missing here compares every field.
+_DERIVED = ("api_comparable", "api_cheaper", "break_even_within_horizon")
+VARIES: dict[str, tuple[str, ...]] = {
+    "economics.hours_per_month": ("hours_per_month", *_DERIVED),
+    "economics.horizon_months": ("horizon_months", *_DERIVED),
+    "economics.demand": ("demand", *_DERIVED),
+    "run_cycle": ("run_cycle", *_DERIVED),
+    "economics.needs_hardware_control": ("hardware_control", *_DERIVED),
+    "economics.has_platform_team": ("platform_team", *_DERIVED),
+    "economics.utilization": ("utilization", "top_usd_per_million_tokens", *_DERIVED),
+}
+
+
 def _derive(fact: dict[str, Any]) -> dict[str, Any]:
     return {
         **fact,
@@ -121,9 +135,11 @@ def route_depends_on(
     for path, (unknown, variants) in ROUTE_INPUTS.items():
         if not unknown(plan):
             continue
+        touched = VARIES.get(path)
         for variant in variants(plan):
             fact = _derive(variant)
-            changed = {k for k, v in fact.items() if v is not plan.get(k, _ABSENT)}
+            keys = fact if touched is None else touched
+            changed = {k for k in keys if fact.get(k, _ABSENT) is not plan.get(k, _ABSENT)}
             got = default
             for i, (rule, reads, kind) in enumerate(table):
                 if reads.isdisjoint(changed):
