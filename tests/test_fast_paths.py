@@ -530,3 +530,46 @@ def test_planned_field_checks_report_what_the_descriptor_walk_reported(seed, num
     _check_message(request, "", new)
     reference_check_message(request, "", ref)
     assert new == ref
+
+
+def _answer_objects(value: Any) -> Iterable[Any]:  # noqa: ANN401
+    import dataclasses
+
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        yield value
+        for f in dataclasses.fields(value):
+            yield from _answer_objects(getattr(value, f.name))
+    elif isinstance(value, tuple):
+        for item in value:
+            yield from _answer_objects(item)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=seeds, locale=st.sampled_from(("en", "zh-CN")))
+def test_answer_objects_built_without_their_constructor_are_what_it_builds(bundle, seed, locale):  # noqa: ANN001
+    # advisor._build skips the frozen __init__: each object must hold every field and equal the constructor's.
+    import dataclasses
+
+    request = request_from_seed(seed)
+    if validate(request, bundle.known_gpu_ids()):
+        return
+    request.locale = locale
+    advice = bundle.advise(request_from_proto(request))
+    for obj in _answer_objects(advice):
+        names = {f.name for f in dataclasses.fields(obj)}
+        assert set(vars(obj)) == names, type(obj).__name__
+        rebuilt = type(obj)(**{n: getattr(obj, n) for n in names})
+        assert rebuilt == obj and repr(rebuilt) == repr(obj) and hash(rebuilt) == hash(obj)
+
+
+def test_build_gives_what_the_constructor_gives():
+    import dataclasses
+
+    from service.advice import Performance
+
+    fields = dict(ttft_ms=1.5, itl_ms=2.0, e2e_p95_ms=3.0, tokens_per_second_per_replica=4.0, tensor_parallel=2,
+                  replicas=1, nodes=1, training_days=0.0, gpu_hours=0.0, cost_per_run_usd=0.0)
+    built = advisor._build(Performance, **fields)
+    assert built == Performance(**fields) and hash(built) == hash(Performance(**fields))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        built.ttft_ms = 2.0  # type: ignore[misc]  # still frozen

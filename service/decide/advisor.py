@@ -11,7 +11,7 @@ import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import date
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from ..advice import (
     Advice,
@@ -401,45 +401,62 @@ def _candidate(c: _Scored, run: _Run) -> Candidate:
         key = "throughput.embedding" if c.fact["workload"] == "EMBEDDING" else "throughput.inference"
         throughput = run.text(key, params)
     formula = run.text("score.formula", {"score": c.score, "points": c.points, "basis": c.basis})
-    return Candidate(
+    return _build(
+        Candidate,
         gpu=s.gpu.id,
         name=s.gpu.name,
         count=s.count,
         score=c.score,
-        memory=MemoryFit(
-            round(need, 2),
-            round(s.capacity_gb, 2),
-            round(s.headroom, 4),
-            tuple((n, round(v, 2)) for n, v in (mem.components if mem else ())),
+        memory=_build(
+            MemoryFit,
+            need_gb=round(need, 2),
+            capacity_gb=round(s.capacity_gb, 2),
+            headroom=round(s.headroom, 4),
+            breakdown=tuple((n, round(v, 2)) for n, v in (mem.components if mem else ())),
         ),
-        cost=Cost(
-            round(s.usd_per_hour, 4),
-            _sig(s.usd_per_tflop_hour),
-            _sig(s.usd_per_unit),
-            run.name(f"unit.{s.unit}"),
-            price_src,
-            s.quote.as_of if s.quote else (s.price.as_of if s.price else ""),
-            cost_unit(s.unit),
-            s.price_tier,
-            s.price_tier_fallback,
+        cost=_build(
+            Cost,
+            usd_per_hour=round(s.usd_per_hour, 4),
+            usd_per_tflop_hour=_sig(s.usd_per_tflop_hour),
+            usd_per_unit=_sig(s.usd_per_unit),
+            unit=run.name(f"unit.{s.unit}"),
+            price_source=price_src,
+            price_as_of=s.quote.as_of if s.quote else (s.price.as_of if s.price else ""),
+            unit_kind=cost_unit(s.unit),
+            price_tier=s.price_tier,
+            price_tier_fallback=s.price_tier_fallback,
         ),
-        ownership=Ownership(
-            round(s.annual_power_usd, 2),
-            round(s.owned_usd_per_hour, 4),
-            round(s.break_even_hours, 1) if math.isfinite(s.break_even_hours) else -1.0,
-            round(s.break_even_months, 2) if math.isfinite(s.break_even_months) else -1.0,
-            round(s.purchase.usd * s.count, 2) if s.purchase else 0.0,
+        ownership=_build(
+            Ownership,
+            annual_power_usd=round(s.annual_power_usd, 2),
+            owned_usd_per_hour=round(s.owned_usd_per_hour, 4),
+            break_even_hours=round(s.break_even_hours, 1) if math.isfinite(s.break_even_hours) else -1.0,
+            break_even_months=round(s.break_even_months, 2) if math.isfinite(s.break_even_months) else -1.0,
+            purchase_usd=round(s.purchase.usd * s.count, 2) if s.purchase else 0.0,
         ),
         reasons=(Reason("rank.score", formula), *_ownership_reason(s, run, c.fact["utilization_given"]),
                  *_said(c.reasons, c, run)),
         caveats=_said(c.caveats, c, run),
         interconnect=interconnect,
         throughput=throughput,
-        score_breakdown=ScoreBreakdown(
-            c.basis_kind, _sig(c.basis), _sig(c.best), c.cost_points, tuple(c.parts)
+        score_breakdown=_build(
+            ScoreBreakdown, basis=c.basis_kind, cost=_sig(c.basis), best_cost=_sig(c.best),
+            cost_points=c.cost_points, rules=tuple(c.parts),
         ),
         performance=performance(s),
     )
+
+
+_T = TypeVar("_T")
+
+
+def _build(cls: type[_T], **fields: Any) -> _T:  # noqa: ANN401
+    """`cls(**fields)` for a frozen answer type given EVERY field, without the frozen __init__'s guarded
+    setattr per field: the same object (equal, same repr and hash), ~3x cheaper. An answer builds ~60 such
+    objects per candidate shown; tests/test_fast_paths.py rebuilds answers through the real constructors."""
+    obj = object.__new__(cls)
+    obj.__dict__.update(fields)
+    return obj
 
 
 def _said(items: list[_Said], c: _Scored, run: _Run) -> tuple[Reason, ...]:
@@ -449,7 +466,8 @@ def _said(items: list[_Said], c: _Scored, run: _Run) -> tuple[Reason, ...]:
 def performance(s: Sizing) -> Performance:
     """The estimates a program needs, as numbers (their units are in the proto's Performance comments)."""
     training = s.train_hours > 0
-    return Performance(
+    return _build(
+        Performance,
         ttft_ms=round(s.est_ttft_ms, 1),
         itl_ms=round(s.itl_ms, 2),
         e2e_p95_ms=round(s.est_latency_ms, 1),
