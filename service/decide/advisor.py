@@ -412,7 +412,7 @@ def _candidate(c: _Scored, run: _Run) -> Candidate:
             need_gb=round(need, 2),
             capacity_gb=round(s.capacity_gb, 2),
             headroom=round(s.headroom, 4),
-            breakdown=tuple((n, round(v, 2)) for n, v in (mem.components if mem else ())),
+            breakdown=tuple([(n, round(v, 2)) for n, v in mem.components]) if mem else (),
         ),
         cost=_build(
             Cost,
@@ -460,7 +460,7 @@ def _build(cls: type[_T], **fields: Any) -> _T:  # noqa: ANN401
 
 
 def _said(items: list[_Said], c: _Scored, run: _Run) -> tuple[Reason, ...]:
-    return tuple(Reason(item[0], run.text(item[1], c.params)) if item else None for item in items)  # type: ignore[misc]
+    return tuple([Reason(item[0], run.text(item[1], c.params)) if item else None for item in items])  # type: ignore[misc]
 
 
 def performance(s: Sizing) -> Performance:
@@ -502,7 +502,9 @@ def _ownership_reason(s: Sizing, run: _Run, utilization_given: bool) -> tuple[Re
 
 def _sig(x: float, digits: int = 6) -> float:
     """Round to significant digits: a cost per embedding record can be a few millionths of a dollar."""
-    return float(f"{x:.{digits}g}") if x and math.isfinite(x) else 0.0
+    # A constant spec for the default: building ".6g" per call cost as much as the formatting (~40 per answer).
+    spec = ".6g" if digits == 6 else f".{digits}g"
+    return float(format(x, spec)) if x and math.isfinite(x) else 0.0
 
 
 def _dedupe_warnings(items: list[Warning]) -> tuple[Warning, ...]:
