@@ -299,3 +299,11 @@ def test_a_plain_action_text_is_read_without_parsing():
     assert _match_of('{"r3":{"m":{"s":"a\\",\\"id\\":\\"9","sid":"1","id":"0"}}}') == ("r3", "0")
     assert _match_of('{"r3":{"m":{"sid":"1","id":"a\\"b"}}}') == (None, None)  # escaped id: parse it
     assert _match_of('{"r1":{"m":{"id":"a"}},"r2":{"m":{"id":"b"}}}') == (None, None)  # two matches
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.binary(max_size=40) | st.text(alphabet='e-+nul1.0",:{}[]x', max_size=40).map(str.encode))
+def test_suspect_batches_are_found_as_by_plain_substring_tests(raw):
+    from service.engine.durable import _suspect
+
+    assert _suspect(raw) == (b"e-" in raw or b"e+" in raw or b"null" in raw)

@@ -79,7 +79,16 @@ def encode(value: Any) -> str:
 def _suspect(raw: bytes) -> bool:
     # orjson writes 1e+16 / 1e-7 with a signed exponent and NaN/infinity as null; a false hit (a string holding
     # "null" or "e-") only sends that batch the slow way. Substring tests: a regex here cost as much as orjson.
-    return b"e-" in raw or b"e+" in raw or b"null" in raw
+    # "e-" is found from the rarer "-": searching that two-byte pattern, led by the commonest letter, took five
+    # times as long as orjson took to write a candidate batch.
+    if b"null" in raw or (b"+" in raw and b"e+" in raw):
+        return True
+    i = raw.find(b"-", 1)
+    while i > 0:
+        if raw[i - 1] == 0x65:  # e
+            return True
+        i = raw.find(b"-", i + 1)
+    return False
 
 
 def encode_batch(facts: list[dict[str, Any]]) -> str:
