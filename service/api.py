@@ -61,6 +61,7 @@ _PREFIX = {
 }
 
 
+@lru_cache(maxsize=1024)
 def enum_name(enum: str, number: int) -> str:
     """Domain name of an enum number; unknown numbers map to UNSPECIFIED (validate.py rejects them first)."""
     desc = pb.DESCRIPTOR.enum_types_by_name[enum]
@@ -255,10 +256,7 @@ def advice_to_proto(a: Advice) -> pb.RecommendResponse:
     if a.metric:
         out.metric.CopyFrom(pb.Metric(name=a.metric.name, formula=a.metric.formula, rule_id=a.metric.rule_id,
                                       kind=enum_number("MetricKind", a.metric.kind)))
-    for st in a.benchmark_plan:
-        out.benchmark_plan.add(name=st.name, steps=st.steps, record=st.record)
-    for sec in a.procurement_checklist:
-        out.procurement_checklist.add(name=sec.name, items=sec.items)
+    out.MergeFromString(_plan_and_checklist(a.benchmark_plan, a.procurement_checklist))
     if a.ruleset:
         out.ruleset.CopyFrom(pb.RulesetRef(revision=a.ruleset.revision, content_hash=a.ruleset.content_hash))
     for t in a.trace:
@@ -268,18 +266,52 @@ def advice_to_proto(a: Advice) -> pb.RecommendResponse:
     return out
 
 
+_PARTS: dict[tuple[int, int], tuple[Any, Any, bytes]] = {}
+
+
+def _plan_and_checklist(plan: tuple[domain.BenchmarkStage, ...],
+                        checklist: tuple[domain.ChecklistSection, ...]) -> bytes:
+    """The benchmark plan and the checklist as answer fields, serialized once per pair of tuples: the advisor
+    renders them once per rules version, locale and workload and hands every answer the same tuples, and
+    parsing their ~50 strings costs a fifth of building them from dicts."""
+    key = (id(plan), id(checklist))
+    found = _PARTS.get(key)
+    if found is not None and found[0] is plan and found[1] is checklist:  # the entry keeps both alive
+        return found[2]
+    part = pb.RecommendResponse()
+    for st in plan:
+        part.benchmark_plan.add(name=st.name, steps=st.steps, record=st.record)
+    for sec in checklist:
+        part.procurement_checklist.add(name=sec.name, items=sec.items)
+    data = part.SerializeToString()
+    if len(_PARTS) >= 64:  # locales x workloads x the rules versions alive at once
+        _PARTS.clear()
+    _PARTS[key] = (plan, checklist, data)
+    return data
+
+
 def question_to_proto(q: domain.Question) -> pb.Question:
     """The rules say the unit, the assumed value and the priority; the contract says the type and the choices."""
     out = pb.Question(field=q.field, text=q.text, rule_id=q.rule_id, unit=q.unit, priority=q.priority)
-    fd = field_at(pb.WorkloadBrief.DESCRIPTOR, q.field)
+    fd, kind, allowed = _question_field(q.field)
     if fd is None:
         return out  # rules-check rejects such a field; an old rules version still gets its text through
-    out.type = json_type(fd)
-    if fd.enum_type is not None:
-        out.allowed_values.extend(v.name for v in fd.enum_type.values if v.number != 0)
+    out.type = kind
+    if allowed:
+        out.allowed_values.extend(allowed)
     if q.assumed is not None:
         out.assumed = _brief_json(fd, q.assumed)
     return out
+
+
+@lru_cache(maxsize=256)
+def _question_field(path: str) -> tuple[Any, Any, tuple[str, ...]]:
+    """The brief field a question asks for, its JSON type and its enum choices: the contract's, never a brief's."""
+    fd = field_at(pb.WorkloadBrief.DESCRIPTOR, path)
+    if fd is None:
+        return None, None, ()
+    allowed = tuple(v.name for v in fd.enum_type.values if v.number != 0) if fd.enum_type is not None else ()
+    return fd, json_type(fd), allowed
 
 
 def _brief_json(fd: Any, value: Any) -> str:

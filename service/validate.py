@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from datetime import date
+from functools import lru_cache
 from typing import Any
 
 from google.protobuf.message import Message
@@ -19,8 +20,13 @@ Violation = tuple[str, str]
 
 
 def _list_purchase(econ: Message) -> int:
+    return _list_purchase_number(econ.DESCRIPTOR)
+
+
+@lru_cache(maxsize=8)
+def _list_purchase_number(desc: Any) -> int:  # noqa: ANN401
     # Read from the descriptor: only api.py imports generated code.
-    tier = econ.DESCRIPTOR.fields_by_name["price_tier"].enum_type
+    tier = desc.fields_by_name["price_tier"].enum_type
     return tier.values_by_name["PRICE_TIER_LIST_PURCHASE"].number
 
 MAX_STRING = 256
@@ -71,36 +77,58 @@ LIMITS: dict[str, float] = {
 }
 
 
-def _numbers(msg: Message, prefix: str) -> Iterable[tuple[str, Any, Any]]:
-    for fd in msg.DESCRIPTOR.fields:
+# What _check_message does with each field, decided once per message type from its descriptor.
+_NESTED, _ENUM, _FLOAT, _INT, _STRING = range(5)
+_Plan = tuple[tuple[str, str, int, Any], ...]
+
+
+@lru_cache(maxsize=64)
+def _plan(desc: Any, prefix: str) -> _Plan:  # noqa: ANN401
+    """(field name, path, check, its argument) per checked field of `desc`, in field order, singular messages
+    expanded in place. Repeated fields are checked by validate() itself."""
+    out: list[tuple[str, str, int, Any]] = []
+    for fd in desc.fields:
         path = f"{prefix}.{fd.name}"
-        value = getattr(msg, fd.name)
-        if fd.type == fd.TYPE_MESSAGE and not fd.is_repeated:
-            yield from _numbers(value, path)
-        else:
-            yield path, fd, value
+        if fd.is_repeated:
+            continue
+        if fd.type == fd.TYPE_MESSAGE:
+            out.append((fd.name, path, _NESTED, _plan(fd.message_type, path)))
+        elif fd.type == fd.TYPE_ENUM:
+            out.append((fd.name, path, _ENUM, (frozenset(fd.enum_type.values_by_number), fd.enum_type.name)))
+        elif fd.type in (fd.TYPE_DOUBLE, fd.TYPE_FLOAT):
+            out.append((fd.name, path, _FLOAT, LIMITS.get(path)))
+        elif fd.type in (fd.TYPE_INT32, fd.TYPE_INT64, fd.TYPE_UINT32, fd.TYPE_UINT64):
+            out.append((fd.name, path, _INT, LIMITS.get(path)))
+        elif fd.type == fd.TYPE_STRING:
+            out.append((fd.name, path, _STRING, None))
+    return tuple(out)
 
 
 def _check_message(msg: Message, prefix: str, out: list[Violation]) -> None:
-    for path, fd, value in _numbers(msg, prefix):
-        if fd.is_repeated:
-            continue
-        if fd.type == fd.TYPE_ENUM:
-            if fd.enum_type.values_by_number.get(value) is None:
-                out.append((path, f"unknown {fd.enum_type.name} value {value}"))
-        elif fd.type in (fd.TYPE_DOUBLE, fd.TYPE_FLOAT):
+    _check_plan(msg, _plan(msg.DESCRIPTOR, prefix), out)
+
+
+def _check_plan(msg: Message, plan: _Plan, out: list[Violation]) -> None:
+    for name, path, check, arg in plan:
+        value = getattr(msg, name)
+        if check == _NESTED:
+            _check_plan(value, arg, out)
+        elif check == _FLOAT:
             if math.isnan(value) or math.isinf(value):
                 out.append((path, "must be a finite number"))
             elif value < 0:
                 out.append((path, f"must not be negative (got {value:g})"))
-            elif path in LIMITS and value > LIMITS[path]:
-                out.append((path, f"must be at most {LIMITS[path]:g} (got {value:g})"))
-        elif fd.type in (fd.TYPE_INT32, fd.TYPE_INT64, fd.TYPE_UINT32, fd.TYPE_UINT64):
+            elif arg is not None and value > arg:
+                out.append((path, f"must be at most {arg:g} (got {value:g})"))
+        elif check == _INT:
             if value < 0:
                 out.append((path, f"must not be negative (got {value})"))
-            elif path in LIMITS and value > LIMITS[path]:
-                out.append((path, f"must be at most {LIMITS[path]:g} (got {value})"))
-        elif fd.type == fd.TYPE_STRING and len(value) > MAX_STRING:
+            elif arg is not None and value > arg:
+                out.append((path, f"must be at most {arg:g} (got {value})"))
+        elif check == _ENUM:
+            if value not in arg[0]:
+                out.append((path, f"unknown {arg[1]} value {value}"))
+        elif len(value) > MAX_STRING:
             out.append((path, f"must be at most {MAX_STRING} characters"))
 
 

@@ -268,3 +268,42 @@ def test_a_shard_sees_only_the_fields_its_rules_test(engine_factory):
     shard = e._shards["candidate"][0]
     assert set(shard.fields) == {"gpu", "absent"}
     assert e.evaluate("candidate", [{"id": "a", "gpu": "h100", "noise": "x" * 1000}]) == {"a": {"r"}}
+
+
+# Matches are read from the action text without parsing the echoed fact; ids and texts that look like that
+# text's keys (quotes, backslashes, `{"m":`, `"id":"`) must still be told apart, or parsed the slow way.
+_tricky = st.one_of(
+    st.text(max_size=8),
+    st.sampled_from(['a","id":"b', '{"m":{"id":"x"}}', "\\", '\\"', "中文", 'id":"', "__sentinel__", "r0"]),
+)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(ids=st.lists(_tricky, min_size=1, max_size=4, unique=True), texts=st.lists(_tricky, min_size=4, max_size=4))
+def test_matches_of_facts_with_tricky_ids_and_texts_reach_the_right_fact(ids, texts):
+    rules = [rule("any", (Condition("n", "ge", 0),)), rule("text", (Condition("s", "ne", "zz"),)),
+             rule("mark", (Condition("s", "eq", texts[0]),))]
+    fs = [{"id": fid, "n": i, "s": texts[i % 4]} for i, fid in enumerate(ids)]
+    e = DurableEngine(rules)
+    try:
+        assert e.evaluate("candidate", fs) == reference(rules, fs)
+    finally:
+        e.close()
+
+
+def test_a_plain_action_text_is_read_without_parsing():
+    from service.engine.durable import _match_of
+
+    assert _match_of('{"r3":{"m":{"gpu":"h100","t":"candidate","sid":"7","id":"candidate:h100"}}}') == (
+        "r3", "candidate:h100")
+    assert _match_of('{"r3":{"m":{"s":"a\\",\\"id\\":\\"9","sid":"1","id":"0"}}}') == ("r3", "0")
+    assert _match_of('{"r3":{"m":{"sid":"1","id":"a\\"b"}}}') == (None, None)  # escaped id: parse it
+    assert _match_of('{"r1":{"m":{"id":"a"}},"r2":{"m":{"id":"b"}}}') == (None, None)  # two matches
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.binary(max_size=40) | st.text(alphabet='e-+nul1.0",:{}[]x', max_size=40).map(str.encode))
+def test_suspect_batches_are_found_as_by_plain_substring_tests(raw):
+    from service.engine.durable import _suspect
+
+    assert _suspect(raw) == (b"e-" in raw or b"e+" in raw or b"null" in raw)

@@ -41,7 +41,7 @@ from service.physics import memory as mem
 from service.render import messages as m
 from service.rulebook import load_rulebook
 from service.store import Bundle
-from service.validate import validate
+from service.validate import LIMITS, validate
 from tests.fuzz_requests import request_from_seed, seeds
 from tests.test_advisor import brief_strategy
 
@@ -630,3 +630,236 @@ def test_size_all_matches_size_on_training_briefs(book, brief):  # noqa: ANN001
     alone = [size(g, brief, shape, a, (), date(2026, 11, 15)) for g in book.catalog]
     fast = size_all(book.catalog, brief, shape, a, (), date(2026, 11, 15))
     assert [repr(s) for s in fast] == [repr(s) for s in alone]
+
+
+def reference_text(tables: dict[str, dict[str, str]], key: str, locale: str, params: Mapping[str, Any]) -> str:
+    """Messages.text before each locale's templates were compiled: looked up and parsed at every call."""
+    template = tables.get(locale, {}).get(key) or tables.get("en", {}).get(key)
+    if template is None:
+        return key
+    text, wide_value = m._fill(template, params)
+    return m.tidy(text, locale) if wide_value else text
+
+
+@settings(max_examples=1000, deadline=None)
+@given(templates(), templates(), st.dictionaries(st.sampled_from(_NAMES[:3]), _VALUES),
+       st.sampled_from(("en", "zh-CN", "zh-TW", "xx-YY")), st.sampled_from(("k", "only_en", "only_zh", "none")))
+def test_compiled_tables_fill_as_text_did(en: str, zh: str, params: dict[str, Any], locale: str, key: str) -> None:
+    # An empty template in a locale falls back to English; a key in neither table prints as itself.
+    tables = {"en": {"k": en, "only_en": en}, "zh-CN": {"k": zh, "only_zh": zh, "empty": ""}}
+    msgs = m.Messages(tables)
+    assert msgs.text(key, locale, params) == reference_text(tables, key, locale, params)
+    assert msgs.text("empty", locale, params) == reference_text(tables, "empty", locale, params)
+    assert msgs.table(locale) is msgs.table(locale)  # compiled once
+
+
+def reference_route_depends_on(rules: tuple, plan: dict[str, Any], route: str, default: str) -> tuple[str, ...]:
+    """route_depends_on before it re-tested only the rules a counterfactual field reaches: every variant routed
+    from scratch."""
+    from service.decide import provisional as pv
+
+    plan_rules = pv.route_rules(rules)
+    out = []
+    for path, (unknown, variants) in pv.ROUTE_INPUTS.items():
+        if not unknown(plan):
+            continue
+        if any((pv.route_of(plan_rules, pv._derive(v)) or default) != route for v in variants(plan)):
+            out.append(path)
+    return tuple(out)
+
+
+_PLAN_TWEAKS = st.fixed_dictionaries({}, optional={
+    "hours_per_month": st.sampled_from((0.0, 40.0, 200.0, 730.0)),
+    "horizon_months": st.sampled_from((0.0, 6.0, 48.0)),
+    "demand": st.sampled_from(("UNSPECIFIED", "UNCERTAIN", "VOLATILE", "STEADY")),
+    "run_cycle": st.sampled_from(("UNSPECIFIED", "ALWAYS_ON", "BURST", "EXPERIMENTAL")),
+    "hardware_control": st.sampled_from(("UNKNOWN", "YES", "NO")),
+    "platform_team": st.sampled_from(("UNKNOWN", "YES", "NO")),
+    "utilization_given": st.booleans(),
+    "boundary": st.sampled_from(("UNSPECIFIED", "PUBLIC_CLOUD", "ON_PREM")),
+})
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(brief=brief_strategy(), tweaks=_PLAN_TWEAKS, other_route=st.sampled_from(("RENT_ON_DEMAND", "BUY", "")))
+def test_incremental_route_depends_on_matches_routing_every_variant(book, brief, tweaks, other_route):  # noqa: ANN001
+    from service.decide import facts as F
+    from service.decide import provisional as pv
+    from service.decide.provisional import route_depends_on, route_of, route_rules
+
+    a = book.assumptions
+    shape = shape_of(brief, a)
+    sizings = size_all(book.catalog, brief, shape, a, (), date(2026, 11, 15)) if shape else []
+    base = F.brief_fact(brief, a.num("default_utilization"), shape, sizings, 0)
+    plan = {**F.plan_fact(base, sizings[0] if sizings else None, len(sizings), brief.economics.hours_per_month,
+                          a.num("model_api_usd_per_million_tokens")), **tweaks}
+    rules = book.program.for_fact("plan")
+    # Each counterfactual differs from the plan only in the fields VARIES declares for it.
+    assert set(pv.VARIES) == set(pv.ROUTE_INPUTS)
+    for path, (_, variants) in pv.ROUTE_INPUTS.items():
+        for variant in variants(plan):
+            fact = pv._derive(variant)
+            assert set(fact) >= set(plan)
+            assert {k for k in fact if fact[k] is not plan.get(k, pv._ABSENT)} <= set(pv.VARIES[path])
+    for route in (route_of(route_rules(rules), plan) or "RENT_ON_DEMAND", other_route):
+        assert route_depends_on(rules, plan, route, "RENT_ON_DEMAND") == reference_route_depends_on(
+            rules, plan, route, "RENT_ON_DEMAND")
+
+
+def reference_apply_hit_policies(rules: tuple, matched: set[str]) -> list:
+    """apply_hit_policies before it walked only the matched rules: every rule of the fact type, in order."""
+    winners: list = []
+    best_in_group: dict[str, Any] = {}
+    for rule in rules:
+        if rule.id not in matched:
+            continue
+        if rule.hit_policy == "collect":
+            winners.append(rule)
+            continue
+        current = best_in_group.get(rule.group)
+        if current is None or (rule.priority, -rule.order) > (current.priority, -current.order):
+            best_in_group[rule.group] = rule
+    winners.extend(best_in_group.values())
+    return sorted(winners, key=lambda r: (-r.priority, r.group, r.order))
+
+
+_RULE_ROWS = st.lists(st.tuples(st.sampled_from("abcdef"), st.sampled_from(("g1", "g2", "g3")),
+                                st.sampled_from(("collect", "first")), st.integers(-2, 2), st.integers(0, 3)),
+                      max_size=12)
+
+
+@settings(max_examples=500, deadline=None)
+@given(rows=_RULE_ROWS, matched=st.sets(st.sampled_from("abcdefxy")))
+def test_hit_policies_over_the_matched_rules_only_pick_as_over_all_rules(rows, matched):  # noqa: ANN001
+    from service.engine.ir import Rule, apply_hit_policies
+
+    # Ids may repeat and tie on priority and order: the earlier rule in the tuple still wins its group.
+    rules = tuple(Rule(rid, "candidate", group, policy, prio, order, (), (), f"t.yaml:{i}")
+                  for i, (rid, group, policy, prio, order) in enumerate(rows))
+    assert apply_hit_policies(rules, matched) == reference_apply_hit_policies(rules, matched)
+    assert [r.location for r in apply_hit_policies(rules, matched)] == [
+        r.location for r in reference_apply_hit_policies(rules, matched)]
+
+
+@settings(max_examples=300, deadline=None)
+@given(args=st.lists(st.tuples(st.sampled_from("abcd"), st.integers(0, 9)), max_size=6),
+       key=st.sampled_from("abcde"))
+def test_action_arguments_read_by_key_as_by_scanning(args, key):  # noqa: ANN001
+    from service.engine.ir import Action
+
+    scanned = next((v for k, v in args if k == key), "default")  # the first of a repeated key counts
+    assert Action("note", tuple(args)).get(key, "default") == scanned
+
+
+def reference_check_message(msg: Any, prefix: str, out: list) -> None:  # noqa: ANN401
+    """validate's field walk before it was planned once per message type: the descriptor read at every call."""
+    from service import validate as v
+
+    def numbers(msg: Any, prefix: str) -> Iterable[tuple[str, Any, Any]]:  # noqa: ANN401
+        for fd in msg.DESCRIPTOR.fields:
+            path = f"{prefix}.{fd.name}"
+            value = getattr(msg, fd.name)
+            if fd.type == fd.TYPE_MESSAGE and not fd.is_repeated:
+                yield from numbers(value, path)
+            else:
+                yield path, fd, value
+
+    for path, fd, value in numbers(msg, prefix):
+        if fd.is_repeated:
+            continue
+        if fd.type == fd.TYPE_ENUM:
+            if fd.enum_type.values_by_number.get(value) is None:
+                out.append((path, f"unknown {fd.enum_type.name} value {value}"))
+        elif fd.type in (fd.TYPE_DOUBLE, fd.TYPE_FLOAT):
+            if math.isnan(value) or math.isinf(value):
+                out.append((path, "must be a finite number"))
+            elif value < 0:
+                out.append((path, f"must not be negative (got {value:g})"))
+            elif path in v.LIMITS and value > v.LIMITS[path]:
+                out.append((path, f"must be at most {v.LIMITS[path]:g} (got {value:g})"))
+        elif fd.type in (fd.TYPE_INT32, fd.TYPE_INT64, fd.TYPE_UINT32, fd.TYPE_UINT64):
+            if value < 0:
+                out.append((path, f"must not be negative (got {value})"))
+            elif path in v.LIMITS and value > v.LIMITS[path]:
+                out.append((path, f"must be at most {v.LIMITS[path]:g} (got {value})"))
+        elif fd.type == fd.TYPE_STRING and len(value) > v.MAX_STRING:
+            out.append((path, f"must be at most {v.MAX_STRING} characters"))
+
+
+@settings(max_examples=400, deadline=None)
+@given(seed=seeds, numbers=st.lists(st.tuples(st.sampled_from(sorted(LIMITS)),
+                                              st.one_of(st.floats(), st.integers(-(2**31), 2**31 - 1))),
+                                    max_size=4), enum=st.integers(-3, 40), text=st.integers(0, 300))
+def test_planned_field_checks_report_what_the_descriptor_walk_reported(seed, numbers, enum, text):  # noqa: ANN001
+    from service.validate import _check_message
+
+    request = request_from_seed(seed)
+    brief = request.brief
+    for path, value in numbers:  # push fields past their limits, below zero, to NaN
+        *parents, name = path.split(".")[1:]
+        msg = brief
+        for p in parents:
+            msg = getattr(msg, p)
+        fd = msg.DESCRIPTOR.fields_by_name[name]
+        is_int = fd.type in (fd.TYPE_INT32, fd.TYPE_INT64, fd.TYPE_UINT32, fd.TYPE_UINT64)
+        if is_int and not isinstance(value, int):
+            continue
+        if fd.type in (fd.TYPE_UINT32, fd.TYPE_UINT64) and value < 0:
+            continue
+        setattr(msg, name, value if is_int else float(value))
+    brief.model.precision = enum  # open enums keep unknown numbers
+    brief.economics.demand = enum
+    request.locale = "x" * text
+    new: list = []
+    ref: list = []
+    _check_message(brief, "brief", new)
+    reference_check_message(brief, "brief", ref)
+    assert new == ref
+    new, ref = [], []
+    _check_message(request, "", new)
+    reference_check_message(request, "", ref)
+    assert new == ref
+
+
+def _answer_objects(value: Any) -> Iterable[Any]:  # noqa: ANN401
+    import dataclasses
+
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        yield value
+        for f in dataclasses.fields(value):
+            yield from _answer_objects(getattr(value, f.name))
+    elif isinstance(value, tuple):
+        for item in value:
+            yield from _answer_objects(item)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=seeds, locale=st.sampled_from(("en", "zh-CN")))
+def test_answer_objects_built_without_their_constructor_are_what_it_builds(bundle, seed, locale):  # noqa: ANN001
+    # advisor._build skips the frozen __init__: each object must hold every field and equal the constructor's.
+    import dataclasses
+
+    request = request_from_seed(seed)
+    if validate(request, bundle.known_gpu_ids()):
+        return
+    request.locale = locale
+    advice = bundle.advise(request_from_proto(request))
+    for obj in _answer_objects(advice):
+        names = {f.name for f in dataclasses.fields(obj)}
+        assert set(vars(obj)) == names, type(obj).__name__
+        rebuilt = type(obj)(**{n: getattr(obj, n) for n in names})
+        assert rebuilt == obj and repr(rebuilt) == repr(obj) and hash(rebuilt) == hash(obj)
+
+
+def test_build_gives_what_the_constructor_gives():
+    import dataclasses
+
+    from service.advice import Performance
+
+    fields = dict(ttft_ms=1.5, itl_ms=2.0, e2e_p95_ms=3.0, tokens_per_second_per_replica=4.0, tensor_parallel=2,
+                  replicas=1, nodes=1, training_days=0.0, gpu_hours=0.0, cost_per_run_usd=0.0)
+    built = advisor._build(Performance, **fields)
+    assert built == Performance(**fields) and hash(built) == hash(Performance(**fields))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        built.ttft_ms = 2.0  # type: ignore[misc]  # still frozen
+

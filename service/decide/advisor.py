@@ -7,9 +7,11 @@ matches, so they read the same whatever engine sits behind `Evaluator`.
 from __future__ import annotations
 
 import math
+import weakref
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import date
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from ..advice import (
     Advice,
@@ -77,15 +79,14 @@ class _Scored:
 class _Run:
     def __init__(self, book: Rulebook, engine: Evaluator, req: AdviceRequest):
         self.book, self.engine, self.req = book, engine, req
-        self.msgs = Messages(book.messages)
+        self.msgs = messages_of(book)
         self.locale = req.locale or "en"
+        # text(key, params): the message `key` in this request's locale, filled from `params`.
+        self.text: Callable[[str, Mapping[str, Any]], str] = self.msgs.table(self.locale).text
         self.trace: list[TraceEntry] = []
         self.warnings: list[Warning] = []
         self.notes: list[Reason] = []
         self._names: dict[str, str] = {}
-
-    def text(self, key: str, params: dict[str, Any]) -> str:
-        return self.msgs.text(key, self.locale, params)
 
     def name(self, key: str) -> str:
         """A message without placeholders (a tier's or unit's name), looked up once per request."""
@@ -136,6 +137,21 @@ class _Run:
                 )
             elif act.kind == "note" and fact["id"] in ("brief", "plan", "outcome"):
                 self.notes.append(Reason(rule.id, self.text(act.get("message"), fact)))
+
+
+def messages_of(book: Rulebook) -> Messages:
+    """The rules' message tables, compiled once per rules version and dropped with it."""
+    found = _MESSAGES.get(id(book))
+    if found is None:
+        found = Messages(book.messages)
+        if _MESSAGES.setdefault(id(book), found) is found:
+            weakref.finalize(book, _MESSAGES.pop, id(book), None)
+    return found
+
+
+# Rulebook id → its compiled messages. Not a field of the (frozen, hashed) Rulebook; each entry leaves when its
+# Rulebook is freed, before that id can be reused.
+_MESSAGES: dict[int, Messages] = {}
 
 
 def _params(s: Sizing, fact: dict[str, Any], unit_text: str) -> dict[str, Any]:
@@ -385,55 +401,73 @@ def _candidate(c: _Scored, run: _Run) -> Candidate:
         key = "throughput.embedding" if c.fact["workload"] == "EMBEDDING" else "throughput.inference"
         throughput = run.text(key, params)
     formula = run.text("score.formula", {"score": c.score, "points": c.points, "basis": c.basis})
-    return Candidate(
+    return _build(
+        Candidate,
         gpu=s.gpu.id,
         name=s.gpu.name,
         count=s.count,
         score=c.score,
-        memory=MemoryFit(
-            round(need, 2),
-            round(s.capacity_gb, 2),
-            round(s.headroom, 4),
-            tuple((n, round(v, 2)) for n, v in (mem.components if mem else ())),
+        memory=_build(
+            MemoryFit,
+            need_gb=round(need, 2),
+            capacity_gb=round(s.capacity_gb, 2),
+            headroom=round(s.headroom, 4),
+            breakdown=tuple([(n, round(v, 2)) for n, v in mem.components]) if mem else (),
         ),
-        cost=Cost(
-            round(s.usd_per_hour, 4),
-            _sig(s.usd_per_tflop_hour),
-            _sig(s.usd_per_unit),
-            run.name(f"unit.{s.unit}"),
-            price_src,
-            s.quote.as_of if s.quote else (s.price.as_of if s.price else ""),
-            cost_unit(s.unit),
-            s.price_tier,
-            s.price_tier_fallback,
+        cost=_build(
+            Cost,
+            usd_per_hour=round(s.usd_per_hour, 4),
+            usd_per_tflop_hour=_sig(s.usd_per_tflop_hour),
+            usd_per_unit=_sig(s.usd_per_unit),
+            unit=run.name(f"unit.{s.unit}"),
+            price_source=price_src,
+            price_as_of=s.quote.as_of if s.quote else (s.price.as_of if s.price else ""),
+            unit_kind=cost_unit(s.unit),
+            price_tier=s.price_tier,
+            price_tier_fallback=s.price_tier_fallback,
         ),
-        ownership=Ownership(
-            round(s.annual_power_usd, 2),
-            round(s.owned_usd_per_hour, 4),
-            round(s.break_even_hours, 1) if math.isfinite(s.break_even_hours) else -1.0,
-            round(s.break_even_months, 2) if math.isfinite(s.break_even_months) else -1.0,
-            round(s.purchase.usd * s.count, 2) if s.purchase else 0.0,
+        ownership=_build(
+            Ownership,
+            annual_power_usd=round(s.annual_power_usd, 2),
+            owned_usd_per_hour=round(s.owned_usd_per_hour, 4),
+            break_even_hours=round(s.break_even_hours, 1) if math.isfinite(s.break_even_hours) else -1.0,
+            break_even_months=round(s.break_even_months, 2) if math.isfinite(s.break_even_months) else -1.0,
+            purchase_usd=round(s.purchase.usd * s.count, 2) if s.purchase else 0.0,
         ),
         reasons=(Reason("rank.score", formula), *_ownership_reason(s, run, c.fact["utilization_given"]),
                  *_said(c.reasons, c, run)),
         caveats=_said(c.caveats, c, run),
         interconnect=interconnect,
         throughput=throughput,
-        score_breakdown=ScoreBreakdown(
-            c.basis_kind, _sig(c.basis), _sig(c.best), c.cost_points, tuple(c.parts)
+        score_breakdown=_build(
+            ScoreBreakdown, basis=c.basis_kind, cost=_sig(c.basis), best_cost=_sig(c.best),
+            cost_points=c.cost_points, rules=tuple(c.parts),
         ),
         performance=performance(s),
     )
 
 
+_T = TypeVar("_T")
+
+
+def _build(cls: type[_T], **fields: Any) -> _T:  # noqa: ANN401
+    """`cls(**fields)` for a frozen answer type given EVERY field, without the frozen __init__'s guarded
+    setattr per field: the same object (equal, same repr and hash), ~3x cheaper. An answer builds ~60 such
+    objects per candidate shown; tests/test_fast_paths.py rebuilds answers through the real constructors."""
+    obj = object.__new__(cls)
+    obj.__dict__.update(fields)
+    return obj
+
+
 def _said(items: list[_Said], c: _Scored, run: _Run) -> tuple[Reason, ...]:
-    return tuple(Reason(item[0], run.text(item[1], c.params)) if item else None for item in items)  # type: ignore[misc]
+    return tuple([Reason(item[0], run.text(item[1], c.params)) if item else None for item in items])  # type: ignore[misc]
 
 
 def performance(s: Sizing) -> Performance:
     """The estimates a program needs, as numbers (their units are in the proto's Performance comments)."""
     training = s.train_hours > 0
-    return Performance(
+    return _build(
+        Performance,
         ttft_ms=round(s.est_ttft_ms, 1),
         itl_ms=round(s.itl_ms, 2),
         e2e_p95_ms=round(s.est_latency_ms, 1),
@@ -468,7 +502,9 @@ def _ownership_reason(s: Sizing, run: _Run, utilization_given: bool) -> tuple[Re
 
 def _sig(x: float, digits: int = 6) -> float:
     """Round to significant digits: a cost per embedding record can be a few millionths of a dollar."""
-    return float(f"{x:.{digits}g}") if x and math.isfinite(x) else 0.0
+    # A constant spec for the default: building ".6g" per call cost as much as the formatting (~40 per answer).
+    spec = ".6g" if digits == 6 else f".{digits}g"
+    return float(format(x, spec)) if x and math.isfinite(x) else 0.0
 
 
 def _dedupe_warnings(items: list[Warning]) -> tuple[Warning, ...]:

@@ -82,6 +82,20 @@ ROUTE_INPUTS: dict[str, tuple[Callable[[dict[str, Any]], bool], Variants]] = {
 }
 
 
+# The plan fields each counterfactual sets, with the ones _derive recomputes: the only fields in which a variant
+# can differ from the plan (a test holds every variant to this). A path missing here compares every field.
+_DERIVED = ("api_comparable", "api_cheaper", "break_even_within_horizon")
+VARIES: dict[str, tuple[str, ...]] = {
+    "economics.hours_per_month": ("hours_per_month", *_DERIVED),
+    "economics.horizon_months": ("horizon_months", *_DERIVED),
+    "economics.demand": ("demand", *_DERIVED),
+    "run_cycle": ("run_cycle", *_DERIVED),
+    "economics.needs_hardware_control": ("hardware_control", *_DERIVED),
+    "economics.has_platform_team": ("platform_team", *_DERIVED),
+    "economics.utilization": ("utilization", "top_usd_per_million_tokens", *_DERIVED),
+}
+
+
 def _derive(fact: dict[str, Any]) -> dict[str, Any]:
     return {
         **fact,
@@ -110,12 +124,56 @@ def route_depends_on(
     rules: tuple[Rule, ...], plan: dict[str, Any], route: str, default: str
 ) -> tuple[str, ...]:
     """Brief paths, not given in `plan`, that change `route` when given (each tried alone). `default` is the
-    route when no rule gives one."""
-    plan_rules = route_rules(rules)
+    route when no rule gives one.
+
+    `route_of` over every counterfactual fact, computed incrementally: a rule's match depends only on the fields
+    it reads, so it is re-tested only when the counterfactual changed one of them (a value that is not the very
+    object `plan` holds counts as changed) and otherwise read from its match on `plan`, tested once."""
+    table = _route_table(rules)
+    on_plan: list[bool | None] = [None] * len(table)  # each rule's match on `plan`, tested when first needed
     out = []
     for path, (unknown, variants) in ROUTE_INPUTS.items():
         if not unknown(plan):
             continue
-        if any((route_of(plan_rules, _derive(v)) or default) != route for v in variants(plan)):
-            out.append(path)
+        touched = VARIES.get(path)
+        for variant in variants(plan):
+            fact = _derive(variant)
+            keys = fact if touched is None else touched
+            changed = {k for k in keys if fact.get(k, _ABSENT) is not plan.get(k, _ABSENT)}
+            got = default
+            for i, (rule, reads, kind) in enumerate(table):
+                if reads.isdisjoint(changed):
+                    hit = on_plan[i]
+                    if hit is None:
+                        hit = on_plan[i] = rule.matches(plan)
+                else:
+                    hit = rule.matches(fact)
+                if hit:
+                    got = kind or default
+                    break
+            if got != route:
+                out.append(path)
+                break
     return tuple(out)
+
+
+_ABSENT = object()
+_Table = tuple[tuple[Rule, frozenset[str], str], ...]
+_TABLES: dict[int, tuple[tuple[Rule, ...], _Table]] = {}  # id(plan rules) → (those rules, their route table)
+
+
+def _route_table(rules: tuple[Rule, ...]) -> _Table:
+    """Per route rule in `route_rules` order: the rule, the fields it reads, the route it gives. Kept per rules
+    version (the tuple holds its rules alive, so its id is not reused while it is kept)."""
+    found = _TABLES.get(id(rules))
+    if found is not None and found[0] is rules:
+        return found[1]
+    table = tuple(
+        (r, frozenset(c.field for branch in r.branches for c in branch),
+         next(str(a.get("kind")) for a in r.actions if a.kind == "route"))
+        for r in route_rules(rules)
+    )
+    if len(_TABLES) >= 8:  # a few versions alive at once at most (one serving, one loading, tests)
+        _TABLES.clear()
+    _TABLES[id(rules)] = (rules, table)
+    return table

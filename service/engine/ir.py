@@ -84,10 +84,15 @@ class Action:
     args: tuple[tuple[str, Any], ...]
 
     def get(self, key: str, default: Any = None) -> Any:
+        return self._by_key.get(key, default)
+
+    @cached_property
+    def _by_key(self) -> dict[str, Any]:
+        # An answer reads ~200 action arguments; the first of a repeated key is the one that counts, as in `args`.
+        out: dict[str, Any] = {}
         for k, v in self.args:
-            if k == key:
-                return v
-        return default
+            out.setdefault(k, v)
+        return out
 
 
 @dataclass(frozen=True)
@@ -106,7 +111,14 @@ class Rule:
     description: str = ""
 
     def matches(self, fact: dict[str, Any]) -> bool:
-        return any(all(c.test(fact) for c in branch) for branch in self.branches)
+        """Any branch whose conditions all hold (plain loops: the counterfactual router asks ~25 times an answer)."""
+        for branch in self.branches:
+            for cond in branch:
+                if not cond.test(fact):
+                    break
+            else:
+                return True
+        return False
 
     def first_failure(self, fact: dict[str, Any]) -> str:
         """For a rule that did not fire: the first failing condition of each branch, with the actual value."""
@@ -169,11 +181,15 @@ class Program:
 
 def apply_hit_policies(rules: tuple[Rule, ...], matched: set[str]) -> list[Rule]:
     """Rules that take effect for ONE fact, given the ids that matched it: `first` groups keep their best rule."""
+    if not matched:
+        return []
+    # Only the matched rules, in the order of `rules` (ties in a group go to the earlier one): a fact matches a
+    # few of the dozens of rules of its type.
+    positions = _positions(rules)
     winners: list[Rule] = []
     best_in_group: dict[str, Rule] = {}
-    for rule in rules:
-        if rule.id not in matched:
-            continue
+    for i in sorted(i for rule_id in matched for i in positions.get(rule_id, ())):
+        rule = rules[i]
         if rule.hit_policy == "collect":
             winners.append(rule)
             continue
@@ -182,3 +198,22 @@ def apply_hit_policies(rules: tuple[Rule, ...], matched: set[str]) -> list[Rule]
             best_in_group[rule.group] = rule
     winners.extend(best_in_group.values())
     return sorted(winners, key=lambda r: (-r.priority, r.group, r.order))
+
+
+_POSITIONS: dict[int, tuple[tuple[Rule, ...], dict[str, tuple[int, ...]]]] = {}
+
+
+def _positions(rules: tuple[Rule, ...]) -> dict[str, tuple[int, ...]]:
+    """Rule id → its places in `rules`, kept per tuple (a Program's per-fact tuples live as long as it does; the
+    entry holds its tuple, so the id is not reused while kept)."""
+    found = _POSITIONS.get(id(rules))
+    if found is not None and found[0] is rules:
+        return found[1]
+    places: dict[str, list[int]] = {}
+    for i, rule in enumerate(rules):
+        places.setdefault(rule.id, []).append(i)
+    table = {rule_id: tuple(at) for rule_id, at in places.items()}
+    if len(_POSITIONS) >= 32:  # the few rules versions alive at once, four fact types each
+        _POSITIONS.clear()
+    _POSITIONS[id(rules)] = (rules, table)
+    return table

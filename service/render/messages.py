@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import re
 import string
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import lru_cache
 from typing import Any
 
@@ -141,20 +141,180 @@ def _compact_float(v: float) -> str:
 
 
 class Messages:
+    """The message tables of one rules version. Each locale's templates are compiled once, on first use, into
+    fillers (`Table`): an answer fills ~120 texts, and parsing and dispatching per fill cost more than filling."""
+
     def __init__(self, tables: Mapping[str, Mapping[str, str]], fallback: str = "en"):
         self.tables = tables
         self.fallback = fallback
+        # (table locale, tidied?) → compiled table; bounded by locales x 2 (an unknown locale reads the fallback's)
+        self._compiled: dict[tuple[str, bool], Table] = {}
 
     def has(self, key: str, locale: str) -> bool:
         return key in self.tables.get(locale, {})
 
     def text(self, key: str, locale: str, params: Mapping[str, Any] | None = None) -> str:
-        template = self.tables.get(locale, {}).get(key) or self.tables.get(self.fallback, {}).get(key)
-        if template is None:
+        return self.table(locale).text(key, params or {})
+
+    def table(self, locale: str) -> Table:
+        """The compiled templates a request in `locale` reads (its own, else the fallback's, per key)."""
+        source = locale if locale in self.tables else self.fallback
+        wide = locale.startswith("zh")
+        found = self._compiled.get((source, wide))
+        if found is None:
+            own, fallback = self.tables.get(source, {}), self.tables.get(self.fallback, {})
+            # As text() always read them: the locale's template unless empty, else the fallback's.
+            merged = {key: own.get(key) or fallback.get(key) for key in {**fallback, **own}}
+            found = Table({k: t for k, t in merged.items() if t is not None}, locale if wide else "")
+            self._compiled[(source, wide)] = found  # two threads may both build it: same value, no harm
+        return found
+
+
+class Table:
+    """One locale's templates, each compiled to literal parts and a formatter per placeholder's spec."""
+
+    def __init__(self, templates: Mapping[str, str], tidy_locale: str):
+        self._tidy = tidy_locale  # "" when no filled-in value can leave a stray space (not Chinese)
+        self._fills: dict[str, str | _Compiled] = {}
+        for key, template in templates.items():
+            parts = _parsed(template)
+            if not parts:
+                self._fills[key] = ""
+            elif len(parts) == 1 and parts[0][1] is None:
+                self._fills[key] = parts[0][0]  # no placeholder (checklist and benchmark lines)
+            else:
+                self._fills[key] = _Compiled(parts)
+
+    def text(self, key: str, params: Mapping[str, Any]) -> str:
+        fill = self._fills.get(key)
+        if fill is None:
             return key  # rules-check rejects this; never crash an answer over it
-        text, wide_value = _fill(template, params or {})
+        if type(fill) is str:
+            return fill
+        if not self._tidy:
+            return fill.fill(params)  # type: ignore[union-attr]
+        text, wide_value = fill.fill_wide(params)  # type: ignore[union-attr]
         # Authored text is checked by rules-check; only a filled-in Chinese value can leave a stray space.
-        return tidy(text, locale) if wide_value else text
+        return tidy(text, self._tidy) if wide_value else text
+
+
+class _Compiled:
+    """A template with placeholders, as `_fill` reads it: its leading text, then per placeholder (name, formatter,
+    conversion, what a missing value prints, the literal text up to the next placeholder)."""
+
+    __slots__ = ("head", "fields")
+
+    def __init__(self, parts: tuple[tuple[str, str | None, str, str | None], ...]):
+        self.head = ""
+        fields: list[list[Any]] = []
+        for literal, name, spec, conv in parts:
+            if fields:
+                fields[-1][4] += literal
+            else:
+                self.head += literal
+            if name is not None:
+                fields.append([name, _formatter(spec, conv), conv, "{" + name + "}", ""])
+        self.fields = tuple(tuple(f) for f in fields)
+
+    def fill(self, params: Mapping[str, Any]) -> str:
+        out = [self.head]
+        get = params.get
+        for name, fmt, _, missing, tail in self.fields:
+            value = get(name, _MISSING)
+            out.append(missing if value is _MISSING else fmt(value))
+            out.append(tail)
+        return "".join(out)
+
+    def fill_wide(self, params: Mapping[str, Any]) -> tuple[str, bool]:
+        """The filled text, and whether a string value with CJK or full-width characters went in."""
+        out = [self.head]
+        wide = False
+        for name, fmt, conv, missing, tail in self.fields:
+            value = params.get(name, _MISSING)
+            if value is _MISSING:
+                out.append(missing)
+            else:
+                shown = _FORMATTER.convert_field(value, conv) if conv else value
+                if not wide and isinstance(shown, str) and _WIDE_CHAR.search(shown):
+                    wide = True
+                out.append(fmt(value))
+            out.append(tail)
+        return "".join(out), wide
+
+
+def _plain(value: Any) -> str:  # noqa: ANN401
+    """A value without a format spec, as `_fill` writes it."""
+    kind = type(value)
+    if kind is str:
+        return value
+    if kind is float:
+        return _compact_float(value)
+    if kind is int:
+        return f"{value:,}"
+    try:
+        return compact(value)
+    except (ValueError, TypeError):
+        return compact(value)
+
+
+@lru_cache(maxsize=1024)
+def _formatter(spec: str, conv: str | None) -> Callable[[Any], str]:
+    """What `_fill` does with one placeholder's value, specialised for its (checked) spec and conversion."""
+    if conv:
+        def converted(value: Any) -> str:  # noqa: ANN401
+            return _format_value(_FORMATTER.convert_field(value, conv), spec)
+        return converted
+    if not spec:
+        return _plain
+    number = _number_formatter(spec)
+
+    def formatted(value: Any) -> str:  # noqa: ANN401
+        kind = type(value)
+        try:
+            if kind is float or kind is int:
+                return number(value)
+            if kind is str:
+                return format(value, spec)
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                return number(value)
+            return format(value, spec)
+        except (ValueError, TypeError):
+            return compact(value)
+
+    if not _FIXED.fullmatch(spec):
+        return formatted
+    grouped = _number_spec(spec)[0]
+
+    # `.2f`, `.0%` and the like, the specs nearly every number is shown with: no fill character and a type that
+    # never writes an exponent, so a float or an int needs only `number`'s grouping decision.
+    def fixed(value: Any) -> str:  # noqa: ANN401
+        kind = type(value)
+        if kind is float or kind is int:
+            if -1000 < value < 1000:
+                return format(value, spec)
+            return format(value, grouped if grouped and abs(value) >= 1000 else spec)
+        return formatted(value)
+    return fixed
+
+
+_FIXED = re.compile(r"\.\d{1,2}[f%]")
+
+
+def _number_formatter(spec: str) -> Callable[[float | int], str]:
+    """`format_number(value, spec)` with the spec's analysis done once."""
+    grouped, digits = _number_spec(spec)
+    percent = spec.endswith("%")  # grouping never applies to a % spec, so this is the spec format() gets
+
+    def number(value: float | int) -> str:
+        if -1000 < value < 1000:
+            out = format(value, spec)
+            if "e" not in out and "E" not in out:
+                return out
+        out = format(value, grouped if grouped and abs(value) >= 1000 else spec)
+        if ("e" in out or "E" in out) and not percent and isinstance(value, float) and math.isfinite(value):
+            return readable(value, digits)
+        return out
+    return number
 
 
 _WIDE_CHAR = re.compile(rf"[{_CJK}{_FULLWIDTH}]")
@@ -198,30 +358,31 @@ def _fill(template: str, params: Mapping[str, Any]) -> tuple[str, bool]:
             continue
         if conv:
             value = _FORMATTER.convert_field(value, conv)
-        kind = type(value)
-        if kind is str or isinstance(value, str):
-            if _WIDE_CHAR.search(value):
-                wide = True
-            if not spec and kind is str:
-                out.append(value)
-                continue
-        elif not spec:  # the common cases of compact(), without its dispatch
-            if kind is float:
-                out.append(_compact_float(value))
-                continue
-            if kind is int:
-                out.append(f"{value:,}")
-                continue
-        try:
-            if not spec:
-                out.append(compact(value))
-            elif kind is float or kind is int or isinstance(value, (int, float)) and not isinstance(value, bool):
-                out.append(format_number(value, spec))
-            else:
-                out.append(format(value, spec))
-        except (ValueError, TypeError):
-            out.append(compact(value))
+        if isinstance(value, str) and _WIDE_CHAR.search(value):
+            wide = True
+        out.append(_format_value(value, spec))
     return "".join(out), wide
+
+
+def _format_value(value: Any, spec: str) -> str:  # noqa: ANN401
+    """One (converted) value as a template shows it: compact without a spec, numbers grouped, and a value its
+    spec does not fit shown compactly rather than failing the answer."""
+    kind = type(value)
+    if not spec:  # the common cases of compact(), without its dispatch
+        if kind is str:
+            return value
+        if kind is float:
+            return _compact_float(value)
+        if kind is int:
+            return f"{value:,}"
+    try:
+        if not spec:
+            return compact(value)
+        if kind is float or kind is int or isinstance(value, (int, float)) and not isinstance(value, bool):
+            return format_number(value, spec)
+        return format(value, spec)
+    except (ValueError, TypeError):
+        return compact(value)
 
 
 _MISSING = object()
