@@ -36,6 +36,10 @@ MAX_CANDIDATES = 50
 # Per GPU-hour. The dearest rack-scale GPU rents for tens of dollars an hour; more is a monthly or whole-cluster
 # price given as hourly, and no arithmetic should start from 1e308 $/h.
 MAX_QUOTE_USD_PER_HOUR = 10_000
+# The smallest positive number a brief or quote may carry. No field has a meaningful value below it (a millionth
+# of a request a second, of a billion parameters, of a dollar), and below it products underflow: 5e-324
+# requests/s x 3600 x an acceptance rate of 0.25 is 0, and the cost per accepted unit divided by it.
+MIN_POSITIVE = 1e-6
 ECHO = 40  # characters of a caller's own text repeated in a description
 
 
@@ -118,6 +122,8 @@ def _check_plan(msg: Message, plan: _Plan, out: list[Violation]) -> None:
                 out.append((path, "must be a finite number"))
             elif value < 0:
                 out.append((path, f"must not be negative (got {value:g})"))
+            elif 0 < value < MIN_POSITIVE:
+                out.append((path, f"must be 0 (not given) or at least {MIN_POSITIVE:g} (got {value:g})"))
             elif arg is not None and value > arg:
                 out.append((path, f"must be at most {arg:g} (got {value:g})"))
         elif check == _INT:
@@ -178,8 +184,8 @@ def validate(request: Any, known_gpus: Iterable[str] = ()) -> list[Violation]:
             out.append((f"{p}.gpu", "is required"))
         elif known and q.gpu not in known:
             out.append((f"{p}.gpu", f"unknown GPU id '{_echo(q.gpu)}'"))
-        if math.isnan(q.usd_per_hour) or math.isinf(q.usd_per_hour) or q.usd_per_hour <= 0:
-            out.append((f"{p}.usd_per_hour", "must be a positive finite price"))
+        if math.isnan(q.usd_per_hour) or math.isinf(q.usd_per_hour) or q.usd_per_hour < MIN_POSITIVE:
+            out.append((f"{p}.usd_per_hour", f"must be a finite price of at least {MIN_POSITIVE:g} $ per GPU-hour"))
         elif q.usd_per_hour > MAX_QUOTE_USD_PER_HOUR:
             out.append((f"{p}.usd_per_hour",
                         f"must be at most {MAX_QUOTE_USD_PER_HOUR:g} $ per GPU-hour (got {q.usd_per_hour:g})"))

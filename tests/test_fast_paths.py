@@ -775,6 +775,8 @@ def reference_check_message(msg: Any, prefix: str, out: list) -> None:  # noqa: 
                 out.append((path, "must be a finite number"))
             elif value < 0:
                 out.append((path, f"must not be negative (got {value:g})"))
+            elif 0 < value < v.MIN_POSITIVE:
+                out.append((path, f"must be 0 (not given) or at least {v.MIN_POSITIVE:g} (got {value:g})"))
             elif path in v.LIMITS and value > v.LIMITS[path]:
                 out.append((path, f"must be at most {v.LIMITS[path]:g} (got {value:g})"))
         elif fd.type in (fd.TYPE_INT32, fd.TYPE_INT64, fd.TYPE_UINT32, fd.TYPE_UINT64):

@@ -23,7 +23,7 @@ from service.api import pb
 from service.decide.sizing import MAX_GPUS
 from service.errors import MAX_VIOLATIONS, invalid_status
 from service.store import RuleStore
-from service.validate import MAX_QUOTE_USD_PER_HOUR, validate
+from service.validate import MAX_QUOTE_USD_PER_HOUR, MIN_POSITIVE, validate
 from tests.conftest import Running, call
 from tests.fuzz_requests import request_from_seed, seeds
 
@@ -123,6 +123,56 @@ def test_a_quote_of_1e308_per_hour_is_invalid_argument_naming_the_quote(server: 
     assert out.fields == ("quotes[0].usd_per_hour",)
     r.quotes[0].usd_per_hour = MAX_QUOTE_USD_PER_HOUR  # the largest price allowed still gets an answer
     assert call(server.stub.Recommend, r).code == grpc.StatusCode.OK
+
+
+def test_a_number_too_small_to_mean_anything_is_invalid_argument_not_an_underflow(server: Running):
+    # Found by Hypothesis: 5e-324 requests/s x 3600 x an acceptance rate of 0.25 underflows to 0, and the cost
+    # per accepted unit divided by it (ZeroDivisionError, INTERNAL). Every double of a brief has a floor.
+    r = _base()
+    r.brief.traffic.requests_per_second = 5e-324
+    r.brief.economics.acceptance_rate = 0.25
+    out = call(server.stub.Recommend, r)
+    assert out.code == grpc.StatusCode.INVALID_ARGUMENT
+    assert out.fields == ("brief.traffic.requests_per_second",)
+    assert "at least 1e-06" in out.details
+    r.brief.traffic.requests_per_second = MIN_POSITIVE  # the smallest allowed gets an answer
+    assert call(server.stub.Recommend, r).code == grpc.StatusCode.OK
+    r.quotes.add(gpu="h100-sxm", usd_per_hour=1e-300)
+    out = call(server.stub.Recommend, r)
+    assert out.code == grpc.StatusCode.INVALID_ARGUMENT and out.fields == ("quotes[0].usd_per_hour",)
+
+
+def test_every_double_of_a_brief_at_its_floor_or_below_gets_ok_or_invalid_argument(bundle):
+    # In-process: each double field of the brief, set to the smallest allowed value and to values below it,
+    # on the bench brief with every success unit and a few acceptance rates.
+    from service.loadgen import distinct_briefs
+
+    doubles = [(path, name) for path, name in _double_fields(pb.WorkloadBrief.DESCRIPTOR, ("brief",))]
+    assert len(doubles) >= 14
+    base = pb.RecommendRequest.FromString(distinct_briefs(1)[0][5:])
+    for (path, name), value in ((d, v) for d in doubles for v in (5e-324, 1e-310, 1e-12, MIN_POSITIVE)):
+        for unit in pb.SuccessUnit.values():
+            for acceptance in (0.0, 0.001, 0.25):
+                r = pb.RecommendRequest()
+                r.CopyFrom(base)
+                r.brief.success_unit, r.brief.economics.acceptance_rate = unit, acceptance
+                msg = r
+                for part in path:
+                    msg = getattr(msg, part)
+                setattr(msg, name, value)
+                violations = validate(r, bundle.known_gpu_ids())
+                if value < MIN_POSITIVE:
+                    assert ".".join((*path, name)) in {v[0] for v in violations}
+                elif not violations:
+                    assert api.advice_to_proto(bundle.advise(api.request_from_proto(r))).summary
+
+
+def _double_fields(desc, prefix):  # noqa: ANN001, ANN202
+    for f in desc.fields:
+        if f.type == f.TYPE_MESSAGE and not f.is_repeated:
+            yield from _double_fields(f.message_type, (*prefix, f.name))
+        elif f.type in (f.TYPE_DOUBLE, f.TYPE_FLOAT) and not f.is_repeated:
+            yield prefix, f.name
 
 
 @pytest.mark.parametrize("rps", [1e7, 1_000_000])
