@@ -52,6 +52,8 @@ class ProbeProcess:
                  beat_seconds: float = BEAT_SECONDS):
         self.servicer, self.services, self.beat_seconds = servicer, services, beat_seconds
         cmd = [sys.executable, "-m", "service.probe", "--addr", addr, "--stale-seconds", str(stale_seconds)]
+        for service in services:
+            cmd += ["--service", service]
         if shared_port:
             cmd.append("--shared-port")
         # stderr is the server's: the probe's log lines go where the server's go.
@@ -110,17 +112,19 @@ class ProbeProcess:
 class _Mirror:
     """The statuses last heard from the server, and NOT_SERVING for all of them once it has gone quiet."""
 
-    def __init__(self, servicer: health.HealthServicer, stale_seconds: float):
+    def __init__(self, servicer: health.HealthServicer, stale_seconds: float, services: tuple[str, ...] = ("",)):
         self.servicer, self.stale_seconds = servicer, stale_seconds
-        self.heard: dict[str, int] = {}
+        # Known from the start, so a probe before the first line gets NOT_SERVING rather than NOT_FOUND.
+        self.heard: dict[str, int] = dict.fromkeys(("", *services), NOT_SERVING)
         self.last = time.monotonic()
         self.stale = False
         self._lock = threading.Lock()
-        servicer.set("", NOT_SERVING)  # nothing heard yet
+        for service in self.heard:
+            servicer.set(service, NOT_SERVING)  # nothing heard yet
 
     def update(self, statuses: dict[str, int]) -> None:
         with self._lock:
-            self.heard, self.last = statuses, time.monotonic()
+            self.heard, self.last = {**self.heard, **statuses}, time.monotonic()
             if self.stale:
                 log.warning("probe_server_heard_again")
                 self.stale = False
@@ -132,7 +136,7 @@ class _Mirror:
             if not self.stale and time.monotonic() - self.last > self.stale_seconds:
                 self.stale = True
                 log.warning("probe_server_silent", seconds=self.stale_seconds)
-                for service in self.heard or {"": NOT_SERVING}:
+                for service in self.heard:
                     self.servicer.set(service, NOT_SERVING)
 
 
@@ -148,12 +152,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--addr", required=True)
     parser.add_argument("--stale-seconds", type=float, default=STALE_SECONDS)
     parser.add_argument("--shared-port", action="store_true")
+    parser.add_argument("--service", action="append", default=[], help="a service name the server reports")
     args = parser.parse_args(argv)
     from .logging import configure
 
     configure(pid=args.shared_port)
     servicer = health.HealthServicer()
-    mirror = _Mirror(servicer, args.stale_seconds)
+    mirror = _Mirror(servicer, args.stale_seconds, tuple(args.service))
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=2, thread_name_prefix="probe"),
                          options=[("grpc.so_reuseport", int(args.shared_port))])
     health_pb2_grpc.add_HealthServicer_to_server(servicer, server)

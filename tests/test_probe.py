@@ -36,14 +36,15 @@ def wait_for(predicate: Callable[[], bool], timeout: float = 10.0) -> None:
 
 def test_the_probe_process_mirrors_what_it_hears_and_goes_not_serving_when_the_server_is_silent():
     proc = subprocess.Popen([sys.executable, "-m", "service.probe", "--addr", "127.0.0.1:0",
-                             "--stale-seconds", "0.5"], cwd=REPO, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL, text=True)
+                             "--stale-seconds", "0.5", "--service", SERVICE_NAME], cwd=REPO,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:
         assert proc.stdin is not None and proc.stdout is not None
         word, port = proc.stdout.readline().split()
         assert word == "port"
         port_n = int(port)
-        assert status(port_n) == NOT_SERVING  # nothing heard yet
+        # Nothing heard yet: NOT_SERVING, for the named service too (not NOT_FOUND).
+        assert status(port_n) == NOT_SERVING and status(port_n, SERVICE_NAME) == NOT_SERVING
 
         def tell(statuses: dict[str, int]) -> None:
             proc.stdin.write(json.dumps(statuses) + "\n")  # type: ignore[union-attr]

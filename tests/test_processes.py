@@ -113,10 +113,14 @@ def test_two_processes_serve_one_port_and_stop_on_sigterm(tmp_path: Path, procs)
     assert len(probe_ports) == 1 and None not in probe_ports
     probe_addr = f"127.0.0.1:{probe_ports.pop()}"
     # Each new connection lands on one worker (the kernel hashes it): many connections reach both.
+    # A probe process hears its worker's statuses through a pipe, a moment after the worker's rules load.
     for target in [addr] * 40 + [probe_addr] * 20:
         with grpc.insecure_channel(target, options=[("grpc.use_local_subchannel_pool", 1)]) as channel:
-            reply = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=10)
-            assert reply.status == health_pb2.HealthCheckResponse.SERVING
+            end = time.monotonic() + 10
+            while (status := health_pb2_grpc.HealthStub(channel).Check(
+                    health_pb2.HealthCheckRequest(), timeout=10).status) != health_pb2.HealthCheckResponse.SERVING:
+                assert time.monotonic() < end, f"{target} still says {status}"
+                time.sleep(0.05)
     events = _wait_for(log, proc, lambda ev: {e.get("pid") for e in ev if e.get("event") == "rpc"} >= pids, 20)
     answered = {e["pid"] for e in events if e.get("event") == "rpc"}
     assert answered == pids, f"calls were answered by {answered}, workers are {pids}"

@@ -243,7 +243,8 @@ def test_probe_port_answers_health_only_and_follows_the_drain(held):
     probe_port = running.server.probe_port
     assert probe_port not in (0, running.port)
     with grpc.insecure_channel(f"127.0.0.1:{probe_port}") as probe:
-        assert health_status(probe) == SERVING
+        # The probe process hears the server's statuses through a pipe, a moment after the rules load.
+        wait_for(lambda: health_status(probe) == SERVING)
         assert health_pb2_grpc.HealthStub(probe).Check(
             health_pb2.HealthCheckRequest(service="gpuadvisor.v1.GpuAdvisor"), timeout=5).status == SERVING
         # Health is all it answers: the advisor's methods are on the main port only.
@@ -466,7 +467,7 @@ def test_probe_port_is_plaintext_when_the_main_port_is_tls(pki: Pki, start_serve
                            health_addr="127.0.0.1:0")
     assert ruleset_code(grpc.insecure_channel(running.addr)) == grpc.StatusCode.UNAVAILABLE
     with grpc.insecure_channel(f"127.0.0.1:{running.server.probe_port}") as probe:
-        assert health_status(probe) == SERVING  # what a Kubernetes gRPC probe (plaintext only) sees
+        wait_for(lambda: health_status(probe) == SERVING)  # what a Kubernetes gRPC probe (plaintext only) sees
 
 
 def test_mtls_refuses_clients_without_a_trusted_certificate(pki: Pki, monkeypatch, start_server,
