@@ -307,3 +307,47 @@ def test_suspect_batches_are_found_as_by_plain_substring_tests(raw):
     from service.engine.durable import _suspect
 
     assert _suspect(raw) == (b"e-" in raw or b"e+" in raw or b"null" in raw)
+
+
+# -- the engine sees short field names and batch places; answers must not change ------------------------------
+
+
+def test_aliases_are_short_distinct_and_never_the_engines_own_keys():
+    from service.engine.durable import _aliases
+
+    fields = [f"field_{i}" for i in range(200)]
+    alias = _aliases(fields)
+    assert list(alias) == fields
+    assert len(set(alias.values())) == 200
+    assert not set(alias.values()) & {"t", "sid", "id"}
+    assert all(a.isalpha() and a.islower() and len(a) <= 2 for a in alias.values())
+
+
+def test_fields_named_like_other_fields_aliases_keep_their_own_values(engine_factory):
+    # "b" is tested first and so is sent as "a", while the fact's own "a" is sent as "b": no value may cross over.
+    rules = [rule("b_big", (Condition("b", "gt", 5.0),)), rule("a_big", (Condition("a", "gt", 5.0),))]
+    e = engine_factory(rules)
+    fs = [{"id": "x", "a": 9.0, "b": 1.0}, {"id": "y", "a": 1.0, "b": 9.0}, {"id": "z", "a": 9.0}]
+    assert e.evaluate("candidate", fs) == reference(rules, fs) == {"x": {"a_big"}, "y": {"b_big"}, "z": {"a_big"}}
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    picks=st.lists(st.tuples(st.integers(0, 59), st.sampled_from(["lt", "ge", "eq"]), st.integers(0, 3)),
+                   min_size=1, max_size=30),
+    rows=st.lists(st.lists(st.integers(0, 3), min_size=60, max_size=60), min_size=1, max_size=4),
+)
+def test_rules_over_more_fields_than_letters_agree_with_the_reference(picks, rows):
+    # 60 fields: the later ones get two-letter engine names; facts are known to the engine by their batch place,
+    # and ids that repeat share one entry, as before.
+    rules = [rule(f"r{i}", (Condition(f"v{f}", op, float(x)),)) for i, (f, op, x) in enumerate(picks)]
+    fs = [{"id": f"f{i % 3}", **{f"v{j}": float(v) for j, v in enumerate(row)}} for i, row in enumerate(rows)]
+    e = DurableEngine(rules, shard_size=7)
+    try:
+        got = e.evaluate("candidate", fs)
+    finally:
+        e.close()
+    want: dict[str, set[str]] = {}
+    for f in fs:
+        want.setdefault(f["id"], set()).update(r.id for r in rules if r.matches(f))
+    assert got == want
