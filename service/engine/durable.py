@@ -19,8 +19,9 @@ Speed: a shard is sent only the fields its own rules test (a field no rule reads
 engine echoes every field back in each match), written and read by orjson; the hand-written `encode` is the
 fallback for the rare batch holding a float written with an exponent, a NaN/infinity or an unsupported value.
 The engine parses every fact and echoes it whole in each match, so it sees short field names (`_aliases`, one
-map per shard) and each fact's place in the batch as its id: a fifth less engine time per answer. Every rule
-has a `cap`, so one action brings all of a rule's matches (about 10 actions per answer, not 50), read by search.
+map per shard) and each fact's place in the batch as its id. Every rule has a `cap`, so one action brings all
+of a rule's matches (about 10 actions per answer, not 50), read by search. Together about a tenth less engine
+time per answer (0.53-0.69 -> 0.50-0.55 ms, interleaved in one process); the C matching itself is the rest.
 """
 
 from __future__ import annotations
