@@ -270,7 +270,7 @@ def test_a_shard_sees_only_the_fields_its_rules_test(engine_factory):
     assert e.evaluate("candidate", [{"id": "a", "gpu": "h100", "noise": "x" * 1000}]) == {"a": {"r"}}
 
 
-# Matches are read from the action text without parsing the echoed fact; ids and texts that look like that
+# Matches are read from the action text by search where the batch allows it; ids and texts that look like that
 # text's keys (quotes, backslashes, `{"m":`, `"id":"`) must still be told apart, or parsed the slow way.
 _tricky = st.one_of(
     st.text(max_size=8),
@@ -291,19 +291,81 @@ def test_matches_of_facts_with_tricky_ids_and_texts_reach_the_right_fact(ids, te
         e.close()
 
 
-def test_a_plain_action_text_is_read_without_parsing():
-    from service.engine.durable import _match_of
-
-    assert _match_of('{"r3":{"m":{"gpu":"h100","t":"candidate","sid":"7","id":"candidate:h100"}}}') == (
-        "r3", "candidate:h100")
-    assert _match_of('{"r3":{"m":{"s":"a\\",\\"id\\":\\"9","sid":"1","id":"0"}}}') == ("r3", "0")
-    assert _match_of('{"r3":{"m":{"sid":"1","id":"a\\"b"}}}') == (None, None)  # escaped id: parse it
-    assert _match_of('{"r1":{"m":{"id":"a"}},"r2":{"m":{"id":"b"}}}') == (None, None)  # two matches
-
-
 @settings(max_examples=500, deadline=None)
 @given(st.binary(max_size=40) | st.text(alphabet='e-+nul1.0",:{}[]x', max_size=40).map(str.encode))
 def test_suspect_batches_are_found_as_by_plain_substring_tests(raw):
     from service.engine.durable import _suspect
 
     assert _suspect(raw) == (b"e-" in raw or b"e+" in raw or b"null" in raw)
+
+
+# -- the engine sees short field names and batch places; answers must not change ------------------------------
+
+
+def test_aliases_are_short_distinct_and_never_the_engines_own_keys():
+    from service.engine.durable import _aliases
+
+    fields = [f"field_{i}" for i in range(200)]
+    alias = _aliases(fields)
+    assert list(alias) == fields
+    assert len(set(alias.values())) == 200
+    assert not set(alias.values()) & {"t", "sid", "id", "m"}
+    assert all(a.isalpha() and a.islower() and len(a) <= 2 for a in alias.values())
+
+
+def test_fields_named_like_other_fields_aliases_keep_their_own_values(engine_factory):
+    # "b" is tested first and so is sent as "a", while the fact's own "a" is sent as "b": no value may cross over.
+    rules = [rule("b_big", (Condition("b", "gt", 5.0),)), rule("a_big", (Condition("a", "gt", 5.0),))]
+    e = engine_factory(rules)
+    fs = [{"id": "x", "a": 9.0, "b": 1.0}, {"id": "y", "a": 1.0, "b": 9.0}, {"id": "z", "a": 9.0}]
+    assert e.evaluate("candidate", fs) == reference(rules, fs) == {"x": {"a_big"}, "y": {"b_big"}, "z": {"a_big"}}
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    picks=st.lists(st.tuples(st.integers(0, 59), st.sampled_from(["lt", "ge", "eq"]), st.integers(0, 3)),
+                   min_size=1, max_size=30),
+    rows=st.lists(st.lists(st.integers(0, 3), min_size=60, max_size=60), min_size=1, max_size=4),
+)
+def test_rules_over_more_fields_than_letters_agree_with_the_reference(picks, rows):
+    # 60 fields: the later ones get two-letter engine names; facts are known to the engine by their batch place,
+    # and ids that repeat share one entry, as before.
+    rules = [rule(f"r{i}", (Condition(f"v{f}", op, float(x)),)) for i, (f, op, x) in enumerate(picks)]
+    fs = [{"id": f"f{i % 3}", **{f"v{j}": float(v) for j, v in enumerate(row)}} for i, row in enumerate(rows)]
+    e = DurableEngine(rules, shard_size=7)
+    try:
+        got = e.evaluate("candidate", fs)
+    finally:
+        e.close()
+    want: dict[str, set[str]] = {}
+    for f in fs:
+        want.setdefault(f["id"], set()).update(r.id for r in rules if r.matches(f))
+    assert got == want
+
+
+@pytest.mark.parametrize("cap", [1, 2, 10_000])
+def test_a_rules_matches_arrive_together_up_to_its_cap_and_all_reach_their_facts(monkeypatch, cap):
+    # Each action carries up to `cap` of one rule's matches; batches whose strings hold braces or brackets are
+    # read by parsing, the rest by search: both must credit every fact that matched, and only those.
+    import service.engine.durable as durable
+
+    monkeypatch.setattr(durable, "_CAP", cap)
+    rules = [rule("big", (Condition("n", "ge", 2.0),)), rule("word", (Condition("s", "eq", "{[x]}"),)),
+             rule("any", (Condition("n", "ge", 0.0),))]
+    fs = [{"id": f"f{i}", "n": float(i % 5), "s": "{[x]}" if i % 3 == 0 else "plain"} for i in range(23)]
+    plain = [dict(f, s="plain") for f in fs]
+    e = DurableEngine(rules)
+    try:
+        assert e.evaluate("candidate", fs) == reference(rules, fs)
+        assert e.evaluate("candidate", plain) == reference(rules, plain)
+    finally:
+        e.close()
+
+
+def test_an_action_with_several_matches_is_read_as_parsing_reads_it():
+    from service.engine.durable import _read
+
+    out: list[set[str]] = [set(), set(), set()]
+    _read('{"r0":[{"m":{"a":1,"id":"2"}},{"m":{"a":"]}","id":"0"}}],"__sentinel__":{"m":{"id":"__sentinel__"}}}',
+          {"r0": "rule"}, out)
+    assert out == [{"rule"}, set(), {"rule"}]

@@ -18,6 +18,10 @@ Hazards designed around (each has a test in tests/test_durable_hazards.py):
 Speed: a shard is sent only the fields its own rules test (a field no rule reads cannot change a match, and the
 engine echoes every field back in each match), written and read by orjson; the hand-written `encode` is the
 fallback for the rare batch holding a float written with an exponent, a NaN/infinity or an unsupported value.
+The engine parses every fact and echoes it whole in each match, so it sees short field names (`_aliases`, one
+map per shard) and each fact's place in the batch as its id. Every rule has a `cap`, so one action brings all
+of a rule's matches (about 10 actions per answer, not 50), read by search. Together about a tenth less engine
+time per answer (0.53-0.69 -> 0.50-0.55 ms, interleaved in one process); the C matching itself is the rest.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ import contextlib
 import itertools
 import json
 import math
+import re
 import threading
 from collections.abc import Sequence
 from decimal import Decimal
@@ -37,6 +42,9 @@ import orjson
 from .ir import Condition, Rule
 
 SHARD_SIZE = 40
+# A rule's matches reach us in one action, up to this many (more come in further actions): an action costs a
+# round trip through the extension and our loop, and a rule often matches most of a request's candidates.
+_CAP = 10_000
 _SENTINEL = "__sentinel__"
 _names = itertools.count(1)
 
@@ -100,19 +108,6 @@ def encode_batch(facts: list[dict[str, Any]]) -> str:
     return encode(facts) if _suspect(raw) else raw.decode()
 
 
-def _match_of(text: str) -> tuple[str | None, str | None]:
-    """(engine rule name, fact id) of an action holding ONE match, read without parsing the echoed fact; (None,
-    None) when the text is not that plain shape (the caller parses it). The text is JSON, so a quote inside a
-    string is always escaped: `{"m":` and `"id":"` occur only as keys, and our row has one `id`."""
-    if text.count('{"m":') != 1 or not text.startswith('{"'):
-        return None, None
-    start = text.rfind('"id":"')
-    end = text.find('"', start + 6)
-    if start < 0 or end < 0 or "\\" in text[start:end]:
-        return None, None
-    return text[2 : text.index('"', 2)], text[start + 6 : end]
-
-
 def _fields(rules: Sequence[tuple[str, Rule]]) -> tuple[str, ...]:
     seen: dict[str, None] = {}
     for _, rule in rules:
@@ -122,8 +117,27 @@ def _fields(rules: Sequence[tuple[str, Rule]]) -> tuple[str, ...]:
     return tuple(f for f in seen if f not in ("t", "sid", "id"))
 
 
-def _test(cond: Condition) -> dict[str, Any]:
-    f, v = cond.field, cond.value
+_RESERVED = frozenset(("t", "sid", "id", "m"))  # ours, the engine's, and the match name in every action
+
+
+def _aliases(fields: Sequence[str]) -> dict[str, str]:
+    """A short engine-side name per fact field: the engine parses each fact's text and echoes it whole in every
+    match, so long keys cost twice. Names are letters only (never `$`, which the engine reads as an operator) and
+    never the keys the engine or we use ourselves."""
+    out: dict[str, str] = {}
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    for name in itertools.chain(letters, (a + b for a in letters for b in letters)):
+        if len(out) == len(fields):
+            break
+        if name not in _RESERVED:
+            out[fields[len(out)]] = name
+    if len(out) < len(fields):  # more than ~670 fields in one shard: cannot happen with SHARD_SIZE rules
+        raise EngineError(f"too many fields in one ruleset: {len(fields)}")
+    return out
+
+
+def _test(cond: Condition, alias: dict[str, str]) -> dict[str, Any]:
+    f, v = alias.get(cond.field, cond.field), cond.value
     match cond.op:
         case "eq":
             return {f: v}
@@ -145,16 +159,30 @@ def _test(cond: Condition) -> dict[str, Any]:
     raise EngineError(f"unknown operator {cond.op}")
 
 
-def _pattern(fact_type: str, branch: Sequence[Condition]) -> dict[str, Any]:
+def _pattern(fact_type: str, branch: Sequence[Condition], alias: dict[str, str]) -> dict[str, Any]:
     # The fact-type test comes first so no rule can ever match the engine's own state fact.
-    return {"$and": [{"t": fact_type}, *(_test(c) for c in branch)]}
+    return {"$and": [{"t": fact_type}, *(_test(c, alias) for c in branch)]}
+
+
+_ID = re.compile(r'"id":"([0-9]+)"')
+
+
+def _read(text: str, keys: dict[str, str], out: list[set[str]]) -> None:
+    """Record the matches of one action's text, parsed: {rule: [{"m": fact}, ...]} (a capped rule's matches
+    come as a list)."""
+    for name, found in orjson.loads(text).items():
+        rule_id = keys.get(name)
+        if rule_id is not None:
+            for match in found if isinstance(found, list) else (found,):
+                out[int(match["m"]["id"])].add(rule_id)
 
 
 class _Shard:
-    def __init__(self, name: str, definition: dict[str, Any], keys: dict[str, str], fields: tuple[str, ...]):
+    def __init__(self, name: str, definition: dict[str, Any], keys: dict[str, str], alias: dict[str, str]):
         self.name = name
         self.keys = keys  # engine rule name → rule id
-        self.fields = fields  # the fact fields this shard's rules test: all the engine needs to see
+        self.fields = tuple(alias)  # the fact fields this shard's rules test: all the engine needs to see
+        self.pairs = tuple(alias.items())  # (fact field, its name in the engine)
         self.handle = _dre.create_ruleset(name, encode(definition))
 
 
@@ -169,26 +197,24 @@ class DurableEngine:
         self._shards: dict[str, list[_Shard]] = {}
         self._closed = False
         tag = next(_names)
-        by_fact: dict[str, list[tuple[str, dict[str, Any], Rule]]] = {}
+        by_fact: dict[str, list[tuple[str, tuple[Condition, ...], Rule]]] = {}
         for rule in rules:
             for branch in rule.branches:
-                by_fact.setdefault(rule.fact, []).append(
-                    (rule.id, {"all": [{"m": _pattern(rule.fact, branch)}]}, rule)
-                )
+                by_fact.setdefault(rule.fact, []).append((rule.id, branch, rule))
         try:
             for fact, entries in by_fact.items():
                 shards = []
                 for s in range(0, len(entries), shard_size):
                     chunk = entries[s : s + shard_size]
+                    alias = _aliases(_fields([(rid, r) for rid, _, r in chunk]))
                     definition: dict[str, Any] = {}
                     keys: dict[str, str] = {}
-                    for i, (rule_id, body, _) in enumerate(chunk):
+                    for i, (rule_id, branch, _) in enumerate(chunk):
                         name = f"r{s + i}"
-                        definition[name] = body
+                        definition[name] = {"all": [{"m": _pattern(fact, branch, alias)}], "cap": _CAP}
                         keys[name] = rule_id
-                    definition[_SENTINEL] = {"all": [{"m": {"t": _SENTINEL}}]}
-                    fields = _fields([(rid, r) for rid, _, r in chunk])
-                    shards.append(_Shard(f"ga{tag}_{fact}_{s // shard_size}", definition, keys, fields))
+                    definition[_SENTINEL] = {"all": [{"m": {"t": _SENTINEL}}], "cap": _CAP}
+                    shards.append(_Shard(f"ga{tag}_{fact}_{s // shard_size}", definition, keys, alias))
                 self._shards[fact] = shards
         except BaseException:
             self.close()
@@ -200,42 +226,44 @@ class DurableEngine:
 
     def evaluate(self, fact_type: str, facts: Sequence[dict[str, Any]]) -> dict[str, set[str]]:
         """Which rule ids matched each fact (keyed by the fact's `id`)."""
-        matched: dict[str, set[str]] = {str(f["id"]): set() for f in facts}
+        ids = [str(f["id"]) for f in facts]
+        matched: dict[str, set[str]] = {fid: set() for fid in ids}
+        # The engine knows each fact by its place in the batch (plain digits, short to echo and never escaped).
+        found: list[set[str]] = [matched[fid] for fid in ids]
         with self._lock:
             if self._closed:
                 raise EngineError("engine is closed")
             for shard in self._shards.get(fact_type, []) if facts else []:
-                self._run(shard, fact_type, facts, matched)
+                self._run(shard, fact_type, facts, found)
         return matched
 
-    def _run(
-        self, shard: _Shard, fact_type: str, facts: Sequence[dict[str, Any]], out: dict[str, set[str]]
-    ) -> None:
+    def _run(self, shard: _Shard, fact_type: str, facts: Sequence[dict[str, Any]], out: list[set[str]]) -> None:
         sid = str(next(self._sids))
-        fields = shard.fields
+        pairs = shard.pairs
         batch = []
-        for f in facts:
+        for i, f in enumerate(facts):
             # A field missing from the fact stays missing (it never matches, as in the reference evaluator).
-            row = {k: f[k] for k in fields if k in f}
-            row["t"], row["sid"], row["id"] = fact_type, sid, str(f["id"])
+            row = {a: f[k] for k, a in pairs if k in f}
+            row["t"], row["sid"], row["id"] = fact_type, sid, str(i)
             batch.append(row)
         batch.append({"t": _SENTINEL, "sid": sid, "id": _SENTINEL})
         keys = shard.keys
+        text = encode_batch(batch)
+        # Rows of scalars only (no brace but each row's own, no bracket but the batch's; one inside a string sends
+        # the batch the slow way) make every `{"m":` and `"id":"` in an action text structure: read by search.
+        flat = text.count("{") == len(batch) and text.count("[") == 1
         try:
-            state_handle = _dre.assert_facts(shard.handle, encode_batch(batch))[1]
+            state_handle = _dre.assert_facts(shard.handle, text)[1]
             step = _dre.start_action_for_state(shard.handle, state_handle)
             text = step[1] if step else None
             while text:
-                name, fact_id = _match_of(text)
-                if name is None:
-                    for name, match in orjson.loads(text).items():
-                        rule_id = keys.get(name)
-                        if rule_id is not None:
-                            out[str(match["m"]["id"])].add(rule_id)
-                else:
-                    rule_id = keys.get(name)
+                if flat and text.count(':[{"m":') == 1 and text.startswith('{"'):
+                    rule_id = keys.get(text[2 : text.index('"', 2)])  # the one rule this action is for
                     if rule_id is not None:
-                        out[fact_id].add(rule_id)  # type: ignore[index]
+                        for place in _ID.findall(text):
+                            out[int(place)].add(rule_id)
+                else:
+                    _read(text, keys, out)
                 text = _dre.complete_and_start_action(shard.handle, state_handle)
         except _dre.error as exc:
             raise EngineError(f"durable_rules failed in {shard.name}: {exc}") from exc

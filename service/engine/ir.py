@@ -180,40 +180,47 @@ class Program:
 
 
 def apply_hit_policies(rules: tuple[Rule, ...], matched: set[str]) -> list[Rule]:
-    """Rules that take effect for ONE fact, given the ids that matched it: `first` groups keep their best rule."""
+    """Rules that take effect for ONE fact, given the ids that matched it: `first` groups keep their best rule.
+    The result is ordered by (-priority, group, order), ties as `sorted` left them over the collected rules
+    followed by each group's best (tests/test_fast_paths.py holds the plain version equal to this one)."""
     if not matched:
         return []
-    # Only the matched rules, in the order of `rules` (ties in a group go to the earlier one): a fact matches a
-    # few of the dozens of rules of its type.
-    positions = _positions(rules)
+    # Only the matched rules, walked in the order of the answer (a fact matches a few of the dozens of rules of
+    # its type): a `first` group's best is the first of its rules met, and no sort by key is left to do.
+    ranks, ranked = _ranks(rules)
     winners: list[Rule] = []
-    best_in_group: dict[str, Rule] = {}
-    for i in sorted(i for rule_id in matched for i in positions.get(rule_id, ())):
-        rule = rules[i]
+    taken: set[str] = set()
+    for at in sorted([r for rule_id in matched for r in ranks.get(rule_id, ())]):
+        rule = ranked[at]
         if rule.hit_policy == "collect":
             winners.append(rule)
-            continue
-        current = best_in_group.get(rule.group)
-        if current is None or (rule.priority, -rule.order) > (current.priority, -current.order):
-            best_in_group[rule.group] = rule
-    winners.extend(best_in_group.values())
-    return sorted(winners, key=lambda r: (-r.priority, r.group, r.order))
+        elif rule.group not in taken:
+            taken.add(rule.group)
+            winners.append(rule)
+    return winners
 
 
-_POSITIONS: dict[int, tuple[tuple[Rule, ...], dict[str, tuple[int, ...]]]] = {}
+_RANKS: dict[int, tuple[tuple[Rule, ...], dict[str, tuple[int, ...]], tuple[Rule, ...]]] = {}
 
 
-def _positions(rules: tuple[Rule, ...]) -> dict[str, tuple[int, ...]]:
-    """Rule id → its places in `rules`, kept per tuple (a Program's per-fact tuples live as long as it does; the
-    entry holds its tuple, so the id is not reused while kept)."""
-    found = _POSITIONS.get(id(rules))
+def _ranks(rules: tuple[Rule, ...]) -> tuple[dict[str, tuple[int, ...]], tuple[Rule, ...]]:
+    """`rules` ranked as an answer orders them: by (-priority, group, order), a collected rule before a `first`
+    one that ties with it (the plain version sorts the collected rules ahead of the groups' best), then by place
+    (the earlier of equal rules wins its group); and rule id → its ranks. Kept per tuple (a Program's per-fact
+    tuples live as long as it does; the entry holds its tuple, so the id is not reused while kept)."""
+    found = _RANKS.get(id(rules))
     if found is not None and found[0] is rules:
-        return found[1]
+        return found[1], found[2]
+    order = sorted(
+        range(len(rules)),
+        key=lambda i: (-rules[i].priority, rules[i].group, rules[i].order, rules[i].hit_policy != "collect", i),
+    )
     places: dict[str, list[int]] = {}
-    for i, rule in enumerate(rules):
-        places.setdefault(rule.id, []).append(i)
+    for rank, i in enumerate(order):
+        places.setdefault(rules[i].id, []).append(rank)
     table = {rule_id: tuple(at) for rule_id, at in places.items()}
-    if len(_POSITIONS) >= 32:  # the few rules versions alive at once, four fact types each
-        _POSITIONS.clear()
-    _POSITIONS[id(rules)] = (rules, table)
-    return table
+    ranked = tuple(rules[i] for i in order)
+    if len(_RANKS) >= 32:  # the few rules versions alive at once, four fact types each
+        _RANKS.clear()
+    _RANKS[id(rules)] = (rules, table, ranked)
+    return table, ranked
