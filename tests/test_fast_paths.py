@@ -878,3 +878,12 @@ def test_shipped_templates_fill_straight_as_the_reference_does(book, data, local
     values = st.one_of(_VALUES, st.floats(-2000, 2000), st.sampled_from((0.5, 999.99, 1000.0, -999.5, 12345.678)))
     params = data.draw(st.dictionaries(st.sampled_from(names), values) if names else st.just({}))
     assert msgs.text(key, locale, params) == reference_text(book.messages, key, locale, params)
+
+
+def test_answer_parts_filled_from_their_dict_have_exactly_their_messages_fields() -> None:
+    # advice_to_proto hands Reason, Ownership and Performance objects' __dict__ to their messages as is.
+    from dataclasses import fields
+
+    for kind, message in ((advice_types.Reason, pb.Reason), (advice_types.Ownership, pb.Ownership),
+                          (advice_types.Performance, pb.Performance)):
+        assert {f.name for f in fields(kind)} == {f.name for f in message.DESCRIPTOR.fields}, kind

@@ -174,7 +174,10 @@ _COMPILED: dict[int, _Compiled] = {}
 
 
 def _params(s: Sizing, fact: dict[str, Any], unit_text: str) -> dict[str, Any]:
-    p = dict(fact)
+    """The candidate's fact with the figures its messages print added, in place: the rules have run on the fact
+    and what is read from it afterwards (id, workload, is_training, utilization_given) is not among these keys;
+    a copy of its ~80 keys per GPU would cost more than the update."""
+    p = fact
     p.update(
         name=s.gpu.name,
         usd_per_unit=s.usd_per_unit,
@@ -354,8 +357,10 @@ def advise(
         not_shown=tuple(c.sizing.gpu.id for c in survivors[limit:]),
         price_tier=compared_tier(brief),
     )
-    summary = render_summary(advice, run.msgs, run.locale, base, shape is not None)
-    return Advice(**{**advice.__dict__, "summary": summary})
+    # The summary is rendered from the otherwise finished answer, which nobody else holds yet: set in place
+    # rather than copied field by field through the frozen constructor.
+    advice.__dict__["summary"] = render_summary(advice, run.msgs, run.locale, base, shape is not None)
+    return advice
 
 
 def _effects_of(table: dict[int, _Effects], rule: Rule) -> _Effects:
@@ -466,8 +471,8 @@ def _candidate(c: _Scored, run: _Run) -> Candidate:
             break_even_months=round(s.break_even_months, 2) if math.isfinite(s.break_even_months) else -1.0,
             purchase_usd=round(s.purchase.usd * s.count, 2) if s.purchase else 0.0,
         ),
-        reasons=(Reason("rank.score", formula), *_ownership_reason(s, run, c.fact["utilization_given"]),
-                 *_said(c.reasons, c, run)),
+        reasons=(_build(Reason, rule_id="rank.score", text=formula),
+                 *_ownership_reason(s, run, c.fact["utilization_given"]), *_said(c.reasons, c, run)),
         caveats=_said(c.caveats, c, run),
         interconnect=interconnect,
         throughput=throughput,
@@ -531,7 +536,7 @@ def _ownership_reason(s: Sizing, run: _Run, utilization_given: bool) -> tuple[Re
         "purchase_source": s.purchase.source,
     }
     key = "ownership.formula" if math.isfinite(s.break_even_hours) else "ownership.never"
-    return (Reason("ownership.break-even", run.text(key, params)),)
+    return (_build(Reason, rule_id="ownership.break-even", text=run.text(key, params)),)
 
 
 def _sig(x: float, digits: int = 6) -> float:
