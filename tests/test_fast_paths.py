@@ -865,3 +865,25 @@ def test_build_gives_what_the_constructor_gives():
     with pytest.raises(dataclasses.FrozenInstanceError):
         built.ttft_ms = 2.0  # type: ignore[misc]  # still frozen
 
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data(), locale=st.sampled_from(("en", "zh-CN")))
+def test_shipped_templates_fill_straight_as_the_reference_does(book, data, locale):  # noqa: ANN001
+    # Every shipped message through its straight-line filler (_straight), with each placeholder given a value of
+    # any kind (small and large floats, ints, bools, text, None) or left missing.
+    msgs = m.Messages(book.messages)
+    key = data.draw(st.sampled_from(sorted(book.messages["en"])))
+    names = m.placeholders(book.messages["en"][key])
+    values = st.one_of(_VALUES, st.floats(-2000, 2000), st.sampled_from((0.5, 999.99, 1000.0, -999.5, 12345.678)))
+    params = data.draw(st.dictionaries(st.sampled_from(names), values) if names else st.just({}))
+    assert msgs.text(key, locale, params) == reference_text(book.messages, key, locale, params)
+
+
+def test_answer_parts_filled_from_their_dict_have_exactly_their_messages_fields() -> None:
+    # advice_to_proto hands Reason, Ownership and Performance objects' __dict__ to their messages as is.
+    from dataclasses import fields
+
+    for kind, message in ((advice_types.Reason, pb.Reason), (advice_types.Ownership, pb.Ownership),
+                          (advice_types.Performance, pb.Performance)):
+        assert {f.name for f in fields(kind)} == {f.name for f in message.DESCRIPTOR.fields}, kind

@@ -58,6 +58,11 @@ class Evaluator(Protocol):
 # for an action without a message. Survivors past max_candidates are listed by id alone.
 _Said = tuple[str, str] | None
 
+# What a candidate rule does, read from its actions once per rules version: whether it has an action
+# `_Run.common` handles (warn, note), and its (kind, message, points) for exclude, score, caveat and note.
+_Effects = tuple[bool, tuple[tuple[str, _Said, float], ...]]
+_CANDIDATE_KINDS = ("exclude", "score", "caveat", "note")
+
 
 @dataclass
 class _Scored:
@@ -79,7 +84,8 @@ class _Scored:
 class _Run:
     def __init__(self, book: Rulebook, engine: Evaluator, req: AdviceRequest):
         self.book, self.engine, self.req = book, engine, req
-        self.msgs = messages_of(book)
+        self.shared = _compiled(book)
+        self.msgs = self.shared.msgs
         self.locale = req.locale or "en"
         # text(key, params): the message `key` in this request's locale, filled from `params`.
         self.text: Callable[[str, Mapping[str, Any]], str] = self.msgs.table(self.locale).text
@@ -139,23 +145,39 @@ class _Run:
                 self.notes.append(Reason(rule.id, self.text(act.get("message"), fact)))
 
 
-def messages_of(book: Rulebook) -> Messages:
-    """The rules' message tables, compiled once per rules version and dropped with it."""
-    found = _MESSAGES.get(id(book))
+class _Compiled:
+    """What one rules version's answers share and compute once: its message tables, and each candidate rule's
+    effects (`_effects_of`)."""
+
+    def __init__(self, book: Rulebook):
+        self.msgs = Messages(book.messages)
+        self.effects: dict[int, _Effects] = {}  # id(rule) → effects; the rules live as long as the book
+
+
+def _compiled(book: Rulebook) -> _Compiled:
+    found = _COMPILED.get(id(book))
     if found is None:
-        found = Messages(book.messages)
-        if _MESSAGES.setdefault(id(book), found) is found:
-            weakref.finalize(book, _MESSAGES.pop, id(book), None)
+        found = _Compiled(book)
+        if _COMPILED.setdefault(id(book), found) is found:
+            weakref.finalize(book, _COMPILED.pop, id(book), None)
     return found
 
 
-# Rulebook id → its compiled messages. Not a field of the (frozen, hashed) Rulebook; each entry leaves when its
+def messages_of(book: Rulebook) -> Messages:
+    """The rules' message tables, compiled once per rules version and dropped with it."""
+    return _compiled(book).msgs
+
+
+# Rulebook id → what its answers share. Not a field of the (frozen, hashed) Rulebook; each entry leaves when its
 # Rulebook is freed, before that id can be reused.
-_MESSAGES: dict[int, Messages] = {}
+_COMPILED: dict[int, _Compiled] = {}
 
 
 def _params(s: Sizing, fact: dict[str, Any], unit_text: str) -> dict[str, Any]:
-    p = dict(fact)
+    """The candidate's fact with the figures its messages print added, in place: the rules have run on the fact
+    and what is read from it afterwards (id, workload, is_training, utilization_given) is not among these keys;
+    a copy of its ~80 keys per GPU would cost more than the update."""
+    p = fact
     p.update(
         name=s.gpu.name,
         usd_per_unit=s.usd_per_unit,
@@ -267,21 +289,23 @@ def advise(
     checkpoint(still_wanted, "candidates")
     scored = [_Scored(s, F.candidate_fact(base, s)) for s in sizings]
     fired = run.fire("candidate", [c.fact for c in scored])
+    effects = run.shared.effects
     for c in scored:
         params = c.params = _with_tiers(_params(c.sizing, c.fact, run.name(f"unit.{c.sizing.unit}")), c.sizing, run)
         for rule in fired[c.fact["id"]]:
-            run.common(rule, params)
-            for act in rule.actions:
-                reason = (rule.id, act.get("message")) if act.get("message") else None
-                if act.kind == "exclude":
+            common, acts = effects.get(id(rule)) or _effects_of(effects, rule)
+            if common:
+                run.common(rule, params)
+            for kind, reason, points in acts:
+                if kind == "exclude":
                     c.exclusions.append(reason)
-                elif act.kind == "score":
-                    c.points += float(act.get("points"))
-                    c.parts.append((rule.id, float(act.get("points"))))
+                elif kind == "score":
+                    c.points += points
+                    c.parts.append((rule.id, points))
                     c.reasons.append(reason)
-                elif act.kind == "caveat":
+                elif kind == "caveat":
                     c.caveats.append(reason)
-                elif act.kind == "note":
+                else:  # note
                     c.reasons.append(reason)
     survivors = [c for c in scored if not c.exclusions]
     _rank(survivors)
@@ -333,8 +357,21 @@ def advise(
         not_shown=tuple(c.sizing.gpu.id for c in survivors[limit:]),
         price_tier=compared_tier(brief),
     )
-    summary = render_summary(advice, run.msgs, run.locale, base, shape is not None)
-    return Advice(**{**advice.__dict__, "summary": summary})
+    # The summary is rendered from the otherwise finished answer, which nobody else holds yet: set in place
+    # rather than copied field by field through the frozen constructor.
+    advice.__dict__["summary"] = render_summary(advice, run.msgs, run.locale, base, shape is not None)
+    return advice
+
+
+def _effects_of(table: dict[int, _Effects], rule: Rule) -> _Effects:
+    acts = tuple(
+        (act.kind, (rule.id, act.get("message")) if act.get("message") else None,
+         float(act.get("points")) if act.kind == "score" else 0.0)
+        for act in rule.actions if act.kind in _CANDIDATE_KINDS
+    )
+    found = (any(act.kind in ("warn", "note") for act in rule.actions), acts)
+    table[id(rule)] = found
+    return found
 
 
 def _assumed(act: Action, a: Assumptions) -> str | int | float | bool | None:
@@ -434,8 +471,8 @@ def _candidate(c: _Scored, run: _Run) -> Candidate:
             break_even_months=round(s.break_even_months, 2) if math.isfinite(s.break_even_months) else -1.0,
             purchase_usd=round(s.purchase.usd * s.count, 2) if s.purchase else 0.0,
         ),
-        reasons=(Reason("rank.score", formula), *_ownership_reason(s, run, c.fact["utilization_given"]),
-                 *_said(c.reasons, c, run)),
+        reasons=(_build(Reason, rule_id="rank.score", text=formula),
+                 *_ownership_reason(s, run, c.fact["utilization_given"]), *_said(c.reasons, c, run)),
         caveats=_said(c.caveats, c, run),
         interconnect=interconnect,
         throughput=throughput,
@@ -460,7 +497,9 @@ def _build(cls: type[_T], **fields: Any) -> _T:  # noqa: ANN401
 
 
 def _said(items: list[_Said], c: _Scored, run: _Run) -> tuple[Reason, ...]:
-    return tuple([Reason(item[0], run.text(item[1], c.params)) if item else None for item in items])  # type: ignore[misc]
+    text, params = run.text, c.params
+    return tuple([_build(Reason, rule_id=item[0], text=text(item[1], params)) if item else None  # type: ignore[misc]
+                  for item in items])
 
 
 def performance(s: Sizing) -> Performance:
@@ -497,7 +536,7 @@ def _ownership_reason(s: Sizing, run: _Run, utilization_given: bool) -> tuple[Re
         "purchase_source": s.purchase.source,
     }
     key = "ownership.formula" if math.isfinite(s.break_even_hours) else "ownership.never"
-    return (Reason("ownership.break-even", run.text(key, params)),)
+    return (_build(Reason, rule_id="ownership.break-even", text=run.text(key, params)),)
 
 
 def _sig(x: float, digits: int = 6) -> float:

@@ -18,8 +18,10 @@ PER_ITEM_UNITS = ("RESPONSE", "TASK", "IMAGE", "VIDEO_SECOND", "RECORD")
 
 
 def render_summary(advice: Advice, msgs: Messages, locale: str, brief: dict[str, Any], sized: bool) -> str:
+    text = msgs.table(locale).text  # what msgs.text(key, locale, params) reads, looked up once
+
     def t(key: str, **params: Any) -> str:
-        return msgs.text(key, locale, params)
+        return text(key, params)
 
     workload = t(f"workload.{brief['workload']}")
     sep = t("summary.list_separator")
