@@ -524,11 +524,17 @@ def _size_inference(
             n = k
             _speed(s, brief, shape, a, n, memo)
         s.meets_latency = _meets(s, lat)
+    _replicate(s, n, brief.workload, shape, brief.traffic.requests_per_second, need(n))
+
+
+def _replicate(s: Sizing, n: int, workload: str, shape: Shape, offered: float,
+               one_replica: mem.MemoryBreakdown) -> None:
+    """Replicas of `n` GPUs each for the offered requests/s: per_replica, replicas, count and the memory of all
+    of them (`fits` turns False past MAX_GPUS)."""
     s.per_replica = n
     # Requests/s one replica sustains: an embedding request is its input tokens, a generation its output tokens.
-    per_request = shape.input_tokens if brief.workload == "EMBEDDING" else shape.output_tokens
+    per_request = shape.input_tokens if workload == "EMBEDDING" else shape.output_tokens
     per_replica_rate = s.tokens_per_second / max(1, per_request)
-    offered = brief.traffic.requests_per_second
     needed = offered / per_replica_rate if offered > 0 and per_replica_rate > 0 else 1.0
     # A huge model on a small GPU at a huge offered load can ask for more GPUs than any cluster (or an int32
     # count) holds: like a training deadline that cannot be met, that is infeasible, not a number to print.
@@ -538,9 +544,9 @@ def _size_inference(
     else:
         s.replicas = max(1, math.ceil(needed))
     s.count = n * s.replicas
-    s.memory = need(n)
+    s.memory = one_replica
     if s.replicas > 1:
-        s.memory = mem.MemoryBreakdown(tuple((c, v * s.replicas) for c, v in s.memory.components))
+        s.memory = mem.MemoryBreakdown(tuple((c, v * s.replicas) for c, v in one_replica.components))
 
 
 def _meets(s: Sizing, lat) -> bool:  # noqa: ANN001 - Latency
@@ -864,21 +870,7 @@ class _Request:
                     speed(s, gt, n)
         if widen:
             s.meets_latency = _meets(s, lat)
-        s.per_replica = n
-        shape = self.shape
-        per_request = shape.input_tokens if self.workload == "EMBEDDING" else shape.output_tokens
-        per_replica_rate = s.tokens_per_second / max(1, per_request)
-        offered = self.brief.traffic.requests_per_second
-        needed = offered / per_replica_rate if offered > 0 and per_replica_rate > 0 else 1.0
-        most = max(1, MAX_GPUS // n)
-        if needed > most:
-            s.replicas, s.fits = most, False
-        else:
-            s.replicas = max(1, math.ceil(needed))
-        s.count = n * s.replicas
-        s.memory = self._need(gt, n)
-        if s.replicas > 1:
-            s.memory = mem.MemoryBreakdown(tuple((c, v * s.replicas) for c, v in s.memory.components))
+        _replicate(s, n, self.workload, self.shape, self.brief.traffic.requests_per_second, self._need(gt, n))
 
     def _plain_speed(self, s: Sizing, gt: tb.GpuTable, n: int) -> None:
         _speed(s, self.brief, self.shape, self.a, n, self.memo)

@@ -298,10 +298,7 @@ def _plain(value: Any) -> str:  # noqa: ANN401
         return _compact_float(value)
     if kind is int:
         return f"{value:,}"
-    try:
-        return compact(value)
-    except (ValueError, TypeError):
-        return compact(value)
+    return compact(value)
 
 
 @lru_cache(maxsize=1024)
@@ -416,17 +413,10 @@ def _fill(template: str, params: Mapping[str, Any]) -> tuple[str, bool]:
 def _format_value(value: Any, spec: str) -> str:  # noqa: ANN401
     """One (converted) value as a template shows it: compact without a spec, numbers grouped, and a value its
     spec does not fit shown compactly rather than failing the answer."""
+    if not spec:
+        return _plain(value)
     kind = type(value)
-    if not spec:  # the common cases of compact(), without its dispatch
-        if kind is str:
-            return value
-        if kind is float:
-            return _compact_float(value)
-        if kind is int:
-            return f"{value:,}"
     try:
-        if not spec:
-            return compact(value)
         if kind is float or kind is int or isinstance(value, (int, float)) and not isinstance(value, bool):
             return format_number(value, spec)
         return format(value, spec)
