@@ -6,7 +6,8 @@ compare the ratios, not the absolute numbers).
 3. Recommend through a real gRPC server on 127.0.0.1;
 4. N live reloads of the rules (default 1000), with resident memory before and after;
 5. load on a real server process: health Check rps vs Recommend rps on distinct briefs (the ratio to the same
-   server's gRPC floor), p50/p99 at half of that saturation, and Recommend rps with 1 vs 2 processes.
+   server's gRPC floor), p50/p99 at half of that saturation (offered evenly), Recommend from the response cache
+   (the RPC's cost without the answer's), and Recommend rps with 1 vs 2 processes.
    `--load-only` runs just this; `--baseline DIR` runs the same load against another checkout (e.g. ../main)
    first, for before/after in one run.
 
