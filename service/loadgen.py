@@ -36,7 +36,7 @@ RECOMMEND = "/gpuadvisor.v1.GpuAdvisor/Recommend"
 class Load:
     rps: float
     latencies_ms: list[float]
-    failed: int
+    failed: int  # h2load: streams that got no HTTP/2 answer (see `h2load`); the fallback: calls that failed
     cpu_ms_per_call: float = float("nan")  # the server's CPU time (all its processes) per answered call
     grpc_errors: int = 0  # calls the server logged with a status other than OK (h2load sees only HTTP 200)
 
@@ -151,7 +151,11 @@ def stagger(clients: int, rps: float) -> list[float]:
 def h2load(port: int, path: str, bodies: list[bytes], seconds: float, streams: int, rps: float = 0) -> Load:
     """One h2load per body, each with one connection and `streams` concurrent streams, all at once; `rps` > 0
     paces each connection to rps / len(bodies) requests per second (for latency below saturation), the
-    connections started `stagger`ed so the offered load arrives evenly."""
+    connections started `stagger`ed so the offered load arrives evenly.
+
+    `failed` counts h2load's failed streams. Under the server's stream cap (`--max-streams`, default 2) a
+    connection's first streams beyond it go out before h2load has read the server's SETTINGS and are refused
+    (RST_STREAM; 0 to 2 per connection, none with the cap off); gRPC clients retry those transparently."""
     with tempfile.TemporaryDirectory() as tmp:
         procs = []
         began = time.monotonic()
@@ -333,7 +337,8 @@ def answer_cpu_ms(repo: Path, bodies: list[bytes], rounds: int = 20) -> float:
 
 def _show(label: str, load: Load) -> None:
     print(f"  {label:46} {load.rps:7.0f} rps  p50 {load.pct(0.5):6.2f} ms  p99 {load.pct(0.99):7.2f} ms"
-          f"  server CPU {load.cpu_ms_per_call:5.2f} ms/call  failed {load.failed + load.grpc_errors}")
+          f"  server CPU {load.cpu_ms_per_call:5.2f} ms/call  failed {load.failed:3}  "
+          f"non-OK {load.grpc_errors}")
 
 
 def run_load(seconds: float, k: int, streams: int, baseline: str = "") -> int:
@@ -341,7 +346,10 @@ def run_load(seconds: float, k: int, streams: int, baseline: str = "") -> int:
     tool = "h2load (nghttp2)" if use_h2load else "grpc.aio fallback in the bench process (h2load not found)"
     briefs = distinct_briefs(k)
     print(f"5. Load on a server process: {tool}; {k} distinct Recommend briefs x {streams} streams each, "
-          f"{seconds:g} s per run, response cache off, INFO logs")
+          f"{seconds:g} s per run, response cache off (but in the row that names it), INFO logs")
+    print("  failed: streams the client saw fail (h2load: mostly a connection's first streams beyond the 2-stream "
+          "cap, refused before it read the server's SETTINGS, which gRPC clients retry); non-OK: calls the server "
+          "logged with a status other than OK (e.g. RESOURCE_EXHAUSTED)")
     targets = [("baseline " + baseline, Path(baseline).resolve())] if baseline else []
     targets.append(("this checkout", REPO))
     for name, repo in targets:
