@@ -112,6 +112,15 @@ class ServerProcess:
         return sum(1 for line in Path(self.log.name).read_text().splitlines()
                    if '"event": "rpc"' in line and '"code": "OK"' not in line and '"code": "CANCELLED"' not in line)
 
+    def calls_per_worker(self) -> list[int]:
+        """Calls each worker logged so far, most first (one entry without `--processes`)."""
+        counts: dict[int, int] = {}
+        for line in Path(self.log.name).read_text().splitlines():
+            if '"event": "rpc"' in line:
+                pid = json.loads(line).get("pid", 0)
+                counts[pid] = counts.get(pid, 0) + 1
+        return sorted(counts.values(), reverse=True)
+
     def cpu_seconds(self) -> float:
         """User + system CPU of the server and its workers so far (/proc; CPU time is what a noisy shared
         machine distorts least)."""
@@ -380,10 +389,14 @@ def run_load(seconds: float, k: int, streams: int, baseline: str = "") -> int:
             two = ServerProcess(2, repo)
             try:
                 h2, r2, half2 = _measure(two, seconds, briefs, streams, use_h2load)
+                split = two.calls_per_worker()
             finally:
                 two.stop()
             _show("health Check, 2 processes", h2)
             _show(f"Recommend, {k} distinct briefs, 2 processes", r2)
             _show(f"Recommend at half saturation ({r2.rps / 2:.0f} rps offered), 2 processes", half2)
             print(f"  scaling 2 processes / 1 process (Recommend): {r2.rps / rec.rps:.2f}x   (target >= 1.7x)")
+            # The kernel spreads connections, not calls: with few connections one worker can get most of them.
+            print(f"  calls per worker over these runs: {' / '.join(map(str, split))} (SO_REUSEPORT spreads the "
+                  f"{len(briefs)} connections of each run, not their calls)")
     return 0
