@@ -60,7 +60,7 @@ class RequestContextInterceptor(grpc.ServerInterceptor):
                 context.set_trailing_metadata(tuple(context.trailing_metadata() or ()) + ((REQUEST_ID, rid),))
                 elapsed = time.perf_counter() - started
                 name = getattr(code, "name", str(code))
-                log.info("rpc", code=name, ms=round(elapsed * 1000, 2))
+                log.info("rpc", code=name, ms=round(elapsed * 1000, 2), peer=context.peer())
                 metrics.observe_rpc(method, name, elapsed)
                 structlog.contextvars.clear_contextvars()
 

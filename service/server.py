@@ -55,6 +55,15 @@ DEFAULT_GRACE_SECONDS = 10.0
 # waits behind hundreds of them. 2 is a running call and a queued one: with one Recommend running at a time,
 # more open streams per connection add no throughput, only calls for Python to juggle (README, Running).
 DEFAULT_MAX_STREAMS = 2
+# A client's channel is one long-lived HTTP/2 connection, so without an end to it the calls of a client stay on
+# the pod (or `--processes` worker) it first reached: pods the autoscaler adds get no traffic from the clients
+# already running, and a worker that got more connections keeps them. After this many seconds (Core adds +-10%
+# jitter) the server sends GOAWAY; calls in flight finish within the grace and new ones go over a new
+# connection, which a DNS-resolving client opens to a freshly resolved address (gRPC A9: server-side
+# connection management).
+DEFAULT_MAX_CONNECTION_AGE = 300.0
+CONNECTION_AGE_GRACE_SECONDS = 30.0
+MAX_CONNECTION_AGE = (2**31 - 1) // 1000  # Core takes the age in milliseconds, as a 32-bit int
 # Threads beyond what the limited methods can hold, so health checks and reflection never wait for a worker.
 SPARE_WORKERS = 8
 RECOMMEND = f"/{api.SERVICE_NAME}/Recommend"  # the method path, as metrics label it
@@ -185,6 +194,7 @@ def serve(
     poll_seconds: float = 0.5, max_concurrent: int = DEFAULT_MAX_CONCURRENT, max_queue: int = DEFAULT_MAX_QUEUE,
     tls: grpc.ServerCredentials | None = None, shared_port: bool = False, response_cache: int = 0,
     max_streams: int = DEFAULT_MAX_STREAMS, health_addr: str = "", peers: fanout.Peers | None = None,
+    max_connection_age: float = DEFAULT_MAX_CONNECTION_AGE,
 ) -> tuple[AdvisorServer, int, RuleStore]:
     """Start serving and return (server, bound port, store). Health stays NOT_SERVING until rules load.
 
@@ -195,6 +205,7 @@ def serve(
     `health_addr`: also answer grpc.health.v1 (only) on this host:port, plaintext, from a process of its own
     that mirrors this server's health (service/probe.py).
     `peers`: a `--processes N` worker's channel to its supervisor; ReloadRules then reloads every worker.
+    `max_connection_age`: seconds before a client connection is asked to move to a new one (0 = never).
     """
     # The rules-checking helper is spawned before gRPC starts its threads (service/vetting.py).
     store = RuleStore(rules_dir, poll_seconds=poll_seconds, vetter=vetting.shared())
@@ -220,6 +231,9 @@ def serve(
         # and refuses new ones with RST_STREAM REFUSED_STREAM, which gRPC clients report as UNAVAILABLE
         # (34 of 40 calls on a warm channel, with a cap of 4). Without it, the client keeps the excess waiting.
         options += [("grpc.max_concurrent_streams", max_streams), ("grpc.http.overload_protection", 0)]
+    if max_connection_age > 0:
+        options += [("grpc.max_connection_age_ms", max(1, round(max_connection_age * 1000))),
+                    ("grpc.max_connection_age_grace_ms", round(CONNECTION_AGE_GRACE_SECONDS * 1000))]
     server = grpc.server(executor, interceptors=[RequestContextInterceptor(), admission], options=options)
     servicer = Servicer(store, admin_token, peers)
     if response_cache > 0:
@@ -254,7 +268,8 @@ def serve(
         store.start_watching()
     log.info("serving", addr=addr, port=port, rules=rules_dir, revision=store.status().revision or None,
              tls=tls is not None, health_port=probe.port if probe else None,
-             admin=bool(admin_token), max_concurrent=max_concurrent, max_queue=max_queue, max_streams=max_streams)
+             admin=bool(admin_token), max_concurrent=max_concurrent, max_queue=max_queue, max_streams=max_streams,
+             max_connection_age=max_connection_age)
     return AdvisorServer(server, executor, health_servicer, admission, probe), port, store
 
 
@@ -273,6 +288,11 @@ def _add_serving_flags(parser: argparse.ArgumentParser) -> None:
                         default=env("GPU_ADVISOR_MAX_STREAMS", str(DEFAULT_MAX_STREAMS)),
                         help="HTTP/2 streams open at once on one client connection; more wait in the client "
                              "(env GPU_ADVISOR_MAX_STREAMS, default %(default)s; 0 = no cap)")
+    parser.add_argument("--max-connection-age", type=float, metavar="S",
+                        default=env("GPU_ADVISOR_MAX_CONNECTION_AGE", str(DEFAULT_MAX_CONNECTION_AGE)),
+                        help="seconds before a client connection is asked (GOAWAY) to reconnect, so clients "
+                             "spread over pods and workers added since (env GPU_ADVISOR_MAX_CONNECTION_AGE, "
+                             "default %(default)s; 0 = never)")
     parser.add_argument("--health-addr", metavar="HOST:PORT", default=env("GPU_ADVISOR_HEALTH_ADDR", ""),
                         help="also answer grpc.health.v1 on this address, plaintext, from a process of its own "
                              "that mirrors this server's health, so probes stay fast while the main port is "
@@ -299,14 +319,16 @@ def _serving_options(parser: argparse.ArgumentParser, args: argparse.Namespace) 
     if args.admin_token is not None:
         parser.error("--admin-token is not accepted (a flag's value shows in `ps`): set GPU_ADVISOR_ADMIN_TOKEN "
                      "or use --admin-token-file")
-    if args.max_concurrent < 1 or args.max_queue < 0 or args.grace_seconds < 0 or args.max_streams < 0:
-        parser.error("--max-concurrent must be >= 1, --max-queue, --max-streams and --grace-seconds >= 0")
+    if (args.max_concurrent < 1 or args.max_queue < 0 or args.grace_seconds < 0 or args.max_streams < 0
+            or not 0 <= args.max_connection_age <= MAX_CONNECTION_AGE):
+        parser.error("--max-concurrent must be >= 1, --max-queue, --max-streams and --grace-seconds >= 0, "
+                     f"--max-connection-age from 0 to {MAX_CONNECTION_AGE}")
     try:
         return {
             "admin_token": admin_token(os.environ, args.admin_token_file),
             "tls": server_credentials(args.tls_cert, args.tls_key, args.tls_client_ca),
             "max_concurrent": args.max_concurrent, "max_queue": args.max_queue, "max_streams": args.max_streams,
-            "health_addr": args.health_addr,
+            "health_addr": args.health_addr, "max_connection_age": args.max_connection_age,
         }
     except ConfigError as err:
         parser.error(str(err))

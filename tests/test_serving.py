@@ -163,6 +163,59 @@ def test_calls_beyond_the_stream_cap_are_answered_not_refused(start_server):
     assert outcomes == [grpc.StatusCode.OK] * 40
 
 
+# -- connection age ----------------------------------------------------------------------------------------
+
+
+def _connections_while_calling(tmp_path: Path, age: str, seconds: float, callers: int = 3) -> tuple[int, list[Any]]:
+    """(client connections the server saw, each call's status) over `seconds` of back-to-back Recommend calls
+    on one channel, to a server process with GPU_ADVISOR_MAX_CONNECTION_AGE=`age`."""
+    proc, port, log = start_process(tmp_path, {"GPU_ADVISOR_MAX_CONNECTION_AGE": age})
+    codes: list[Any] = []
+    try:
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+            stub = pb_grpc.GpuAdvisorStub(channel)
+
+            def caller() -> None:
+                end = time.monotonic() + seconds
+                while time.monotonic() < end:
+                    codes.append(call(stub.Recommend, good_request(), timeout=30).code)
+
+            threads = [threading.Thread(target=caller) for _ in range(callers)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    # Each connection comes from a port of its own: the peer in the server's line for every call tells them apart.
+    peers = {e["peer"] for e in log_events(log) if e.get("event") == "rpc" and e.get("method") == RECOMMEND}
+    return len(peers), codes
+
+
+def test_connections_move_on_at_their_age_and_no_call_fails(tmp_path: Path):
+    # A channel is one connection: without an end to it, a client's calls stay on the pod or worker it reached.
+    connections, codes = _connections_while_calling(tmp_path, "0.5", 3.5)
+    assert len(codes) > 20 and set(codes) == {grpc.StatusCode.OK}
+    assert connections >= 4, f"{connections} connection(s) in 3.5 s at an age of 0.5 s"
+
+
+def test_without_an_age_one_connection_carries_every_call(tmp_path: Path):
+    connections, codes = _connections_while_calling(tmp_path, "0", 2.0)
+    assert set(codes) == {grpc.StatusCode.OK} and connections == 1
+
+
+def test_connection_age_flag_and_env(monkeypatch):
+    monkeypatch.delenv("GPU_ADVISOR_MAX_CONNECTION_AGE", raising=False)
+    assert parse_args([])[1]["max_connection_age"] == 300
+    assert parse_args(["--max-connection-age", "0"])[1]["max_connection_age"] == 0
+    monkeypatch.setenv("GPU_ADVISOR_MAX_CONNECTION_AGE", "60")
+    assert parse_args([])[1]["max_connection_age"] == 60
+    for bad in ("-1", "nan", "3000000"):  # Core holds the age in milliseconds as a 32-bit int
+        with pytest.raises(SystemExit):
+            parse_args(["--max-connection-age", bad])
+
+
 # -- deadlines ---------------------------------------------------------------------------------------------
 
 
