@@ -29,6 +29,7 @@ from service.brief import (
 )
 from service.decide import facts as F
 from service.decide.sizing import shape_of, size
+from service.validate import MIN_POSITIVE
 
 RULES = Path(__file__).parents[1] / "rules"
 TODAY = date(2026, 12, 1)
@@ -44,6 +45,12 @@ def _typed(value, spec) -> bool:
     if spec.type == "enum":
         return value in spec.values
     return isinstance(value, str)
+
+
+def amount(hi: float) -> st.SearchStrategy[float]:
+    """0 (not given) or a value validate.py accepts: it refuses positive numbers below MIN_POSITIVE, whose
+    products underflow to 0 (5e-324 requests/s x an acceptance of 0.25 divided a cost by zero)."""
+    return st.one_of(st.just(0.0), st.floats(MIN_POSITIVE, hi))
 
 
 def brief_strategy():
@@ -66,21 +73,21 @@ def brief_strategy():
             avg_input_tokens=st.integers(0, 32000),
             p95_input_tokens=st.integers(0, 64000),
             avg_output_tokens=st.integers(0, 4000),
-            requests_per_second=st.floats(0, 200),
+            requests_per_second=amount(200),
         ),
-        latency=st.builds(Latency, p95_ms=st.floats(0, 60000), ttft_ms=st.floats(0, 5000)),
+        latency=st.builds(Latency, p95_ms=amount(60000), ttft_ms=amount(5000)),
         run_cycle=st.sampled_from(("UNSPECIFIED", *RUN_CYCLES)),
         boundary=st.sampled_from(("UNSPECIFIED", *BOUNDARIES)),
         success_unit=st.sampled_from(("UNSPECIFIED", *SUCCESS_UNITS)),
         training=st.builds(
             Training,
-            tokens_billion=st.floats(0, 20000),
+            tokens_billion=amount(20000),
             target_days=st.one_of(st.just(0.0), st.floats(0.01, 365)),
         ),
         economics=st.builds(
             Economics,
-            hours_per_month=st.floats(0, 744),
-            horizon_months=st.floats(0, 120),
+            hours_per_month=amount(744),
+            horizon_months=amount(120),
             utilization=st.one_of(st.just(0.0), st.floats(0.01, 1)),  # validate.py rejects the rest
             budget_usd_per_hour=st.one_of(st.just(0.0), st.floats(0.1, 5000)),
             needs_hardware_control=st.sampled_from([None, True, False]),

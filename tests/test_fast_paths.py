@@ -43,7 +43,7 @@ from service.rulebook import load_rulebook
 from service.store import Bundle
 from service.validate import LIMITS, validate
 from tests.fuzz_requests import request_from_seed, seeds
-from tests.test_advisor import brief_strategy
+from tests.test_advisor import amount, brief_strategy
 
 RULES = Path(__file__).parents[1] / "rules"
 
@@ -583,7 +583,7 @@ _realtime = st.builds(
                     context_tokens=st.sampled_from((0, 8192, 32768))),
     traffic=st.builds(Traffic, concurrent_sessions=st.integers(0, 64), avg_input_tokens=st.integers(0, 4000),
                       p95_input_tokens=st.integers(0, 8000), avg_output_tokens=st.integers(0, 1000),
-                      requests_per_second=st.floats(0, 50)),
+                      requests_per_second=amount(50)),
     latency=st.builds(Latency, p95_ms=st.one_of(st.just(0.0), st.floats(100, 30000)),
                       ttft_ms=st.one_of(st.just(0.0), st.floats(20, 3000))),
 )
