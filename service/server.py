@@ -34,7 +34,7 @@ from .probe import ProbeProcess
 from .ruletests import self_test
 from .signals import stop_on_signals
 from .store import Bundle, RulesetStatus, RuleStore
-from .validate import validate
+from .validate import MAX_REQUEST_BYTES, validate
 from .wire import add_servicer
 
 log = structlog.get_logger("gpu_advisor.server")
@@ -225,7 +225,8 @@ def serve(
     admission = AdmissionInterceptor(limited, max_concurrent, max_queue)
     executor = TrackingExecutor(workers or len(limited) * (max_concurrent + max_queue) + SPARE_WORKERS)
     # The request interceptor comes first so refused calls are logged and counted too.
-    options: list[tuple[str, int]] = [("grpc.so_reuseport", int(shared_port))]
+    options: list[tuple[str, int]] = [("grpc.so_reuseport", int(shared_port)),
+                                      ("grpc.max_receive_message_length", MAX_REQUEST_BYTES)]
     if max_streams > 0:
         # Core's "overload protection" also counts streams that ended but that Python has not let go of yet,
         # and refuses new ones with RST_STREAM REFUSED_STREAM, which gRPC clients report as UNAVAILABLE
