@@ -154,13 +154,18 @@ def test_calls_beyond_the_stream_cap_are_answered_not_refused(start_server):
     running = start_server(RULES, watch=False)  # the default stream cap
     assert running.stub.Recommend(good_request(), timeout=30).candidates  # warm: the server's SETTINGS are in
     calls = [running.stub.Recommend.future(good_request(), timeout=60) for _ in range(40)]
-    outcomes = []
+    assert outcomes(calls) == [grpc.StatusCode.OK] * 40
+
+
+def outcomes(calls: list[Any]) -> list[Any]:
+    """Each Recommend future's status: OK for an answer with candidates, else its error code."""
+    out = []
     for f in calls:
         try:
-            outcomes.append(grpc.StatusCode.OK if f.result().candidates else None)
+            out.append(grpc.StatusCode.OK if f.result().candidates else None)
         except grpc.RpcError as err:
-            outcomes.append(err.code())  # type: ignore[attr-defined]
-    assert outcomes == [grpc.StatusCode.OK] * 40
+            out.append(err.code())  # type: ignore[attr-defined]
+    return out
 
 
 # -- connection age ----------------------------------------------------------------------------------------
@@ -198,6 +203,19 @@ def test_connections_move_on_at_their_age_and_no_call_fails(tmp_path: Path):
     connections, codes = _connections_while_calling(tmp_path, "0.5", 3.5)
     assert len(codes) > 20 and set(codes) == {grpc.StatusCode.OK}
     assert connections >= 4, f"{connections} connection(s) in 3.5 s at an age of 0.5 s"
+
+
+def test_many_calls_in_flight_across_connection_ends_all_answer(start_server):
+    # A new connection starts before its client knows the stream cap, with dozens of calls waiting: the
+    # streams beyond the cap are refused at the HTTP/2 level, which gRPC clients retry on their own.
+    running = start_server(RULES, watch=False, max_connection_age=0.3)
+    with grpc.insecure_channel(running.addr) as channel:
+        stub = pb_grpc.GpuAdvisorStub(channel)
+        calls = [stub.Recommend.future(good_request(), timeout=60) for _ in range(40)]  # on a cold channel
+        for _ in range(200):  # ~1.5 s: several ages, with calls in flight at each GOAWAY
+            calls.append(stub.Recommend.future(good_request(), timeout=60))
+            time.sleep(0.0075)
+        assert outcomes(calls) == [grpc.StatusCode.OK] * 240
 
 
 def test_without_an_age_one_connection_carries_every_call(tmp_path: Path):
