@@ -27,6 +27,8 @@ from pathlib import Path
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from .processes import wait_or_kill
+
 REPO = Path(__file__).parents[1]
 HEALTH = "/grpc.health.v1.Health/Check"
 RECOMMEND = "/gpuadvisor.v1.GpuAdvisor/Recommend"
@@ -133,11 +135,7 @@ class ServerProcess:
 
     def stop(self) -> None:
         self.proc.terminate()
-        try:
-            self.proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        wait_or_kill(self.proc, 60)
         self.log.close()
         os.unlink(self.log.name)
 

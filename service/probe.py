@@ -32,7 +32,7 @@ import grpc
 import structlog
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
-from .processes import BindError
+from .processes import BindError, wait_or_kill
 
 log = structlog.get_logger("gpu_advisor.probe")
 
@@ -99,11 +99,7 @@ class ProbeProcess:
             self._stopped.set()
             with contextlib.suppress(OSError, ValueError):
                 self._pipe.close()
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        wait_or_kill(self.proc, 10)
 
 
 # -- the probe process --------------------------------------------------------------------------------------

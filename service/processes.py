@@ -23,6 +23,7 @@ import socket
 import subprocess
 import sys
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import structlog
 
@@ -89,10 +90,20 @@ def _find_prctl() -> Callable[..., int] | None:
 _PRCTL = _find_prctl()
 
 
-def _die_with_parent() -> None:
-    # Linux: a worker gets SIGTERM if the parent is killed outright, so no orphan keeps the port.
+def die_with_parent(sig: int = signal.SIGTERM) -> None:
+    """Linux: this process gets `sig` when its parent dies, even killed outright, so no orphan lives on (a worker
+    keeping the port, a rules check its helper no longer waits for). Elsewhere nothing."""
     if _PRCTL is not None:
-        _PRCTL(_PR_SET_PDEATHSIG, signal.SIGTERM)
+        _PRCTL(_PR_SET_PDEATHSIG, sig)
+
+
+def wait_or_kill(proc: subprocess.Popen[Any], timeout: float) -> tuple[int, bool]:
+    """Wait up to `timeout` s for `proc` to exit, then kill it: (its exit code, whether it had to be killed)."""
+    try:
+        return proc.wait(timeout=timeout), False
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        return proc.wait(), True
 
 
 def worker_command(argv: Sequence[str], addr: str, metrics_addr: str, index: int, channel_fd: int,
@@ -139,7 +150,7 @@ def supervise(processes: int, addr: str, argv: Sequence[str], metrics_addr: str 
                 fd = worker_end.fileno()
                 command = worker_command(argv, resolved, metrics_addr, i, fd, health_resolved)
                 workers.append(subprocess.Popen(command, pass_fds=(fd,),
-                                                preexec_fn=_die_with_parent))  # noqa: PLW1509 (no threads yet)
+                                                preexec_fn=die_with_parent))  # noqa: PLW1509 (no threads yet)
         for w, own_end in zip(workers, own_ends, strict=True):  # the relay's threads start after the last fork
             relay.add(w.pid, own_end)
         log.info("workers", addr=resolved, processes=processes, pids=[w.pid for w in workers])
@@ -163,12 +174,9 @@ def _stop_all(workers: list[subprocess.Popen[bytes]]) -> int:
                 w.send_signal(signal.SIGTERM)
     code = 0
     for w in workers:
-        try:
-            rc = w.wait(timeout=STOP_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
+        rc, killed = wait_or_kill(w, STOP_TIMEOUT_S)
+        if killed:
             log.error("worker_killed", pid=w.pid)
-            w.kill()
-            rc = w.wait()
         code = code or (rc if rc > 0 else 1 if rc else 0)
     log.info("stopped", processes=len(workers), code=code)
     return code

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import ctypes
 import json
 import math
 import os
@@ -44,6 +43,8 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
+from .processes import die_with_parent, wait_or_kill
+
 if TYPE_CHECKING:
     from .rulebook import Rulebook
 
@@ -56,7 +57,6 @@ REPLY_MARGIN = 5.0  # seconds beyond a check's own limit for the helper to answe
 MAX_MESSAGE = 32 << 20  # a verdict is small (capped problems); a warm-up entry is one file's pickled parse
 MAX_REMEMBERED = 64  # content hashes that passed
 _READY = b"ready"
-_PR_SET_PDEATHSIG = 1
 # How the loader reports a MemoryError it caught (a YAML parse, the engine, a rule test): the limit was hit.
 _MEMORY_ERROR = re.compile(r"(broken YAML|rejected the rules|error): MemoryError\b")
 _RULES_FILE = re.compile(r"\S+\.ya?ml")
@@ -194,11 +194,7 @@ class Vetter:
             self._conn.close()
             self._conn = None
         if self._proc is not None:
-            try:
-                self._proc.wait(timeout=2)
-            except subprocess.TimeoutExpired:  # busy or stuck: its child dies with it (PDEATHSIG)
-                self._proc.kill()
-                self._proc.wait()
+            wait_or_kill(self._proc, 2)  # busy or stuck, it is killed: its child dies with it (PDEATHSIG)
             self._proc = None
         self._ready = False
 
@@ -328,7 +324,9 @@ def _child(request: dict[str, Any], out: Connection) -> None:
     """In the forked child: the limits, the check, then the verdict and (if it passed) its files down `out`."""
     code = 0
     try:
-        _die_with_parent()
+        # SIGKILL if the helper dies (the helper is single-threaded, so its thread is it); prctl was looked up
+        # once, when the helper imported processes, not in each child.
+        die_with_parent(signal.SIGKILL)
         # Under a container's memory limit the kernel may have to kill something before RLIMIT_AS is reached:
         # let it be this child, not the server (raising one's own score needs no privilege).
         with contextlib.suppress(OSError), open("/proc/self/oom_score_adj", "w", encoding="ascii") as f:
@@ -397,22 +395,6 @@ def _lower(which: int, soft: int, hard: int | None = None) -> None:
 def _address_space() -> int:
     with open("/proc/self/statm", encoding="ascii") as f:
         return int(f.read().split()[0]) * resource.getpagesize()
-
-
-def _find_prctl() -> Callable[..., int] | None:
-    try:
-        return ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):  # not Linux
-        return None
-
-
-_PRCTL = _find_prctl()  # looked up once in the helper, not in each child
-
-
-def _die_with_parent() -> None:
-    # Linux: the child gets SIGKILL if the helper dies (the helper is single-threaded, so its thread is it).
-    if _PRCTL is not None:
-        _PRCTL(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 def main(argv: list[str]) -> int:
