@@ -298,9 +298,7 @@ class RuleStore:
         if known is not None and self.vetter.passed(known, rule_tests=self.self_test is not None):
             log.info("rules_checked_before", revision=known[:12])
             if known == self._current_hash():
-                self._status.last_attempted_revision = known[:12]
-                self._status.last_error = ""
-                return ReloadResult(True, False, known[:12])
+                return self._unchanged(known[:12])
             return _Load(lambda: prepare(self.rules_dir, None, attempted_at, None, known))
         loads: dict[str, _Load] = {}
 
@@ -323,9 +321,7 @@ class RuleStore:
         if verdict.content_hash == self._current_hash():  # nothing new: nothing to load here
             if wanted is not None:
                 wanted.discard()
-            self._status.last_attempted_revision = verdict.revision
-            self._status.last_error = ""
-            return ReloadResult(True, False, verdict.revision)
+            return self._unchanged(verdict.revision)
         return wanted or _Load(lambda: prepare(self.rules_dir, None, attempted_at, None, verdict.content_hash))
 
     def _activate(self, prepared: _Prepared, attempted_at: datetime) -> ReloadResult:
@@ -337,8 +333,7 @@ class RuleStore:
             return self._fail(revision, prepared.errors or ["rules did not load"])
         bundle = prepared.bundle
         if bundle is None:  # same content as the active version
-            self._status.last_error = ""
-            return ReloadResult(True, False, book.revision)
+            return self._unchanged(book.revision)
         current = self._active
         self._active = bundle  # the swap: one reference assignment
         self.reloads += 1
@@ -358,6 +353,12 @@ class RuleStore:
             previous=current.revision if current else None,
         )
         return ReloadResult(True, True, book.revision)
+
+    def _unchanged(self, revision: str) -> ReloadResult:
+        """The folder holds the active version: a good attempt that changes nothing."""
+        self._status.last_attempted_revision = revision
+        self._status.last_error = ""
+        return ReloadResult(True, False, revision)
 
     def _fail(self, revision: str, problems: list[str], capped: bool = False) -> ReloadResult:
         """`capped`: `problems` went through cap_problems already (in the vetting process)."""
