@@ -26,8 +26,8 @@ from ..brief import (
 )
 from ..catalog import Gpu
 from ..engine.parse import FactSchema, FieldSpec
+from ..memo import IdentityMemo
 from .sizing import INFERENCE_WORKLOADS, Shape, Sizing
-from .tables import IdentityMemo
 
 TRI = ("YES", "NO", "UNKNOWN")
 

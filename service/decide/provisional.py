@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..engine.ir import Rule
+from ..memo import IdentityMemo
 from .facts import api_comparable
 
 # Brief fields the sizing fills with a default when missing (sizing.shape_of); while the questions still ask for
@@ -159,21 +160,16 @@ def route_depends_on(
 
 _ABSENT = object()
 _Table = tuple[tuple[Rule, frozenset[str], str], ...]
-_TABLES: dict[int, tuple[tuple[Rule, ...], _Table]] = {}  # id(plan rules) → (those rules, their route table)
 
 
-def _route_table(rules: tuple[Rule, ...]) -> _Table:
-    """Per route rule in `route_rules` order: the rule, the fields it reads, the route it gives. Kept per rules
-    version (the tuple holds its rules alive, so its id is not reused while it is kept)."""
-    found = _TABLES.get(id(rules))
-    if found is not None and found[0] is rules:
-        return found[1]
-    table = tuple(
+def _build_route_table(rules: tuple[Rule, ...]) -> _Table:
+    """Per route rule in `route_rules` order: the rule, the fields it reads, the route it gives."""
+    return tuple(
         (r, frozenset(c.field for branch in r.branches for c in branch),
          next(str(a.get("kind")) for a in r.actions if a.kind == "route"))
         for r in route_rules(rules)
     )
-    if len(_TABLES) >= 8:  # a few versions alive at once at most (one serving, one loading, tests)
-        _TABLES.clear()
-    _TABLES[id(rules)] = (rules, table)
-    return table
+
+
+# Kept per rules version: a few are alive at once at most (one serving, one loading, tests).
+_route_table = IdentityMemo(_build_route_table, limit=8)

@@ -9,42 +9,15 @@ here depends on a brief: the answer path may keep these for as long as the rules
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass, fields
 from datetime import date
-from typing import Generic, TypeVar
 
 from ..assumptions import Assumptions
 from ..catalog import Gpu, Price
+from ..memo import IdentityMemo
 from ..physics.memory import ArchitectureBand
 
 MAX_TENSOR_PARALLEL = 8  # attention heads split evenly up to 8 ways in practice; beyond that, pipeline stages
-
-K = TypeVar("K")
-V = TypeVar("V")
-
-
-class IdentityMemo(Generic[K, V]):
-    """Values derived from an object the rules loaded and never change (Assumptions, a catalog Gpu), found by
-    the object's identity: a frozen dataclass's own hash walks every field (a Gpu's every price row) each time,
-    and Assumptions holds a dict, so it has none. Each entry holds its object, so an id is not reused while
-    the entry lives; `limit` bounds what a process that reloads its rules many times keeps."""
-
-    def __init__(self, build: Callable[[K], V], limit: int) -> None:
-        self._build = build
-        self._limit = limit
-        self._items: dict[int, tuple[K, V]] = {}
-
-    def __call__(self, obj: K) -> V:
-        hit = self._items.get(id(obj))
-        if hit is not None and hit[0] is obj:
-            return hit[1]
-        value = self._build(obj)
-        if len(self._items) >= self._limit:
-            self._items.clear()  # a reload made them stale; the live rules' entries come back on first use
-        self._items[id(obj)] = (obj, value)
-        return value
-
 
 @dataclass(frozen=True)
 class Constants:

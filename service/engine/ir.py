@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
+from ..memo import IdentityMemo
+
 OPS = ("eq", "ne", "lt", "le", "gt", "ge", "in", "not_in")
 OP_SYMBOL = {
     "eq": "==",
@@ -200,17 +202,11 @@ def apply_hit_policies(rules: tuple[Rule, ...], matched: set[str]) -> list[Rule]
     return winners
 
 
-_RANKS: dict[int, tuple[tuple[Rule, ...], dict[str, tuple[int, ...]], tuple[Rule, ...]]] = {}
-
-
-def _ranks(rules: tuple[Rule, ...]) -> tuple[dict[str, tuple[int, ...]], tuple[Rule, ...]]:
+def _rank(rules: tuple[Rule, ...]) -> tuple[dict[str, tuple[int, ...]], tuple[Rule, ...]]:
     """`rules` ranked as an answer orders them: by (-priority, group, order), a collected rule before a `first`
     one that ties with it (the plain version sorts the collected rules ahead of the groups' best), then by place
     (the earlier of equal rules wins its group); and rule id → its ranks. Kept per tuple (a Program's per-fact
-    tuples live as long as it does; the entry holds its tuple, so the id is not reused while kept)."""
-    found = _RANKS.get(id(rules))
-    if found is not None and found[0] is rules:
-        return found[1], found[2]
+    tuples live as long as it does)."""
     order = sorted(
         range(len(rules)),
         key=lambda i: (-rules[i].priority, rules[i].group, rules[i].order, rules[i].hit_policy != "collect", i),
@@ -218,9 +214,7 @@ def _ranks(rules: tuple[Rule, ...]) -> tuple[dict[str, tuple[int, ...]], tuple[R
     places: dict[str, list[int]] = {}
     for rank, i in enumerate(order):
         places.setdefault(rules[i].id, []).append(rank)
-    table = {rule_id: tuple(at) for rule_id, at in places.items()}
-    ranked = tuple(rules[i] for i in order)
-    if len(_RANKS) >= 32:  # the few rules versions alive at once, four fact types each
-        _RANKS.clear()
-    _RANKS[id(rules)] = (rules, table, ranked)
-    return table, ranked
+    return {rule_id: tuple(at) for rule_id, at in places.items()}, tuple(rules[i] for i in order)
+
+
+_ranks = IdentityMemo(_rank, limit=32)  # the few rules versions alive at once, four fact types each
