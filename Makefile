@@ -59,10 +59,10 @@ bench: $(GEN)
 	$(PY) -m service.bench $(BENCH_ARGS)
 
 rules-check: $(GEN)
-	$(PY) -m service.rules_cli check $(RULES)
+	$(PY) -m service.frontends.rules_cli check $(RULES)
 
 rules-test: $(GEN)
-	$(PY) -m service.rules_cli test $(RULES) --require-coverage
+	$(PY) -m service.frontends.rules_cli test $(RULES) --require-coverage
 
 # deploy/k8s/ and a ConfigMap of $(RULES), rendered into $(K8S_OUT) for `kubectl apply -f $(K8S_OUT)`.
 k8s: $(STAMP)

@@ -24,7 +24,7 @@ from ruamel.yaml.scalarstring import LiteralScalarString
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # run as a script from anywhere: the rules file walk is the server's own
 
-from service.rulebook import rule_files  # noqa: E402
+from service.rulebook.folder import rule_files  # noqa: E402
 
 TEMPLATES = REPO / "deploy" / "k8s"
 CONFIGMAP = "gpu-advisor-rules"

@@ -2,6 +2,6 @@
 
 import sys
 
-from .server import main
+from .serving.server import main
 
 sys.exit(main())

@@ -16,11 +16,11 @@ from google.rpc import error_details_pb2
 from grpc_status import rpc_status
 from hypothesis import settings
 
-from service.api import pb, pb_grpc
-from service.logging import configure
-from service.rulebook import load_rulebook
-from service.server import serve
-from service.store import Bundle
+from service.rulebook.folder import load_rulebook
+from service.rulebook.version import Bundle
+from service.serving.logging import configure
+from service.serving.server import serve
+from service.wire.api import pb, pb_grpc
 
 RULES = Path(__file__).parents[1] / "rules"
 TODAY = date(2026, 12, 1)  # the day in-process answers are computed for (prices valid then)

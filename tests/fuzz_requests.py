@@ -20,9 +20,9 @@ from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import Message
 from hypothesis import strategies as st
 
-from service.api import pb
-from service.cli import load_request
-from service.validate import LIMITS
+from service.frontends.cli import load_request
+from service.wire.api import pb
+from service.wire.validate import LIMITS
 
 EXAMPLES = Path(__file__).parents[1] / "examples"
 BASES: tuple[bytes, ...] = (

@@ -11,7 +11,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from service.brief import (
+from service.decide import facts as F
+from service.decide.sizing.per_gpu import size
+from service.decide.sizing.shape import shape_of
+from service.domain.brief import (
     BOUNDARIES,
     DEMANDS,
     PRECISIONS,
@@ -27,9 +30,7 @@ from service.brief import (
     Traffic,
     Training,
 )
-from service.decide import facts as F
-from service.decide.sizing import shape_of, size
-from service.validate import MIN_POSITIVE
+from service.wire.validate import MIN_POSITIVE
 
 RULES = Path(__file__).parents[1] / "rules"
 TODAY = date(2026, 12, 1)

@@ -13,21 +13,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from service.api import pb
-from service.brief import (
-    AdviceRequest,
-    Brief,
-    Economics,
-    Model,
-    Quote,
-    Traffic,
-    Training,
-)
-from service.catalog import Gpu, Price, tier_preference
-from service.decide.sizing import shape_of, size
-from service.expectations import summary_problems
+from service.decide.sizing.per_gpu import size
+from service.decide.sizing.shape import shape_of
+from service.domain.brief import AdviceRequest, Brief, Economics, Model, Quote, Traffic, Training
+from service.domain.catalog import Gpu, Price, tier_preference
 from service.render.messages import format_number, readable, tidy
-from service.rulebook import load_rulebook
+from service.rulebook.expectations import summary_problems
+from service.rulebook.folder import load_rulebook
+from service.wire.api import pb
 from tests.test_advisor import brief_strategy
 
 from .conftest import call
@@ -377,7 +370,7 @@ def test_server_boundary_beats_a_cheaper_model_api(stub):
 def test_cli_tables_show_price_tiers_and_what_was_cut(stub):
     import io
 
-    from service.cli import print_advice, print_gpus
+    from service.frontends.cli import print_advice, print_gpus
 
     brief = {"workload": "WORKLOAD_TYPE_BATCH_INFERENCE",
              "model": {"params_billion": 8, "precision": "PRECISION_BF16", "context_tokens": 4096}}

@@ -9,9 +9,10 @@ import pytest
 from google.protobuf.json_format import ParseDict
 from google.protobuf.message import Message
 
-from service import advice as A
-from service import brief as B
-from service.api import (
+from service.domain import advice as A
+from service.domain import brief as B
+from service.domain.catalog import Gpu, Price
+from service.wire.api import (
     SERVICE_NAME,
     advice_to_proto,
     enum_name,
@@ -22,7 +23,6 @@ from service.api import (
     request_to_proto,
     response_to_dict,
 )
-from service.catalog import Gpu, Price
 
 FULL_BRIEF = {
     "workload": "WORKLOAD_TYPE_REALTIME_INFERENCE",

@@ -20,8 +20,8 @@ import pytest
 from google.protobuf.json_format import ParseDict
 from ruamel.yaml import YAML
 
-from service.api import pb, response_to_dict
-from service.expectations import KEYS, check
+from service.rulebook.expectations import KEYS, check
+from service.wire.api import pb, response_to_dict
 from tests.conftest import bad_request_fields
 
 REPO = Path(__file__).parents[1]

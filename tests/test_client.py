@@ -19,9 +19,9 @@ import pytest
 import trustme
 from google.protobuf import descriptor_pb2, json_format
 
-from service.api import pb as service_pb
-from service.api import pb_grpc as service_pb_grpc
-from service.server import Servicer
+from service.serving.server import Servicer
+from service.wire.api import pb as service_pb
+from service.wire.api import pb_grpc as service_pb_grpc
 from tests.conftest import Running
 
 try:

@@ -10,18 +10,18 @@ from pathlib import Path
 import pytest
 from ruamel.yaml import YAML
 
-from service.brief import ROUTE_KINDS
 from service.decide.facts import SCHEMA
+from service.domain.brief import ROUTE_KINDS
 from service.engine.ir import apply_hit_policies
-from service.engine.load import load_yaml
 from service.engine.parse import compile_docs
+from service.rulebook.files import read_yaml
 
 FIXTURES = Path(__file__).parent / "fixtures" / "compile"
 REPO_RULES = Path(__file__).parents[1] / "rules"
 
 
 def compile_file(path: Path, shown: str):
-    doc, problems = load_yaml(path, shown)
+    doc, problems = read_yaml(path, shown)
     assert doc is not None and not problems
     return compile_docs([doc], SCHEMA, ROUTE_KINDS)
 

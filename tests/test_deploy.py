@@ -18,9 +18,9 @@ from typing import Any
 import kubernetes_validate
 import pytest
 
-from service.api import SERVICE_NAME, pb
-from service.rulebook import content_hash, rule_files
-from service.rulefiles import read_folder
+from service.rulebook.files import read_folder
+from service.rulebook.folder import content_hash, rule_files
+from service.wire.api import SERVICE_NAME, pb
 
 REPO = Path(__file__).parents[1]
 _spec = importlib.util.spec_from_file_location("render_k8s", REPO / "deploy" / "render_k8s.py")
@@ -96,7 +96,8 @@ def test_env_names_are_the_servers(rendered):
     # The server's settings are read in server.py, for the admin token and TLS files in credentials.py, and
     # for the rules load's limits in store.py and vetting.py.
     server_source = "".join((REPO / "service" / f).read_text()
-                            for f in ("server.py", "credentials.py", "store.py", "vetting.py"))
+                            for f in ("serving/server.py", "serving/credentials.py", "rulebook/store.py",
+                                      "rulebook/vetting.py"))
     for e in _container(rendered)["env"]:
         assert f'"{e["name"]}"' in server_source, f"{e['name']} is not read by the server"
     secret = {e["name"]: e for e in _container(rendered)["env"]}["GPU_ADVISOR_ADMIN_TOKEN"]["valueFrom"]

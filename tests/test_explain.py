@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from service import cli
+from service.frontends import cli
 from tests.conftest import Running
 
 REPO = Path(__file__).parents[1]

@@ -14,11 +14,18 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from service import advice as advice_types
-from service.advice import Advice
-from service.api import advice_to_proto, enum_number, pb, question_to_proto, request_from_proto
-from service.assumptions import Assumptions
-from service.brief import (
+from service.bench.loadgen import distinct_briefs
+from service.decide import answer, tables
+from service.decide import facts as F
+from service.decide import run as run_state
+from service.decide.sizing import common, inference, per_request, training
+from service.decide.sizing.per_gpu import size, size_all
+from service.decide.sizing.shape import Shape, shape_of
+from service.decide.tables import MAX_TENSOR_PARALLEL, scale_up
+from service.domain import advice as advice_types
+from service.domain.advice import Advice
+from service.domain.assumptions import Assumptions
+from service.domain.brief import (
     PRECISIONS,
     PRICE_TIERS,
     RENT_TIERS,
@@ -30,18 +37,14 @@ from service.brief import (
     Traffic,
     Training,
 )
-from service.catalog import Gpu, Price, tier_preference
-from service.decide import advisor, tables
-from service.decide import facts as F
-from service.decide import sizing as sz
-from service.decide.sizing import shape_of, size, size_all
-from service.loadgen import distinct_briefs
+from service.domain.catalog import Gpu, Price, tier_preference
 from service.physics import compute
 from service.physics import memory as mem
 from service.render import messages as m
-from service.rulebook import load_rulebook
-from service.store import Bundle
-from service.validate import LIMITS, validate
+from service.rulebook.folder import load_rulebook
+from service.rulebook.version import Bundle
+from service.wire.api import advice_to_proto, enum_number, pb, question_to_proto, request_from_proto
+from service.wire.validate import LIMITS, validate
 from tests.fuzz_requests import request_from_seed, seeds
 from tests.test_advisor import amount, brief_strategy
 
@@ -263,7 +266,7 @@ def test_answer_built_in_place_serializes_to_the_same_bytes(bundle, seed, trace,
 
 
 # _speed before the brief-only figures (bytes read per step, a prompt's attention FLOPs) were kept per request.
-def reference_speed(s: sz.Sizing, brief: Brief, shape: sz.Shape, a: Assumptions, n: int) -> None:
+def reference_speed(s: common.Sizing, brief: Brief, shape: Shape, a: Assumptions, n: int) -> None:
     """Decode is memory-bound (bytes read per step / bandwidth) with a per-step floor, prefill compute-bound
     (2·N per token plus attention); under load the other sequences' prefills share the steps."""
     gpu = s.gpu
@@ -273,20 +276,20 @@ def reference_speed(s: sz.Sizing, brief: Brief, shape: sz.Shape, a: Assumptions,
     if brief.workload in ("EMBEDDING", "MEDIA_GENERATION"):
         # Prefill-only work is throughput-bound by its input tokens: every token costs 2·N FLOPs plus its
         # attention over the sequence, at the utilization a batch of this size reaches.
-        tokens = sz._prefill_only_tokens(brief, shape, a) if brief.workload == "EMBEDDING" else (
+        tokens = inference.prefill_only_tokens(brief, shape, a) if brief.workload == "EMBEDDING" else (
             shape.sequences * shape.tokens_per_sequence
         )
-        busy = sz.saturation(s.tflops, tokens, arch.hidden_size, a.num("kernel_saturation_ms"))
+        busy = common.saturation(s.tflops, tokens, arch.hidden_size, a.num("kernel_saturation_ms"))
         s.effective_tflops = s.tflops * mfu * busy
         seq = shape.input_tokens if brief.workload == "EMBEDDING" else shape.tokens_per_sequence
         per_token = 2 * shape.active_params_billion * 1e9 + compute.attention_flops(
             arch.layers, seq, arch.hidden_size, arch.window
         ) / max(1, seq)
-        s.tokens_per_second = s.tflops * n * 1e12 * mfu * busy * sz._par_eff(gpu, n, a) / per_token
+        s.tokens_per_second = s.tflops * n * 1e12 * mfu * busy * common.parallel_efficiency(gpu, n, a) / per_token
         s.step_ms = s.itl_ms = 0.0
         s.est_ttft_ms = s.est_latency_ms = 0.0
         return
-    busy = sz.saturation(
+    busy = common.saturation(
         s.tflops, shape.sequences * shape.tokens_per_sequence, arch.hidden_size, a.num("kernel_saturation_ms")
     )
     s.effective_tflops = s.tflops * mfu * busy
@@ -297,12 +300,12 @@ def reference_speed(s: sz.Sizing, brief: Brief, shape: sz.Shape, a: Assumptions,
     # steps (chunked prefill), (c - 1) x input / output prompt tokens per step on average.
     prefill_per_step = (c - 1) * s_in / max(1, s_out)
     active = shape.active_params_billion * 1e9
-    overhead = a.num("decode_step_floor_ms") / 1000 + sz._parallel_overhead_s(gpu, n, arch.layers, a)
+    overhead = a.num("decode_step_floor_ms") / 1000 + inference.parallel_overhead_s(gpu, n, arch.layers, a)
     # Pipeline stages beyond the scale-up domain each read their weights once per micro-batch, so a token
     # still waits for the whole model to be read at one stage's bandwidth: stages add capacity, not speed.
-    stages = math.ceil(n / min(n, sz._scale_up(gpu), sz.MAX_TENSOR_PARALLEL))
+    stages = math.ceil(n / min(n, scale_up(gpu), MAX_TENSOR_PARALLEL))
     step = compute.step_seconds(
-        weights * stages, kv_read, gpu.bandwidth_tbs * n, sz._mbu(gpu, a),
+        weights * stages, kv_read, gpu.bandwidth_tbs * n, common.decode_mbu(gpu, a),
         linear_flops=2 * active * (c + prefill_per_step), tflops_total=s.tflops * n, mfu=mfu,
         attn_flops=prefill_per_step * compute.attention_flops(arch.layers, s_in, arch.hidden_size, arch.window)
         / max(1, s_in),
@@ -335,14 +338,14 @@ def test_speed_with_per_request_figures_matches_the_plain_formulas(book, brief):
     shape = shape_of(brief, a)
     if shape is None:
         return
-    memo: sz.Memo = {}
+    memo: common.Memo = {}
     gpus: tuple[Gpu, ...] = book.catalog
     for gpu in gpus:
-        for n in sz._tp_sizes(gpu, a):
-            ref = sz.Sizing(gpu=gpu, tflops=sz.compute_tflops(gpu, shape.precision))
-            new = sz.Sizing(gpu=gpu, tflops=ref.tflops)
+        for n in common.tp_group_sizes(gpu, a):
+            ref = common.Sizing(gpu=gpu, tflops=common.compute_tflops(gpu, shape.precision))
+            new = common.Sizing(gpu=gpu, tflops=ref.tflops)
             reference_speed(ref, brief, shape, a, n)
-            sz._speed(new, brief, shape, a, n, memo)
+            inference.inference_speed(new, brief, shape, a, n, memo)
             assert repr(new) == repr(ref)
 
 
@@ -355,9 +358,9 @@ def test_plan_and_checklist_kept_per_locale_are_what_each_request_would_render(b
             request.brief.model.params_billion = 8
             req = request_from_proto(request)
             advice = bundle.advise(req)
-            run = advisor._Run(book, bundle.engine, req)
-            assert advice.benchmark_plan == advisor._benchmark(book, run, req.brief.workload)
-            assert advice.procurement_checklist == advisor._checklist(book, run, req.brief.workload)
+            run = run_state.Run(book, bundle.engine, req)
+            assert advice.benchmark_plan == answer.benchmark(book, run, req.brief.workload)
+            assert advice.procurement_checklist == answer.checklist(book, run, req.brief.workload)
     assert {key[1] for key in book.rendered} == {"en", "zh-CN"}
 
 
@@ -485,16 +488,16 @@ def test_gpu_tables_are_kept_per_rules_load_and_per_gpu(book):  # noqa: ANN001
     assert tables.tables(again).constants == t.constants
     for gpu in book.catalog:
         table = t.gpu(gpu)
-        assert table.sizes == sz._tp_sizes(gpu, a)
-        assert table.usable_gb == sz._usable(gpu, a)
-        assert table.mbu == sz._mbu(gpu, a)
+        assert table.sizes == common.tp_group_sizes(gpu, a)
+        assert table.usable_gb == common.usable_gb(gpu, a)
+        assert table.mbu == common.decode_mbu(gpu, a)
 
 
 def test_blank_sizing_is_the_dataclass_default(book):  # noqa: ANN001
     g = book.catalog[0]
-    blank = sz.Sizing.blank(g, "RESERVED")
-    assert blank == sz.Sizing(gpu=g, compared_tier="RESERVED")
-    assert blank.formulas == [] and blank.formulas is not sz.Sizing.blank(g, "RESERVED").formulas
+    blank = common.Sizing.blank(g, "RESERVED")
+    assert blank == common.Sizing(gpu=g, compared_tier="RESERVED")
+    assert blank.formulas == [] and blank.formulas is not common.Sizing.blank(g, "RESERVED").formulas
 
 
 def reference_time_to_first_token(prefill_s: float, step_s: float, others: int, others_prefill_s: float,
@@ -526,7 +529,7 @@ def test_time_to_first_token_with_hoisted_invariants_matches_the_plain_loop(pref
     assert repr(new) == repr(ref)  # repr: a NaN equals itself
 
 
-def reference_candidate_fact(base: dict[str, Any], s: sz.Sizing) -> dict[str, Any]:
+def reference_candidate_fact(base: dict[str, Any], s: common.Sizing) -> dict[str, Any]:
     """facts.candidate_fact before the catalog's fields were kept per GPU: the GPU's part of the fact."""
     g = s.gpu
     return {
@@ -568,12 +571,12 @@ def test_decode_speed_over_per_request_figures_matches_speed_at_every_width(book
     if shape is None or brief.workload in ("EMBEDDING", "MEDIA_GENERATION", *TRAINING_WORKLOADS):
         return
     t = tables.tables(a)
-    req = sz._Request(brief, shape, a, t.constants, (), date(2026, 11, 15))
+    req = per_request.RequestSizer(brief, shape, a, t.constants, (), date(2026, 11, 15))
     for gpu in book.catalog:
-        for n in sz._tp_sizes(gpu, a):
-            ref = sz.Sizing(gpu=gpu, tflops=sz.compute_tflops(gpu, shape.precision))
-            new = sz.Sizing(gpu=gpu, tflops=ref.tflops)
-            sz._speed(ref, brief, shape, a, n, {})
+        for n in common.tp_group_sizes(gpu, a):
+            ref = common.Sizing(gpu=gpu, tflops=common.compute_tflops(gpu, shape.precision))
+            new = common.Sizing(gpu=gpu, tflops=ref.tflops)
+            inference.inference_speed(ref, brief, shape, a, n, {})
             req._decode_speed(new, t.gpu(gpu), n)
             assert repr(new) == repr(ref)
 
@@ -616,10 +619,10 @@ _training = st.builds(
 def test_training_need_from_parts_kept_per_sequence_count_is_the_full_breakdown(book, brief, n, sequences):  # noqa: ANN001
     a = book.assumptions
     shape = shape_of(brief, a)
-    req = sz._Request(brief, shape, a, tables.tables(a).constants, (), date(2026, 11, 15))
+    req = per_request.RequestSizer(brief, shape, a, tables.tables(a).constants, (), date(2026, 11, 15))
     recompute = a.text("recompute_full_finetune")
     for k in (1, n, n + 1):
-        assert req._training_need(k, sequences) == sz._full_training_need(shape, a, recompute, k, sequences)
+        assert req._training_need(k, sequences) == training.full_training_need(shape, a, recompute, k, sequences)
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -749,7 +752,7 @@ def test_action_arguments_read_by_key_as_by_scanning(args, key):  # noqa: ANN001
 
 def reference_check_message(msg: Any, prefix: str, out: list) -> None:  # noqa: ANN401
     """validate's field walk before it was planned once per message type: the descriptor read at every call."""
-    from service import validate as v
+    from service.wire import validate as v
 
     def numbers(msg: Any, prefix: str) -> Iterable[tuple[str, Any, Any]]:  # noqa: ANN401
         for fd in msg.DESCRIPTOR.fields:
@@ -789,7 +792,7 @@ def reference_check_message(msg: Any, prefix: str, out: list) -> None:  # noqa: 
                                               st.one_of(st.floats(), st.integers(-(2**31), 2**31 - 1))),
                                     max_size=4), enum=st.integers(-3, 40), text=st.integers(0, 300))
 def test_planned_field_checks_report_what_the_descriptor_walk_reported(seed, numbers, enum, text):  # noqa: ANN001
-    from service.validate import _check_message
+    from service.wire.validate import _check_message
 
     request = request_from_seed(seed)
     brief = request.brief
@@ -834,7 +837,7 @@ def _answer_objects(value: Any) -> Iterable[Any]:  # noqa: ANN401
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(seed=seeds, locale=st.sampled_from(("en", "zh-CN")))
 def test_answer_objects_built_without_their_constructor_are_what_it_builds(bundle, seed, locale):  # noqa: ANN001
-    # advisor._build skips the frozen __init__: each object must hold every field and equal the constructor's.
+    # answer.build skips the frozen __init__: each object must hold every field and equal the constructor's.
     import dataclasses
 
     request = request_from_seed(seed)
@@ -852,11 +855,11 @@ def test_answer_objects_built_without_their_constructor_are_what_it_builds(bundl
 def test_build_gives_what_the_constructor_gives():
     import dataclasses
 
-    from service.advice import Performance
+    from service.domain.advice import Performance
 
     fields = dict(ttft_ms=1.5, itl_ms=2.0, e2e_p95_ms=3.0, tokens_per_second_per_replica=4.0, tensor_parallel=2,
                   replicas=1, nodes=1, training_days=0.0, gpu_hours=0.0, cost_per_run_usd=0.0)
-    built = advisor._build(Performance, **fields)
+    built = answer.build(Performance, **fields)
     assert built == Performance(**fields) and hash(built) == hash(Performance(**fields))
     with pytest.raises(dataclasses.FrozenInstanceError):
         built.ttft_ms = 2.0  # type: ignore[misc]  # still frozen

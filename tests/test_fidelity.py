@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 from google.protobuf.json_format import ParseDict
 
-from service.api import pb, response_to_dict
+from service.wire.api import pb, response_to_dict
 
 
 def _ask(stub: Any, brief: dict[str, Any], **kw: Any) -> dict[str, Any]:

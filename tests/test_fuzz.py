@@ -18,12 +18,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from service import api
-from service.api import pb
-from service.decide.sizing import MAX_GPUS
-from service.errors import MAX_VIOLATIONS, invalid_status
-from service.store import RuleStore
-from service.validate import (
+from service.decide.sizing.common import MAX_GPUS
+from service.rulebook.store import RuleStore
+from service.serving.errors import MAX_VIOLATIONS, invalid_status
+from service.wire import api
+from service.wire.api import pb
+from service.wire.validate import (
     MAX_QUOTE_USD_PER_HOUR,
     MAX_QUOTES,
     MAX_REQUEST_BYTES,
@@ -153,7 +153,7 @@ def test_a_number_too_small_to_mean_anything_is_invalid_argument_not_an_underflo
 def test_every_double_of_a_brief_at_its_floor_or_below_gets_ok_or_invalid_argument(bundle):
     # In-process: each double field of the brief, set to the smallest allowed value and to values below it,
     # on the bench brief with every success unit and a few acceptance rates.
-    from service.loadgen import distinct_briefs
+    from service.bench.loadgen import distinct_briefs
 
     doubles = [(path, name) for path, name in _double_fields(pb.WorkloadBrief.DESCRIPTOR, ("brief",))]
     assert len(doubles) >= 14

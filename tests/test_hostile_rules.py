@@ -19,11 +19,12 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from service import rulefiles
-from service.api import SERVICE_NAME, pb
-from service.engine.load import load_yaml
-from service.rulebook import load_rulebook
-from service.store import MAX_PROBLEMS, RuleStore
+from service.rulebook import files as rulefiles
+from service.rulebook.files import read_yaml
+from service.rulebook.folder import load_rulebook
+from service.rulebook.store import RuleStore
+from service.rulebook.version import MAX_PROBLEMS
+from service.wire.api import SERVICE_NAME, pb
 from tests.conftest import RULES, Running, call
 from tests.test_reload import REQUEST, h100_price, set_h100_rent, wait_for
 
@@ -249,7 +250,7 @@ def test_read_regular_refuses_a_fifo_without_blocking(tmp_path):
     t.join(5)
     assert not t.is_alive(), "opening a FIFO blocked"
     assert "FIFO" in box["error"]
-    doc, problems = load_yaml(fifo, "rules/pipe.yaml")  # the rule-test loader's path (no walk before it)
+    doc, problems = read_yaml(fifo, "rules/pipe.yaml")  # the rule-test loader's path (no walk before it)
     assert doc is None and "FIFO" in problems[0].message
 
 
@@ -294,7 +295,7 @@ def test_rules_check_reports_a_fifo_instead_of_hanging(rules_copy):
     import sys
 
     os.mkfifo(rules_copy / "pipe.yaml")
-    done = subprocess.run([sys.executable, "-m", "service.rules_cli", "check", str(rules_copy)],
+    done = subprocess.run([sys.executable, "-m", "service.frontends.rules_cli", "check", str(rules_copy)],
                           capture_output=True, text=True, timeout=60, cwd=Path(__file__).parents[1])
     assert done.returncode == 1
     assert "rules/pipe.yaml:1:1 is a FIFO, not a regular file" in done.stdout

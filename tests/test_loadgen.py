@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from service.loadgen import stagger
+from service.bench.loadgen import stagger
 
 
 def test_paced_clients_start_one_gap_of_the_whole_rate_apart() -> None:

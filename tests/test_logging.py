@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import structlog
 
-from service import logging as service_logging
+from service.serving import logging as service_logging
 
 
 @pytest.fixture
@@ -49,7 +49,7 @@ def test_every_line_from_many_threads_arrives_whole_and_in_each_threads_order(ca
 def test_lines_logged_just_before_exit_are_written():
     code = (
         "import structlog\n"
-        "from service.logging import configure\n"
+        "from service.serving.logging import configure\n"
         "configure('INFO')\n"
         "log = structlog.get_logger('t')\n"
         "for i in range(200):\n"

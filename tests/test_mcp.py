@@ -19,9 +19,9 @@ from google.protobuf.json_format import MessageToDict
 from mcp import Client, StdioServerParameters
 from ruamel.yaml import YAML
 
-from service import mcp_server
-from service.api import pb
-from service.cli import load_request
+from service.frontends import mcp_server
+from service.frontends.cli import load_request
+from service.wire.api import pb
 
 ROOT = Path(__file__).parents[1]
 BRIEF = ROOT / "examples" / "realtime-70b-fp8.yaml"
@@ -210,7 +210,8 @@ def test_streamable_http(server: Any) -> None:
 
 
 def test_cli_serves_stdio(server: Any) -> None:
-    params = StdioServerParameters(command=sys.executable, args=["-m", "service.cli", "mcp", "--addr", server.addr],
+    params = StdioServerParameters(command=sys.executable,
+                                   args=["-m", "service.frontends.cli", "mcp", "--addr", server.addr],
                                    cwd=str(ROOT))
     result = run(params, lambda c: c.call_tool("recommend_gpus", brief_args()))
     assert not result.is_error and result.structured_content["candidates"]
@@ -218,7 +219,7 @@ def test_cli_serves_stdio(server: Any) -> None:
 
 def test_cli_serves_streamable_http(server: Any) -> None:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "service.cli", "mcp", "--transport", "http", "--listen", "127.0.0.1:0",
+        [sys.executable, "-m", "service.frontends.cli", "mcp", "--transport", "http", "--listen", "127.0.0.1:0",
          "--addr", server.addr], cwd=ROOT, stderr=subprocess.PIPE, text=True)
     try:
         assert proc.stderr is not None

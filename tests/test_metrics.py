@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import urllib.request
 
-from service import metrics
-from service.api import pb
+from service.serving import metrics
+from service.wire.api import pb
 from tests.conftest import ADMIN, ADMIN_TOKEN
 
 

@@ -13,8 +13,8 @@ from pathlib import Path
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
-from service.api import SERVICE_NAME
-from service.probe import ProbeProcess
+from service.serving.probe import ProbeProcess
+from service.wire.api import SERVICE_NAME
 
 REPO = Path(__file__).parents[1]
 SERVING = health_pb2.HealthCheckResponse.SERVING
@@ -35,7 +35,7 @@ def wait_for(predicate: Callable[[], bool], timeout: float = 10.0) -> None:
 
 
 def test_the_probe_process_mirrors_what_it_hears_and_goes_not_serving_when_the_server_is_silent():
-    proc = subprocess.Popen([sys.executable, "-m", "service.probe", "--addr", "127.0.0.1:0",
+    proc = subprocess.Popen([sys.executable, "-m", "service.serving.probe", "--addr", "127.0.0.1:0",
                              "--stale-seconds", "0.5", "--service", SERVICE_NAME], cwd=REPO,
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:

@@ -15,9 +15,9 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from service.api import pb
-from service.processes import BindError, reserve
-from service.server import serve
+from service.serving.processes import BindError, reserve
+from service.serving.server import serve
+from service.wire.api import pb
 
 REPO = Path(__file__).parents[1]
 RULES = REPO / "rules"

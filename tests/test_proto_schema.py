@@ -9,9 +9,9 @@ import pytest
 from google.protobuf.json_format import MessageToDict, ParseDict
 from ruamel.yaml import YAML
 
-from service import proto_schema as ps
-from service.api import pb
-from service.cli import load_request
+from service.frontends.cli import load_request
+from service.wire import proto_schema as ps
+from service.wire.api import pb
 
 EXAMPLES = sorted((Path(__file__).parents[1] / "examples").glob("*.yaml"))
 

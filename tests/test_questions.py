@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from google.protobuf.json_format import MessageToDict, ParseDict
 
-from service.api import pb
-from service.rulebook import load_rulebook
+from service.rulebook.folder import load_rulebook
+from service.wire.api import pb
 
 RULES = Path(__file__).parents[1] / "rules"
 SIZING_FIELDS = ("model.precision", "model.context_tokens", "traffic.concurrent_sessions",

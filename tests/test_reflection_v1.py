@@ -11,7 +11,7 @@ from pathlib import Path
 
 from grpc_reflection.v1alpha import reflection_pb2
 
-from service.server import REFLECTION_V1
+from service.serving.server import REFLECTION_V1
 from tests.conftest import Running
 
 

@@ -14,11 +14,12 @@ from pathlib import Path
 import grpc
 import pytest
 
-from service import ruletests
-from service.api import pb
 from service.engine.durable import DurableEngine
-from service.rulebook import load_rulebook
-from service.store import Bundle, RuleStore
+from service.rulebook import ruletests
+from service.rulebook.folder import load_rulebook
+from service.rulebook.store import RuleStore
+from service.rulebook.version import Bundle
+from service.wire.api import pb
 from tests.conftest import ADMIN, ADMIN_TOKEN
 
 REQUEST = pb.RecommendRequest(

@@ -12,9 +12,10 @@ from pathlib import Path
 import grpc
 import pytest
 
-from service import cli, fanout
-from service.api import pb, pb_grpc
-from service.store import RuleStore
+from service.frontends import cli
+from service.rulebook.store import RuleStore
+from service.serving import fanout
+from service.wire.api import pb, pb_grpc
 from tests.conftest import ADMIN, ADMIN_TOKEN, call
 from tests.test_processes import _events, _start, _wait_for, procs  # noqa: F401 (procs is a fixture)
 from tests.test_reload import REQUEST, set_h100_rent

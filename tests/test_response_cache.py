@@ -8,8 +8,8 @@ from pathlib import Path
 import grpc
 import pytest
 
-from service.api import pb
-from service.cache import ResponseCache
+from service.serving.cache import ResponseCache
+from service.wire.api import pb
 from tests.test_server import good_request
 
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from service.expectations import check
-from service.rulebook import load_rulebook
-from service.rules_cli import main as rules_cli
+from service.frontends.rules_cli import main as rules_cli
+from service.rulebook.expectations import check
+from service.rulebook.folder import load_rulebook
 
 RULES = Path(__file__).parents[1] / "rules"
 TODAY = date(2026, 12, 1)

@@ -19,9 +19,9 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
-from service import cli
-from service.api import SERVICE_NAME, pb
-from service.validate import MAX_QUOTES, MAX_STRING, MAX_TOOLCHAIN
+from service.frontends import cli
+from service.wire.api import SERVICE_NAME, pb
+from service.wire.validate import MAX_QUOTES, MAX_STRING, MAX_TOOLCHAIN
 from tests.conftest import Running, call
 
 REPO = Path(__file__).parents[1]

@@ -29,10 +29,11 @@ from cryptography.x509.oid import NameOID
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from prometheus_client import REGISTRY
 
-from service import cli, processes
-from service.api import pb, pb_grpc
-from service.credentials import channel_credentials, server_credentials
-from service.server import RECOMMEND, parse_args, serve
+from service.frontends import cli
+from service.serving import processes
+from service.serving.credentials import channel_credentials, server_credentials
+from service.serving.server import RECOMMEND, parse_args, serve
+from service.wire.api import pb, pb_grpc
 from tests.conftest import RULES, Running, call
 from tests.test_server import good_request
 

@@ -1,4 +1,4 @@
-"""Rules are checked in a killable, memory-capped process before the server loads them (service/vetting.py).
+"""Rules are checked in a killable, memory-capped process before the server loads them (service/rulebook/vetting.py).
 
 The slow and the hungry folders here are real: one file within every size limit that ruamel.yaml takes tens of
 seconds (1 MB of comment lines) or hundreds of MB (a 1 MB flow list, ~720 MB) to parse. The limits in the tests
@@ -17,11 +17,13 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from service import rulefiles, vetting
-from service.api import SERVICE_NAME, pb
-from service.rulebook import CHANGED_WHILE_CHECKED, load_rulebook, now
-from service.ruletests import self_test
-from service.store import RuleStore, cap_problems, prepare
+from service.rulebook import files as rulefiles
+from service.rulebook import vetting
+from service.rulebook.folder import CHANGED_WHILE_CHECKED, load_rulebook, now
+from service.rulebook.ruletests import self_test
+from service.rulebook.store import RuleStore
+from service.rulebook.version import cap_problems, prepare
+from service.wire.api import SERVICE_NAME, pb
 from tests.conftest import ADMIN, ADMIN_TOKEN, Running, call
 from tests.test_reload import REQUEST, h100_price, set_h100_rent
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..brief import (
+from ..domain.brief import (
     BOUNDARIES,
     DEFAULT_PRICE_TIER,
     DEMANDS,
@@ -24,10 +24,11 @@ from ..brief import (
     WORKLOADS,
     Brief,
 )
-from ..catalog import Gpu
+from ..domain.catalog import Gpu
 from ..engine.parse import FactSchema, FieldSpec
 from ..memo import IdentityMemo
-from .sizing import INFERENCE_WORKLOADS, Shape, Sizing
+from .sizing.common import Sizing
+from .sizing.shape import INFERENCE_WORKLOADS, Shape
 
 TRI = ("YES", "NO", "UNKNOWN")
 

@@ -12,8 +12,8 @@ import math
 from dataclasses import dataclass, fields
 from datetime import date
 
-from ..assumptions import Assumptions
-from ..catalog import Gpu, Price
+from ..domain.assumptions import Assumptions
+from ..domain.catalog import Gpu, Price
 from ..memo import IdentityMemo
 from ..physics.memory import ArchitectureBand
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from ruamel.yaml import YAML
@@ -52,17 +51,10 @@ class RulesError(Exception):
 _CACHE: dict[str, tuple[str, Doc]] = {}  # shown path → (content digest, parsed document): latest only
 
 
-def load_yaml(path: Path, shown_as: str, raw: bytes | None = None) -> tuple[Doc | None, list[Problem]]:
-    """Parse one file (`raw`: its bytes, already read by the caller). The latest parse of each path is kept by
-    content digest (callers never mutate it), so a reload after a one-file edit re-parses one file: the
-    round-trip parser is pure Python and dominates."""
-    if raw is None:
-        from ..rulefiles import read_regular  # late: rulefiles needs Problem from here
-
-        try:
-            raw = read_regular(path)
-        except ValueError as exc:
-            return None, [Problem(shown_as, 1, 1, "", str(exc))]
+def load_yaml(raw: bytes, shown_as: str) -> tuple[Doc | None, list[Problem]]:
+    """Parse one file's bytes (read by the caller: service/rulebook/files.py reads a rules folder safely). The
+    latest parse of each path is kept by content digest (callers never mutate it), so a reload after a one-file
+    edit re-parses one file: the round-trip parser is pure Python and dominates."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -15,7 +15,7 @@ import difflib
 from dataclasses import dataclass
 from typing import Any
 
-from ..brief import METRIC_KINDS
+from ..domain.brief import METRIC_KINDS
 from .ir import OPS, Action, Condition, Rule
 from .load import Doc, Problem, pos, value_pos
 from .schema_errors import spelling_hint

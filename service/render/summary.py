@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..advice import Advice
+from ..domain.advice import Advice
 from .messages import Messages
 
 MAX_ALTERNATIVES = 2

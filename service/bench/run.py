@@ -1,0 +1,202 @@
+"""`make bench`: speed and memory, measured side by side in one run (this machine is shared and noisy, so
+compare the ratios, not the absolute numbers).
+
+1. advise() in-process on the golden cases (tests/cases, or --cases DIR), with and without the trace;
+2. the durable_rules engine against the reference evaluator on the same facts;
+3. Recommend through a real gRPC server on 127.0.0.1;
+4. N live reloads of the rules (default 1000), with resident memory before and after;
+5. load on a real server process: health Check rps vs Recommend rps on distinct briefs (the ratio to the same
+   server's gRPC floor), p50/p99 at half of that saturation (offered evenly), Recommend from the response cache
+   (the RPC's cost without the answer's), and Recommend rps with 1 vs 2 processes.
+   `--load-only` runs just this; `--baseline DIR` runs the same load against another checkout (e.g. ../main)
+   first, for before/after in one run.
+
+`--overload` runs only service/bench/overload.py instead: health Check p50/p99 while Recommend is flooded at 250
+streams on one connection and spread over several, old settings next to the defaults (with `--baseline`, that
+checkout first).
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import tempfile
+import time
+from dataclasses import replace
+from datetime import date
+from pathlib import Path
+
+from ruamel.yaml import YAML
+
+REPO = Path(__file__).parents[2]
+
+
+def rss_mb() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def timed(fn, n: int) -> list[float]:  # noqa: ANN001
+    out = []
+    for _ in range(n):
+        t = time.perf_counter()
+        fn()
+        out.append((time.perf_counter() - t) * 1e6)
+    return out
+
+
+def show(name: str, samples: list[float]) -> float:
+    med = statistics.median(samples)
+    p95 = sorted(samples)[int(len(samples) * 0.95) - 1]
+    print(f"  {name:44} median {med:10.0f} µs   p95 {p95:10.0f} µs   n={len(samples)}")
+    return med
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="bench")
+    parser.add_argument("--iterations", type=int, default=30)
+    parser.add_argument("--reloads", type=int, default=1000)
+    parser.add_argument("--cases", default=str(REPO / "tests" / "cases"))  # the project's copy: a clone has it
+    parser.add_argument("--load-only", action="store_true", help="only section 5 (load on a server process)")
+    parser.add_argument("--load-seconds", type=float, default=5.0)
+    parser.add_argument("--briefs", type=int, default=8, help="distinct Recommend briefs (one h2load each)")
+    parser.add_argument("--streams", type=int, default=4, help="concurrent streams per connection")
+    parser.add_argument("--baseline", default="", help="another checkout to load the same way first")
+    parser.add_argument("--overload", action="store_true", help="only health under a Recommend flood")
+    args = parser.parse_args(argv)
+    if args.overload:
+        return _overload(args.load_seconds, args.baseline)
+    if args.load_only:
+        from .loadgen import run_load
+
+        return run_load(args.load_seconds, args.briefs, args.streams, args.baseline)
+
+    from google.protobuf.json_format import ParseDict
+
+    from ..serving.logging import configure
+
+    configure("WARNING")
+
+    from ..engine.ir import apply_hit_policies
+    from ..rulebook.folder import load_rulebook
+    from ..rulebook.store import RuleStore
+    from ..rulebook.version import Bundle
+    from ..serving.server import serve
+    from ..wire import api
+
+    book, problems = load_rulebook(REPO / "rules")
+    assert book is not None, problems
+    bundle = Bundle(book, loaded_at=None)  # type: ignore[arg-type]
+    yaml = YAML(typ="safe")
+    requests = []
+    for f in sorted(Path(args.cases).glob("*.yaml")):
+        case = yaml.load(f.read_text(encoding="utf-8"))
+        if "status" in case.get("expect", {}):
+            continue
+        requests.append(api.request_from_proto(ParseDict(case["request"], api.pb.RecommendRequest())))
+    print(
+        f"rules {book.revision}: {len(book.program.rules)} rules, {len(book.catalog)} GPUs; {len(requests)} cases"
+    )
+
+    print("1. advise() in-process, all cases per sample")
+    plain = show(
+        "without trace",
+        timed(lambda: [bundle.advise(replace(r, include_trace=False)) for r in requests], args.iterations),
+    )
+    traced = show(
+        "with full trace",
+        timed(lambda: [bundle.advise(replace(r, include_trace=True)) for r in requests], args.iterations),
+    )
+    print(f"  ratio trace/plain: {traced / plain:.2f}x")
+
+    print("2. rule matching: durable_rules engine vs the reference evaluator, same facts")
+    from ..decide import facts as F
+    from ..decide.sizing.per_gpu import size
+    from ..decide.sizing.shape import shape_of
+
+    a = book.assumptions
+    fact_sets = []
+    for r in requests:
+        shape = shape_of(r.brief, a)
+        sizings = (
+            [size(g, r.brief, shape, a, r.quotes, r.as_of or date.today()) for g in book.catalog]
+            if shape
+            else []
+        )
+        base = F.brief_fact(r.brief, a.num("default_utilization"), shape, sizings, 0)
+        fact_sets.append([F.candidate_fact(base, s) for s in sizings])
+    rules = book.program.for_fact("candidate")
+
+    def engine_run() -> None:
+        for facts in fact_sets:
+            matched = bundle.engine.evaluate("candidate", facts)
+            for f in facts:
+                apply_hit_policies(rules, matched[f["id"]])
+
+    def reference_run() -> None:
+        for facts in fact_sets:
+            for f in facts:
+                apply_hit_policies(rules, {r.id for r in rules if r.matches(f)})
+
+    e = show("durable_rules (C extension)", timed(engine_run, args.iterations))
+    ref = show("reference evaluator (Python)", timed(reference_run, args.iterations))
+    print(f"  ratio engine/reference: {e / ref:.2f}x")
+
+    print("3. Recommend over gRPC on 127.0.0.1 (one client, sequential)")
+    server, port, store = serve("127.0.0.1:0", str(REPO / "rules"), watch=False)
+    import grpc
+
+    channel = grpc.insecure_channel(f"127.0.0.1:{port}")
+    stub = api.pb_grpc.GpuAdvisorStub(channel)
+    protos = [api.request_to_proto(r) for r in requests]
+    rpc = show(
+        "Recommend, all cases per sample", timed(lambda: [stub.Recommend(p) for p in protos], args.iterations)
+    )
+    print(f"  ratio gRPC/in-process: {rpc / plain:.2f}x")
+    channel.close()
+    server.stop(None).wait()
+    store.close()
+
+    print(
+        f"4. {args.reloads} live reloads (a changed assumptions file each time; rule tests off to time the swap)"
+    )
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp) / "rules"
+        shutil.copytree(REPO / "rules", root)
+        store = RuleStore(root)
+        store.load()
+        target = root / "assumptions.yaml"
+        text = target.read_text(encoding="utf-8")
+        for i in range(20):  # warm-up: caches and allocator pools settle
+            target.write_text(text + f"\n# warm-up {i}\n", encoding="utf-8")
+            store.reload()
+        before = rss_mb()
+        started = time.perf_counter()
+        for i in range(args.reloads):
+            target.write_text(text + f"\n# reload {i}\n", encoding="utf-8")
+            result = store.reload()
+            assert result.ok and result.changed, result
+        took = time.perf_counter() - started
+        after = rss_mb()
+        store.close()
+    print(
+        f"  {args.reloads} reloads in {took:.1f} s ({took / args.reloads * 1000:.0f} ms each); "
+        f"RSS {before:.1f} MB → {after:.1f} MB ({after - before:+.1f} MB)"
+    )
+    bundle.retire(None)
+    from .loadgen import run_load
+
+    return run_load(args.load_seconds, args.briefs, args.streams, args.baseline)
+
+
+def _overload(seconds: float, baseline: str) -> int:
+    from .overload import run_overload
+
+    return run_overload(seconds, 250, baseline=baseline)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

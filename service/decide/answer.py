@@ -1,0 +1,205 @@
+"""The answer's parts as a reader sees them: each shown candidate with its memory, cost, ownership and
+performance figures and the texts that explain them; warnings once each, most severe first; the benchmark
+plan and procurement checklist for the workload.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, TypeVar
+
+from ..domain.advice import (
+    BenchmarkStage,
+    Candidate,
+    ChecklistSection,
+    Cost,
+    MemoryFit,
+    Ownership,
+    Performance,
+    Reason,
+    ScoreBreakdown,
+    Warning,
+)
+from .book import Rulebook
+from .run import Run, Said, Scored
+from .sizing.common import Sizing
+
+SEVERITY_ORDER = {"CRITICAL": 0, "WARNING": 1, "INFO": 2}
+
+
+def cost_unit(unit: str) -> str:
+    """The locale-independent CostUnit of a sizing's unit (a SUCCESS_UNIT name): tokens are per million."""
+    return "MILLION_OUTPUT_TOKENS" if unit == "TOKEN" else unit
+
+
+def candidate_of(c: Scored, run: Run) -> Candidate:
+    s = c.sizing
+    mem = s.memory
+    need = mem.total_gb if mem else 0.0
+    params = c.params
+    price_src = (
+        run.text("price.from_quote", {"provider": s.quote.provider or "-", "as_of": s.quote.as_of or "-"})
+        if s.quote
+        else (run.text("price.from_catalog", {"source": s.price.source, "as_of": s.price.as_of}) if s.price else "")
+    )
+    interconnect = ""
+    if s.count > 1:
+        key = "interconnect.training" if c.fact["is_training"] else "interconnect.inference"
+        interconnect = run.text(key, params)
+    throughput = ""
+    if s.train_hours > 0:
+        throughput = run.text("throughput.training", params)
+    elif s.tokens_per_second > 0:
+        key = "throughput.embedding" if c.fact["workload"] == "EMBEDDING" else "throughput.inference"
+        throughput = run.text(key, params)
+    formula = run.text("score.formula", {"score": c.score, "points": c.points, "basis": c.basis})
+    return build(
+        Candidate,
+        gpu=s.gpu.id,
+        name=s.gpu.name,
+        count=s.count,
+        score=c.score,
+        memory=build(
+            MemoryFit,
+            need_gb=round(need, 2),
+            capacity_gb=round(s.capacity_gb, 2),
+            headroom=round(s.headroom, 4),
+            breakdown=tuple([(n, round(v, 2)) for n, v in mem.components]) if mem else (),
+        ),
+        cost=build(
+            Cost,
+            usd_per_hour=round(s.usd_per_hour, 4),
+            usd_per_tflop_hour=sig(s.usd_per_tflop_hour),
+            usd_per_unit=sig(s.usd_per_unit),
+            unit=run.name(f"unit.{s.unit}"),
+            price_source=price_src,
+            price_as_of=s.quote.as_of if s.quote else (s.price.as_of if s.price else ""),
+            unit_kind=cost_unit(s.unit),
+            price_tier=s.price_tier,
+            price_tier_fallback=s.price_tier_fallback,
+        ),
+        ownership=build(
+            Ownership,
+            annual_power_usd=round(s.annual_power_usd, 2),
+            owned_usd_per_hour=round(s.owned_usd_per_hour, 4),
+            break_even_hours=round(s.break_even_hours, 1) if math.isfinite(s.break_even_hours) else -1.0,
+            break_even_months=round(s.break_even_months, 2) if math.isfinite(s.break_even_months) else -1.0,
+            purchase_usd=round(s.purchase.usd * s.count, 2) if s.purchase else 0.0,
+        ),
+        reasons=(build(Reason, rule_id="rank.score", text=formula),
+                 *ownership_reason(s, run, c.fact["utilization_given"]), *said_texts(c.reasons, c, run)),
+        caveats=said_texts(c.caveats, c, run),
+        interconnect=interconnect,
+        throughput=throughput,
+        score_breakdown=build(
+            ScoreBreakdown, basis=c.basis_kind, cost=sig(c.basis), best_cost=sig(c.best),
+            cost_points=c.cost_points, rules=tuple(c.parts),
+        ),
+        performance=performance(s),
+    )
+
+
+_T = TypeVar("_T")
+
+
+def build(cls: type[_T], **fields: Any) -> _T:  # noqa: ANN401
+    """`cls(**fields)` for a frozen answer type given EVERY field, without the frozen __init__'s guarded
+    setattr per field: the same object (equal, same repr and hash), ~3x cheaper. An answer builds ~60 such
+    objects per candidate shown; tests/test_fast_paths.py rebuilds answers through the real constructors."""
+    obj = object.__new__(cls)
+    obj.__dict__.update(fields)
+    return obj
+
+
+def said_texts(items: list[Said], c: Scored, run: Run) -> tuple[Reason, ...]:
+    text, params = run.text, c.params
+    return tuple([build(Reason, rule_id=item[0], text=text(item[1], params)) if item else None  # type: ignore[misc]
+                  for item in items])
+
+
+def performance(s: Sizing) -> Performance:
+    """The estimates a program needs, as numbers (their units are in the proto's Performance comments)."""
+    training = s.train_hours > 0
+    return build(
+        Performance,
+        ttft_ms=round(s.est_ttft_ms, 1),
+        itl_ms=round(s.itl_ms, 2),
+        e2e_p95_ms=round(s.est_latency_ms, 1),
+        tokens_per_second_per_replica=round(s.tokens_per_second, 1),
+        # A training cluster is one data/tensor/pipeline-parallel job: GPUs per model copy do not apply.
+        tensor_parallel=0 if training else s.per_replica,
+        replicas=0 if training else s.replicas,
+        nodes=s.nodes,
+        training_days=round(s.train_hours / 24, 2) if training else 0.0,
+        gpu_hours=round(s.gpu_hours, 1) if training else 0.0,
+        cost_per_run_usd=round(s.usd_per_run, 2) if training else 0.0,
+    )
+
+
+def ownership_reason(s: Sizing, run: Run, utilization_given: bool) -> tuple[Reason, ...]:
+    """The break-even arithmetic, so a reader can redo it from the printed figures."""
+    if s.purchase is None or s.usd_per_hour <= 0:
+        return ()
+    params = {
+        "purchase_usd": s.purchase.usd * s.count,
+        "usd_per_hour": s.usd_per_hour,
+        "running_usd_per_hour": s.running_usd_per_busy_hour,
+        "break_even_hours": s.break_even_hours,
+        "break_even_months": s.break_even_months,
+        "utilization": s.ownership_utilization,
+        "utilization_basis": "" if utilization_given else run.name("note.utilization_assumed"),
+        "purchase_source": s.purchase.source,
+    }
+    key = "ownership.formula" if math.isfinite(s.break_even_hours) else "ownership.never"
+    return (build(Reason, rule_id="ownership.break-even", text=run.text(key, params)),)
+
+
+def sig(x: float, digits: int = 6) -> float:
+    """Round to significant digits: a cost per embedding record can be a few millionths of a dollar."""
+    # A constant spec for the default: building ".6g" per call cost as much as the formatting (~40 per answer).
+    spec = ".6g" if digits == 6 else f".{digits}g"
+    return float(format(x, spec)) if x and math.isfinite(x) else 0.0
+
+
+def dedupe_warnings(items: list[Warning]) -> tuple[Warning, ...]:
+    best: dict[str, Warning] = {}
+    for w in items:
+        cur = best.get(w.code)
+        if cur is None or SEVERITY_ORDER.get(w.severity, 9) < SEVERITY_ORDER.get(cur.severity, 9):
+            best[w.code] = w
+    return tuple(sorted(best.values(), key=lambda w: (SEVERITY_ORDER.get(w.severity, 9), w.code)))
+
+
+def applies(step_workloads: tuple[str, ...], workload: str) -> bool:
+    return not step_workloads or workload in step_workloads
+
+
+def once(book: Rulebook, run: Run, kind: str, workload: str, render: Any) -> Any:  # noqa: ANN401
+    """`render(book, run, workload)` once per rules, locale and workload: its texts have no placeholders."""
+    # A locale without a table of its own reads the fallback's (Messages.text), so it shares its entry.
+    locale = run.locale if run.locale in book.messages else run.msgs.fallback
+    key = (kind, locale, workload)
+    if key not in book.rendered:
+        book.rendered[key] = render(book, run, workload)
+    return book.rendered[key]
+
+
+def benchmark(book: Rulebook, run: Run, workload: str) -> tuple[BenchmarkStage, ...]:
+    return tuple(
+        BenchmarkStage(
+            run.text(st.name, {}),
+            tuple(run.text(x.message, {}) for x in st.steps if applies(x.workloads, workload)),
+            tuple(run.text(x.message, {}) for x in st.record if applies(x.workloads, workload)),
+        )
+        for st in book.benchmark_plan
+    )
+
+
+def checklist(book: Rulebook, run: Run, workload: str) -> tuple[ChecklistSection, ...]:
+    return tuple(
+        ChecklistSection(
+            run.text(sec.name, {}),
+            tuple(run.text(x.message, {}) for x in sec.items if applies(x.workloads, workload)),
+        )
+        for sec in book.checklist
+    )

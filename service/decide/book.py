@@ -1,0 +1,63 @@
+"""A rules version as the decision reads it: catalog, assumptions, the compiled rules program, message tables,
+benchmark plan and checklist. Built by the rules toolchain (service/rulebook/folder.py), immutable once built."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..domain.assumptions import Assumptions
+from ..domain.catalog import Gpu
+from ..engine.ir import Program
+from ..engine.load import Problem
+from .facts import SCHEMA
+
+
+@dataclass(frozen=True)
+class Step:
+    message: str
+    workloads: tuple[str, ...] = ()  # empty = every workload
+
+
+@dataclass(frozen=True)
+class Stage:
+    id: str
+    name: str  # message key
+    steps: tuple[Step, ...]
+    record: tuple[Step, ...]
+
+
+@dataclass(frozen=True)
+class Section:
+    id: str
+    name: str  # message key
+    items: tuple[Step, ...]
+
+
+@dataclass(frozen=True)
+class Rulebook:
+    source_dir: str
+    content_hash: str
+    revision: str
+    catalog: tuple[Gpu, ...]
+    assumptions: Assumptions
+    program: Program
+    messages: dict[str, dict[str, str]]  # locale → key → template
+    message_locations: dict[str, dict[str, str]]  # locale → key → path:line
+    benchmark_plan: tuple[Stage, ...]
+    checklist: tuple[Section, ...]
+    files: tuple[str, ...]
+    warnings: tuple[Problem, ...] = field(default_factory=tuple)
+    # Answers' parts that depend only on these rules, the locale and the workload (the benchmark plan and the
+    # checklist), kept once rendered: (kind, locale, workload) → parts. Bounded by locales x workloads.
+    rendered: dict[tuple[str, str, str], Any] = field(default_factory=dict, compare=False, repr=False)
+
+    def counts(self) -> dict[str, int]:
+        out = {"gpus": len(self.catalog), "rules": len(self.program.rules), "files": len(self.files)}
+        for fact in SCHEMA:
+            out[f"rules_{fact}"] = len(self.program.for_fact(fact))
+        out["messages_en"] = len(self.messages.get("en", {}))
+        out["messages_zh_CN"] = len(self.messages.get("zh-CN", {}))
+        out["benchmark_stages"] = len(self.benchmark_plan)
+        out["checklist_sections"] = len(self.checklist)
+        return out

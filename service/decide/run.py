@@ -1,0 +1,159 @@
+"""One answer's working state: the rules version's shared, compiled parts (message tables, each candidate
+rule's effects), the request's run (rules fired per stage, the trace, warnings and notes said so far) and a
+candidate being scored.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from ..domain.advice import (
+    Reason,
+    TraceEntry,
+    Warning,
+)
+from ..domain.brief import AdviceRequest
+from ..engine.ir import Rule, apply_hit_policies
+from ..render.messages import Messages
+from .book import Rulebook
+from .sizing.common import Sizing
+
+
+class Evaluator(Protocol):
+    def evaluate(self, fact_type: str, facts: list[dict[str, Any]]) -> dict[str, set[str]]: ...
+
+
+# A rule's message for one candidate, rendered only if the answer shows it: (rule id, message key), or None
+# for an action without a message. Survivors past max_candidates are listed by id alone.
+Said = tuple[str, str] | None
+
+
+# What a candidate rule does, read from its actions once per rules version: whether it has an action
+# `Run.common` handles (warn, note), and its (kind, message, points) for exclude, score, caveat and note.
+Effects = tuple[bool, tuple[tuple[str, Said, float], ...]]
+
+
+CANDIDATE_KINDS = ("exclude", "score", "caveat", "note")
+
+
+@dataclass
+class Scored:
+    sizing: Sizing
+    fact: dict[str, Any]
+    points: float = 0.0
+    reasons: list[Said] = field(default_factory=list)
+    caveats: list[Said] = field(default_factory=list)
+    exclusions: list[Said] = field(default_factory=list)
+    params: dict[str, Any] = field(default_factory=dict)  # what its messages are filled from
+    score: float = 0.0
+    basis: float = 0.0
+    basis_kind: str = ""
+    best: float = 0.0
+    cost_points: float = 0.0
+    parts: list[tuple[str, float]] = field(default_factory=list)
+
+
+class Run:
+    def __init__(self, book: Rulebook, engine: Evaluator, req: AdviceRequest):
+        self.book, self.engine, self.req = book, engine, req
+        self.shared = compiled(book)
+        self.msgs = self.shared.msgs
+        self.locale = req.locale or "en"
+        # text(key, params): the message `key` in this request's locale, filled from `params`.
+        self.text: Callable[[str, Mapping[str, Any]], str] = self.msgs.table(self.locale).text
+        self.trace: list[TraceEntry] = []
+        self.warnings: list[Warning] = []
+        self.notes: list[Reason] = []
+        self._names: dict[str, str] = {}
+
+    def name(self, key: str) -> str:
+        """A message without placeholders (a tier's or unit's name), looked up once per request."""
+        if key not in self._names:
+            self._names[key] = self.text(key, {})
+        return self._names[key]
+
+    def title(self, code: str) -> str:
+        """A warning's name (`warning.<code>`); rules-check requires one for every code, "" keeps a gap silent."""
+        key = f"warning.{code}"
+        return self.text(key, {}) if self.msgs.has(key, self.locale) or self.msgs.has(key, "en") else ""
+
+    def fire(self, fact_type: str, facts: list[dict[str, Any]]) -> dict[str, list[Rule]]:
+        """Rules in effect per fact id, after hit policies; records the trace when asked."""
+        rules = self.book.program.for_fact(fact_type)
+        matched = self.engine.evaluate(fact_type, facts) if rules else {str(f["id"]): set() for f in facts}
+        out: dict[str, list[Rule]] = {}
+        for fact in facts:
+            fid = str(fact["id"])
+            winners = apply_hit_policies(rules, matched.get(fid, set()))
+            out[fid] = winners
+            if self.req.include_trace:
+                won = {r.id for r in winners}
+                for r in rules:
+                    if self.req.trace_fired_only and r.id not in won:
+                        continue
+                    if r.id in won:
+                        detail = "fired"
+                    elif r.id in matched.get(fid, set()):
+                        detail = f"matched, but a higher-priority row of {r.group} took effect (hit policy first)"
+                    else:
+                        detail = r.first_failure(fact)
+                    self.trace.append(TraceEntry(r.id, r.location, fid, r.id in won, detail))
+        return out
+
+    def common(self, rule: Rule, fact: dict[str, Any]) -> None:
+        """Actions that mean the same on every fact: warn and brief-level notes."""
+        for act in rule.actions:
+            if act.kind == "warn":
+                self.warnings.append(
+                    Warning(
+                        act.get("code"),
+                        act.get("severity", "WARNING"),
+                        self.text(act.get("message"), fact),
+                        rule.id,
+                        self.title(act.get("code")),
+                    )
+                )
+            elif act.kind == "note" and fact["id"] in ("brief", "plan", "outcome"):
+                self.notes.append(Reason(rule.id, self.text(act.get("message"), fact)))
+
+
+class Compiled:
+    """What one rules version's answers share and compute once: its message tables, and each candidate rule's
+    effects (`effects_of`)."""
+
+    def __init__(self, book: Rulebook):
+        self.msgs = Messages(book.messages)
+        self.effects: dict[int, Effects] = {}  # id(rule) → effects; the rules live as long as the book
+
+
+def compiled(book: Rulebook) -> Compiled:
+    found = COMPILED.get(id(book))
+    if found is None:
+        found = Compiled(book)
+        if COMPILED.setdefault(id(book), found) is found:
+            weakref.finalize(book, COMPILED.pop, id(book), None)
+    return found
+
+
+def messages_of(book: Rulebook) -> Messages:
+    """The rules' message tables, compiled once per rules version and dropped with it."""
+    return compiled(book).msgs
+
+
+# Rulebook id → what its answers share. Not a field of the (frozen, hashed) Rulebook; each entry leaves when its
+# Rulebook is freed, before that id can be reused.
+COMPILED: dict[int, Compiled] = {}
+
+
+def effects_of(table: dict[int, Effects], rule: Rule) -> Effects:
+    acts = tuple(
+        (act.kind, (rule.id, act.get("message")) if act.get("message") else None,
+         float(act.get("points")) if act.kind == "score" else 0.0)
+        for act in rule.actions if act.kind in CANDIDATE_KINDS
+    )
+    found = (any(act.kind in ("warn", "note") for act in rule.actions), acts)
+    table[id(rule)] = found
+    return found

@@ -1,0 +1,105 @@
+"""What a brief implies about the model and the traffic (`Shape`), with the defaults it had to assume."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ...domain.assumptions import Assumptions
+from ...domain.brief import Brief
+from ...physics import memory as mem
+from .. import tables as tb
+
+INFERENCE_WORKLOADS = ("BATCH_INFERENCE", "REALTIME_INFERENCE", "EMBEDDING", "EVALUATION", "NOTEBOOK")
+
+
+@dataclass(frozen=True)
+class Shape:
+    """What the brief implies about the model and the traffic, with defaults filled in (and noted)."""
+
+    params_billion: float
+    active_params_billion: float
+    precision: str
+    bytes_per_param: float
+    arch: mem.Architecture
+    tokens_per_sequence: int  # memory is sized at this context (p95 input + output, else the context window)
+    avg_tokens_per_sequence: int  # average context read per decode step
+    sequences: int  # concurrent sequences per replica (sessions or batch)
+    input_tokens: int
+    output_tokens: int
+    defaults_used: tuple[str, ...]  # brief fields we had to assume
+
+
+def shape_of(brief: Brief, a: Assumptions) -> Shape | None:
+    m, t = brief.model, brief.traffic
+    if m.params_billion <= 0:
+        return None
+    defaults: list[str] = []
+    precision = m.precision
+    if precision == "UNSPECIFIED":
+        precision = "BF16"
+        defaults.append("model.precision")
+    arch = mem.resolve_architecture(
+        m.params_billion, m.layers, m.kv_heads, m.head_dim, m.hidden_size, tb.bands(a), kind=m.attention,
+        kv_lora_rank=m.kv_lora_rank, rope_head_dim=m.rope_head_dim, window=m.sliding_window_tokens,
+        mla_default=(int(a.num("mla_kv_lora_rank")), int(a.num("mla_rope_head_dim"))),
+    )
+    context = m.context_tokens
+    if context <= 0:
+        context = int(a.num("default_context_tokens"))
+        defaults.append("model.context_tokens")
+    inp = t.avg_input_tokens or 0
+    out = t.avg_output_tokens or 0
+    if t.p95_input_tokens > 0:
+        size_tokens = (
+            min(context, t.p95_input_tokens + (out or 0))
+            if m.context_tokens > 0
+            else (t.p95_input_tokens + out)
+        )
+    else:
+        size_tokens = context
+    if inp <= 0:
+        inp = max(1, int(context * 0.5)) if out <= 0 else max(1, min(context - out, int(context * 0.5)))
+        defaults.append("traffic.avg_input_tokens")
+    if out <= 0:
+        out = max(1, min(512, context // 4))
+        defaults.append("traffic.avg_output_tokens")
+    avg_tokens = min(size_tokens, inp + out // 2)
+    if brief.workload == "REALTIME_INFERENCE":
+        seqs = t.concurrent_sessions or t.batch_size
+    else:
+        seqs = t.batch_size or t.concurrent_sessions
+    if seqs <= 0:
+        seqs = 1
+        defaults.append(
+            "traffic.concurrent_sessions" if brief.workload == "REALTIME_INFERENCE" else "traffic.batch_size"
+        )
+    if brief.workload == "PRETRAINING" and brief.training.global_batch_tokens <= 0 and t.batch_size <= 0:
+        defaults.append("training.global_batch_tokens")
+    unused = _UNUSED_DEFAULTS.get(brief.workload, ())
+    defaults = [d for d in defaults if d not in unused]
+    active = m.active_params_billion if 0 < m.active_params_billion <= m.params_billion else m.params_billion
+    return Shape(
+        params_billion=m.params_billion,
+        active_params_billion=active,
+        precision=precision,
+        bytes_per_param=a.bytes_per_param(precision),
+        arch=arch,
+        tokens_per_sequence=size_tokens,
+        avg_tokens_per_sequence=avg_tokens,
+        sequences=seqs,
+        input_tokens=inp,
+        output_tokens=out,
+        defaults_used=tuple(defaults),
+    )
+
+
+# Defaults a workload never reads: noting them would claim an assumption that changed nothing.
+_TRAFFIC_SHAPE = ("traffic.avg_input_tokens", "traffic.avg_output_tokens")
+
+
+_UNUSED_DEFAULTS: dict[str, tuple[str, ...]] = {
+    "PRETRAINING": (*_TRAFFIC_SHAPE, "traffic.batch_size"),  # the global batch sets the micro-batch
+    "FULL_FINETUNE": _TRAFFIC_SHAPE,
+    "ADAPTER_FINETUNE": _TRAFFIC_SHAPE,
+    "EMBEDDING": ("traffic.avg_output_tokens",),  # an embedding is its input
+}

@@ -1,0 +1,92 @@
+"""Typed access to rules/assumptions.yaml: every constant the formulas use, owned by rule authors."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..physics.memory import ArchitectureBand
+
+REQUIRED_NUMBERS = (
+    "electricity_usd_per_kwh",
+    "pue",
+    "maintenance_fraction_per_year",
+    "ownership_years",
+    "default_utilization",
+    "hours_per_month",
+    "mfu_training",
+    "mfu_prefill",
+    "mbu_decode",
+    "mbu_decode_consumer",
+    "parallel_efficiency_fast_link",
+    "parallel_efficiency_pcie",
+    "safety_headroom",
+    "thin_headroom",
+    "engine_overhead_gb",
+    "inference_activation_peak_gb",
+    "kv_cache_bytes",
+    "adam_state_bytes_per_param",
+    "lora_rank",
+    "lora_targets_per_layer",
+    "reference_matmul_efficiency",
+    "default_context_tokens",
+    "media_activation_peak_gb",
+    "max_inference_nodes",
+    "adapter_flops_per_param_token",
+    "model_api_usd_per_million_tokens",
+    "kernel_saturation_ms",
+    "decode_step_floor_ms",
+    "tp_allreduce_latency_us_fast_link",
+    "tp_allreduce_latency_us_slow_link",
+    "default_prefill_batch_tokens",
+    "default_global_batch_tokens",
+    "mla_kv_lora_rank",
+    "mla_rope_head_dim",
+)
+
+
+@dataclass(frozen=True)
+class Assumptions:
+    values: dict[str, Any]  # key → value
+    sources: dict[str, str]  # key → source, for explanations
+
+    def num(self, key: str) -> float:
+        return float(self.values[key])
+
+    def text(self, key: str) -> str:
+        return str(self.values[key])
+
+    def bytes_per_param(self, precision: str) -> float:
+        table = self.values["bytes_per_param"]
+        return float(table.get(precision, table["BF16"]))
+
+    def bands(self) -> tuple[ArchitectureBand, ...]:
+        rows = self.values["architecture_bands"]
+        return tuple(
+            sorted(
+                (
+                    ArchitectureBand(
+                        max_params_billion=float(r["max_params_billion"]),
+                        layers=int(r["layers"]),
+                        kv_heads=int(r["kv_heads"]),
+                        head_dim=int(r["head_dim"]),
+                        hidden_size=int(r["hidden_size"]),
+                        attention_heads=int(r["attention_heads"]),
+                        vocab_size=int(r["vocab_size"]),
+                    )
+                    for r in rows
+                ),
+                key=lambda b: b.max_params_billion,
+            )
+        )
+
+
+def missing_keys(values: dict[str, Any]) -> list[str]:
+    need = [
+        *REQUIRED_NUMBERS,
+        "bytes_per_param",
+        "architecture_bands",
+        "recompute_full_finetune",
+        "recompute_adapter",
+    ]
+    return [k for k in need if k not in values]

@@ -1,0 +1,410 @@
+"""`gpu-advisor`: a terminal client for a running GPU Advisor server.
+
+    gpu-advisor recommend BRIEF.yaml [--json] [--locale zh-CN] [--trace] [--max N]
+    gpu-advisor explain BRIEF.yaml [--rule GLOB] [--gpu ID] [--fired | --not-fired]
+                                         # the answer, each candidate's score, which rules fired (file:line)
+    gpu-advisor gpus                     # the catalog with dated prices
+    gpu-advisor ruleset                  # the active rules version and the last reload attempt
+    gpu-advisor reload [--token-file F]  # admin: reload the rules now (or the token in GPU_ADVISOR_ADMIN_TOKEN)
+    gpu-advisor mcp [--transport http]   # serve chat assistants over MCP (stdio, or streamable HTTP at /mcp)
+
+A brief file is YAML in protobuf's JSON form: a whole RecommendRequest (with a `brief:` key) or the brief.
+Exit codes: 0 OK, 2 the input was rejected (file or INVALID_ARGUMENT), 1 any other failure.
+TLS: `--tls` (system roots) or `--tls-ca`; `--tls-client-cert/--tls-client-key` for a server that wants mTLS.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+import grpc
+from google.protobuf.json_format import MessageToJson, ParseDict, ParseError
+from google.rpc import error_details_pb2
+from grpc_status import rpc_status
+from ruamel.yaml import YAML
+from ruamel.yaml.error import YAMLError
+
+from ..serving.credentials import ConfigError, admin_token, channel_credentials
+from ..wire.api import enum_name, pb, pb_grpc
+from .explain import Filters, print_explanation
+
+DEFAULT_ADDR = "127.0.0.1:50051"
+EXIT_OK, EXIT_FAIL, EXIT_INPUT = 0, 1, 2
+MAX_EXPLAIN_CANDIDATES = 50  # validate.py's limit
+
+
+class InputError(Exception):
+    """The brief file cannot become a request: reported as one line, exit 2."""
+
+
+def load_request(path: str | Path) -> pb.RecommendRequest:
+    """A RecommendRequest from a YAML file holding either the whole request or only the brief."""
+    p = Path(path)
+    try:
+        data = YAML(typ="safe").load(p.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise InputError(f"{p}: {exc.strerror or exc}") from exc
+    except YAMLError as exc:
+        raise InputError(f"{p}: not valid YAML: {exc}") from exc
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise InputError(f"{p}: expected a mapping (a request or a brief), got {type(data).__name__}")
+    # A golden case wraps the request in `request:`; a whole request has a `brief:` key; anything else is taken
+    # to be the brief itself.
+    if isinstance(data.get("request"), dict):
+        data = data["request"]
+    body = data if "brief" in data else {"brief": data}
+    try:
+        return ParseDict(body, pb.RecommendRequest())
+    except ParseError as exc:
+        raise InputError(f"{p}: {exc}") from exc
+
+
+def bad_request_violations(err: grpc.RpcError) -> list[tuple[str, str]]:
+    """(field, description) pairs of the google.rpc.BadRequest in an error's status details."""
+    status = rpc_status.from_call(err) if isinstance(err, grpc.Call) else None
+    out: list[tuple[str, str]] = []
+    for detail in status.details if status else []:
+        bad = error_details_pb2.BadRequest()
+        if detail.Unpack(bad):
+            out += [(v.field, v.description) for v in bad.field_violations]
+    return out
+
+
+# -- rendering ----------------------------------------------------------------------------------------------
+
+
+def _table(rows: list[list[str]], out: TextIO, right: Sequence[int] = ()) -> None:
+    """Plain aligned columns: the first row is the header. No third-party table library for one function."""
+    if len(rows) <= 1:
+        return
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for n, row in enumerate(rows):
+        pairs = enumerate(zip(row, widths, strict=True))
+        cells = [c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in pairs]
+        print("  ".join(cells).rstrip(), file=out)
+        if n == 0:
+            print("  ".join("-" * w for w in widths), file=out)
+
+
+def _money(v: float, digits: int = 2) -> str:
+    return f"${v:,.{digits}f}" if v > 0 else "-"
+
+
+def _unit_cost(v: float) -> str:
+    # Per-unit costs span from fractions of a cent (a token) to thousands (a training run).
+    if v <= 0:
+        return "-"
+    return f"${v:,.2f}" if v >= 1 else f"${v:.3g}"
+
+
+def _tier(number: int) -> str:
+    return enum_name("PriceTier", number).lower().replace("_", "-") if number else "-"
+
+
+def _months(v: float) -> str:
+    if v < 0:
+        return "never"
+    return f"{v:,.1f}" if v > 0 else "-"
+
+
+def print_advice(resp: pb.RecommendResponse, out: TextIO | None = None) -> None:
+    out = out or sys.stdout  # looked up per call, so redirection (tests, contextlib) is honoured
+    rows = [["#", "gpu", "count", "$/h", "price tier", "$/unit", "need/capacity GB", "headroom", "break-even mo"]]
+    for i, c in enumerate(resp.candidates, 1):
+        # A star marks a price from another tier than the one compared (no price in that tier).
+        tier = _tier(c.cost.price_tier) + ("*" if c.cost.price_tier_fallback else "")
+        rows.append([
+            str(i), c.gpu, str(c.count), _money(c.cost.usd_per_hour), tier, _unit_cost(c.cost.usd_per_unit),
+            f"{c.memory.need_gb:,.1f}/{c.memory.capacity_gb:,.0f}", f"{c.memory.headroom:.0%}",
+            _months(c.ownership.break_even_months),
+        ])
+    if len(rows) > 1:
+        unit = next((c.cost.unit for c in resp.candidates if c.cost.unit), "")
+        print(f"Candidates{f' ($/unit = per {unit})' if unit else ''}:", file=out)
+        _table(rows, out, right=(0, 2, 3, 5, 6, 7, 8))
+        print(f"Prices compared at {_tier(resp.price_tier)}; * = no price in that tier, another tier's is used.",
+              file=out)
+        if resp.not_shown_count:
+            print(f"Not shown (max_candidates): {resp.not_shown_count}: {', '.join(resp.not_shown)}", file=out)
+    else:
+        print("No GPU candidates.", file=out)
+    if resp.excluded:
+        print(f"\nExcluded: {', '.join(x.gpu for x in resp.excluded)}", file=out)
+    if resp.HasField("route"):
+        provisional = f" (provisional: depends on {', '.join(resp.route.depends_on)})" if resp.route.provisional else ""
+        print(f"\nRoute: {enum_name('RouteKind', resp.route.kind)}{provisional}", file=out)
+        for r in resp.route.rationale:
+            print(f"  - {r.text} [{r.rule_id}]", file=out)
+    if resp.warnings:
+        print("\nWarnings:", file=out)
+        for w in resp.warnings:
+            print(f"  {enum_name('Severity', w.severity)} {w.code}: {w.text} [{w.rule_id}]", file=out)
+    if resp.questions:
+        print("\nQuestions:", file=out)
+        for q in resp.questions:
+            print(f"  {q.field}: {q.text}", file=out)
+    if resp.summary:
+        print(f"\n{resp.summary}", file=out)
+    if resp.HasField("ruleset"):
+        print(f"\n{_ruleset_ref(resp.ruleset)}", file=out)
+
+
+def _ruleset_ref(ref: pb.RulesetRef) -> str:
+    # The revision is often the hash's prefix; print the hash only when it adds something.
+    if ref.content_hash.startswith(ref.revision):
+        return f"(rules {ref.revision})"
+    return f"(rules {ref.revision}, hash {ref.content_hash[:12]})"
+
+
+def print_trace(resp: pb.RecommendResponse, out: TextIO | None = None) -> None:
+    out = out or sys.stdout  # looked up per call, so redirection (tests, contextlib) is honoured
+    fired = [t for t in resp.trace if t.fired]
+    idle = [t for t in resp.trace if not t.fired]
+    print(f"Fired ({len(fired)}):", file=out)
+    for t in fired:
+        print(f"  {t.rule_id}  {t.location}  on {t.fact}", file=out)
+    print(f"\nNot fired ({len(idle)}):", file=out)
+    for t in idle:
+        print(f"  {t.rule_id}  {t.location}" + (f"  on {t.fact}" if t.fact else "")
+              + (f"  first failing: {t.detail}" if t.detail else ""), file=out)
+
+
+def print_gpus(resp: pb.ListGpusResponse, out: TextIO | None = None) -> None:
+    out = out or sys.stdout  # looked up per call, so redirection (tests, contextlib) is honoured
+    rows = [["id", "name", "memory GB", "BF16 TF", "FP8 TF", "rent $/h", "rent tier", "$/TFLOP-h", "purchase $",
+             "purchase tier", "price as of", "price source"]]
+    for g in resp.gpus:
+        current = [p for p in g.prices if p.current]
+        # The on-demand row when there is one: the tier answers compare at by default.
+        rents = sorted((p for p in current if p.kind == "rent"), key=lambda p: p.tier != pb.PRICE_TIER_ON_DEMAND)
+        rent = rents[0] if rents else None
+        buy = next((p for p in current if p.kind == "purchase"), None)
+        rows.append([
+            g.id, g.name, f"{g.memory_gb:g}", f"{g.tflops_bf16:g}",
+            f"{g.tflops_fp8:g}" if g.tflops_fp8 else "-",
+            _money(rent.usd) if rent else "-", _tier(rent.tier) if rent else "-",
+            f"{g.usd_per_tflop_hour:.4f}" if g.usd_per_tflop_hour else "-",
+            _money(buy.usd, 0) if buy else "-", _tier(buy.tier) if buy else "-",
+            rent.as_of if rent else "-", rent.source if rent else "-",
+        ])
+    _table(rows, out, right=(2, 3, 4, 5, 7, 8))
+    if resp.HasField("ruleset"):
+        print(f"\n{_ruleset_ref(resp.ruleset)}", file=out)
+
+
+def print_ruleset(info: pb.RulesetInfo, out: TextIO | None = None) -> None:
+    out = out or sys.stdout  # looked up per call, so redirection (tests, contextlib) is honoured
+    attempt = f"{info.last_attempted_revision} at {info.last_attempted_at}" if info.last_attempted_at else ""
+    for label, value in (
+        ("revision", info.revision), ("content hash", info.content_hash), ("loaded at", info.loaded_at),
+        ("source", info.source_dir), ("last attempt", attempt),
+    ):
+        print(f"{label:>13}: {value or '-'}", file=out)
+    if info.counts:
+        print(f"{'counts':>13}: " + ", ".join(f"{k}={v}" for k, v in sorted(info.counts.items())), file=out)
+    if info.last_error:
+        print(f"{'last error':>13}:", file=out)
+        for line in info.last_error.splitlines():
+            print(f"    {line}", file=out)
+
+
+# -- commands -----------------------------------------------------------------------------------------------
+
+
+def _stub(args: argparse.Namespace) -> tuple[grpc.Channel, pb_grpc.GpuAdvisorStub]:
+    if args.tls or args.tls_ca or args.tls_client_cert or args.tls_client_key:
+        creds = channel_credentials(args.tls_ca, args.tls_client_cert, args.tls_client_key)
+        channel = grpc.secure_channel(args.addr, creds)
+    else:
+        channel = grpc.insecure_channel(args.addr)
+    return channel, pb_grpc.GpuAdvisorStub(channel)
+
+
+def _recommend(args: argparse.Namespace, explain: bool) -> int:
+    request = load_request(args.brief)
+    if args.locale:
+        request.locale = args.locale
+    if getattr(args, "max", None) is not None:
+        request.max_candidates = args.max
+    if explain or getattr(args, "trace", False):
+        request.include_trace = True
+    if explain and args.gpu and not request.max_candidates:
+        request.max_candidates = MAX_EXPLAIN_CANDIDATES  # the GPU asked about is shown wherever it ranks
+    channel, stub = _stub(args)
+    with channel:
+        resp = stub.Recommend(request, timeout=args.timeout)
+    if args.json:
+        print(MessageToJson(resp, preserving_proto_field_name=True, ensure_ascii=False))
+    elif explain:
+        fired = True if args.fired else (False if args.not_fired else None)
+        print_explanation(resp, Filters(tuple(args.rule or ()), args.gpu or "", fired))
+    else:
+        print_advice(resp)
+        if request.include_trace:
+            print()
+            print_trace(resp)
+    return EXIT_OK
+
+
+def _gpus(args: argparse.Namespace) -> int:
+    channel, stub = _stub(args)
+    with channel:
+        resp = stub.ListGpus(pb.ListGpusRequest(as_of=args.as_of or ""), timeout=args.timeout)
+    if args.json:
+        print(MessageToJson(resp, preserving_proto_field_name=True, ensure_ascii=False))
+    else:
+        print_gpus(resp)
+    return EXIT_OK
+
+
+def _ruleset(args: argparse.Namespace) -> int:
+    channel, stub = _stub(args)
+    with channel:
+        info = stub.GetRuleset(pb.GetRulesetRequest(), timeout=args.timeout)
+    if args.json:
+        print(MessageToJson(info, preserving_proto_field_name=True, ensure_ascii=False))
+    else:
+        print_ruleset(info)
+    return EXIT_OK
+
+
+def _reload(args: argparse.Namespace) -> int:
+    token = admin_token(os.environ, args.token_file)
+    metadata = (("authorization", f"Bearer {token}"),) if token else ()
+    channel, stub = _stub(args)
+    with channel:
+        result = stub.ReloadRules(pb.ReloadRulesRequest(), timeout=args.timeout, metadata=metadata)
+    info = result.ruleset
+    if args.json:
+        print(MessageToJson(result, preserving_proto_field_name=True, ensure_ascii=False))
+    else:
+        print("reloaded: a new rules version is active" if result.reloaded else
+              "not reloaded: " + ("the new version was rejected" if info.last_error else "nothing changed"))
+        print_ruleset(info)
+        print_other_workers(result.other_workers)
+    # A rejected version, here or in another worker (or one not heard from), is a failure the operator must see
+    # in the exit code (scripts, CI).
+    failed = bool(info.last_error) or any(not w.ok for w in result.other_workers)
+    return EXIT_FAIL if failed else EXIT_OK
+
+
+def print_other_workers(workers: Sequence[pb.WorkerReload], out: TextIO | None = None) -> None:
+    """`--processes N`: one line per other worker the server asked to reload (nothing with one process)."""
+    out = out or sys.stdout
+    for w in workers:
+        if not w.answered:
+            print(f"worker {w.pid}: asked to reload, no report in time (its outcome is not known)", file=out)
+        elif w.ok:
+            done = "reloaded" if w.reloaded else "nothing changed"
+            print(f"worker {w.pid}: {done}, serving revision {w.revision or '-'}", file=out)
+        else:
+            print(f"worker {w.pid}: rejected the new version, serving revision {w.revision or '-'}", file=out)
+            for line in w.error.splitlines():
+                print(f"    {line}", file=out)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--addr", default=os.environ.get("GPU_ADVISOR_ADDR", DEFAULT_ADDR),
+                        help="server address (env GPU_ADVISOR_ADDR, default %(default)s)")
+    common.add_argument("--timeout", type=float, default=30.0, help="seconds per call")
+    common.add_argument("--json", action="store_true", help="print the response as protobuf JSON")
+    env = os.environ.get
+    common.add_argument("--tls", action="store_true", help="use TLS, trusting the system's CAs")
+    common.add_argument("--tls-ca", metavar="PEM", default=env("GPU_ADVISOR_TLS_CA"),
+                        help="use TLS, trusting this CA (env GPU_ADVISOR_TLS_CA)")
+    common.add_argument("--tls-client-cert", metavar="PEM", default=env("GPU_ADVISOR_TLS_CLIENT_CERT"),
+                        help="client certificate for mTLS (env GPU_ADVISOR_TLS_CLIENT_CERT)")
+    common.add_argument("--tls-client-key", metavar="PEM", default=env("GPU_ADVISOR_TLS_CLIENT_KEY"),
+                        help="its private key (env GPU_ADVISOR_TLS_CLIENT_KEY)")
+
+    parser = argparse.ArgumentParser(prog="gpu-advisor", description="Ask a GPU Advisor server.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    rec = sub.add_parser("recommend", parents=[common], help="rank GPUs (or a model API) for a brief")
+    rec.add_argument("brief", help="YAML: a RecommendRequest or a WorkloadBrief in protobuf JSON form")
+    rec.add_argument("--locale", choices=("en", "zh-CN"))
+    rec.add_argument("--trace", action="store_true", help="also print which rules fired")
+    rec.add_argument("--max", type=int, help="at most N candidates")
+    rec.set_defaults(run=lambda a: _recommend(a, explain=False))
+
+    exp = sub.add_parser("explain", parents=[common],
+                         help="recommend, and show why: the answer, each score's parts, the rule trace")
+    exp.add_argument("brief")
+    exp.add_argument("--locale", choices=("en", "zh-CN"))
+    exp.add_argument("--rule", action="append", metavar="GLOB",
+                     help="only trace entries of rule ids matching this glob (e.g. 'matrix.*'); repeatable")
+    exp.add_argument("--gpu", metavar="ID", help="only this GPU: its score, exclusion and candidate trace")
+    only = exp.add_mutually_exclusive_group()
+    only.add_argument("--fired", action="store_true", help="only rules that fired")
+    only.add_argument("--not-fired", action="store_true", help="only rules that did not fire, and why")
+    exp.set_defaults(run=lambda a: _recommend(a, explain=True))
+
+    gpus = sub.add_parser("gpus", parents=[common], help="list the GPU catalog with dated prices")
+    gpus.add_argument("--as-of", help="YYYY-MM-DD: the prices valid on that day (default today)")
+    gpus.set_defaults(run=_gpus)
+
+    rs = sub.add_parser("ruleset", parents=[common], help="show the active rules version")
+    rs.set_defaults(run=_ruleset)
+
+    rl = sub.add_parser("reload", parents=[common], help="admin: reload the rules folder now")
+    # No --token VALUE: argv shows in `ps`. The token comes from the environment or a file, as on the server.
+    rl.add_argument("--token-file", metavar="PATH", default=env("GPU_ADVISOR_ADMIN_TOKEN_FILE"),
+                    help="file holding the admin bearer token (env GPU_ADVISOR_ADMIN_TOKEN_FILE; or the token "
+                         "itself in env GPU_ADVISOR_ADMIN_TOKEN)")
+    rl.set_defaults(run=_reload)
+
+    # -- MCP: the way in for chat assistants (service/frontends/mcp_server.py; imported only when used) --
+    mcp = sub.add_parser("mcp", parents=[common], help="serve chat assistants over MCP (stdio or streamable HTTP)")
+    mcp.add_argument("--transport", choices=("stdio", "http"), default="stdio")
+    mcp.add_argument("--listen", default=os.environ.get("GPU_ADVISOR_MCP_LISTEN", "127.0.0.1:8765"),
+                     help="host:port for --transport http, served at /mcp (env GPU_ADVISOR_MCP_LISTEN)")
+    mcp.set_defaults(run=_mcp)
+    return parser
+
+
+def _mcp(args: argparse.Namespace) -> int:
+    from .mcp_server import main as serve_mcp
+
+    return serve_mcp(args.addr, args.transport, args.listen, args.timeout)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.run(args))
+    except BrokenPipeError:
+        # `gpu-advisor explain x.yaml | head`: the reader left; stop quietly instead of a traceback.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
+    except (InputError, ConfigError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_INPUT
+    except grpc.RpcError as err:
+        code = err.code() if isinstance(err, grpc.Call) else grpc.StatusCode.UNKNOWN
+        if code == grpc.StatusCode.INVALID_ARGUMENT:
+            violations = bad_request_violations(err)
+            print("error: the request was rejected:", file=sys.stderr)
+            for field, description in violations or [("", err.details() or "")]:
+                print(f"  {field}: {description}" if field else f"  {description}", file=sys.stderr)
+            return EXIT_INPUT
+        if code == grpc.StatusCode.UNAVAILABLE:
+            print(f"error: no GPU Advisor server at {args.addr} ({err.details()})", file=sys.stderr)
+            return EXIT_FAIL
+        print(f"error: {code.name}: {err.details()}", file=sys.stderr)
+        return EXIT_FAIL
+
+
+def _entry() -> Any:  # pragma: no cover - `python -m service.frontends.cli`
+    sys.exit(main())
+
+
+if __name__ == "__main__":
+    _entry()

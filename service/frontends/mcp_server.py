@@ -1,0 +1,467 @@
+"""GPU Advisor for chat assistants: an MCP server that calls the gRPC service.
+
+    gpu-advisor mcp                                   # stdio, for a desktop assistant
+    gpu-advisor mcp --transport http --listen 127.0.0.1:8765   # streamable HTTP at /mcp
+
+Tools: `recommend_gpus` (the request as a JSON Schema generated from the proto), `list_gpus`,
+`explain_recommendation` (the rule trace). Prompt: `gpu_brief`, which walks a person through the brief by asking
+the open questions highest priority first. Every tool result carries the markdown for the person and the
+protobuf-JSON answer as structured content, checked by the client against the tool's generated output schema.
+
+The gRPC service stays the only place that decides: this module maps JSON to the request and the response back,
+and turns the service's refusals (INVALID_ARGUMENT with the fields) into tool errors an assistant can correct.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import json
+import socket
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import grpc
+import jsonschema
+import mcp_types as types
+from google.protobuf.descriptor import FieldDescriptor
+from google.protobuf.json_format import MessageToDict, ParseDict, ParseError
+from google.rpc import error_details_pb2, status_pb2
+from mcp.server.lowlevel import Server
+from mcp.shared.exceptions import MCPError
+
+from ..domain.brief import LOCALES
+from ..wire import validate
+from ..wire.api import pb, pb_grpc
+from ..wire.proto_schema import message_schema
+
+NAME = "gpu-advisor"
+# Fields the MCP tools set themselves (explain asks for the trace; recommend does not need it).
+_TOOL_SET = ("include_trace",)
+MAX_QUESTIONS_SHOWN = 8
+
+
+# -- schemas ------------------------------------------------------------------------------------------------
+
+
+def _bounds(path: str, fd: FieldDescriptor, schema: dict[str, Any]) -> None:
+    """What validate.py enforces, said up front: numbers are never negative, some have a ceiling."""
+    if schema.get("type") in ("number", "integer"):
+        schema["minimum"] = 0
+        if (limit := validate.LIMITS.get(path)) is not None:
+            schema["maximum"] = limit
+    if path == "locale":
+        schema["enum"] = list(LOCALES)
+    if path.endswith("as_of"):
+        schema["format"] = "date"
+
+
+@functools.cache
+def request_schema() -> dict[str, Any]:
+    return message_schema(pb.RecommendRequest.DESCRIPTOR, exclude=_TOOL_SET, hook=_bounds)
+
+
+@functools.cache
+def explain_schema() -> dict[str, Any]:
+    schema = json.loads(json.dumps(request_schema()))
+    schema["properties"]["fired_only"] = {
+        "type": "boolean",
+        "description": "Only the rules that fired (default true); false adds, for every other rule, the first "
+                       "condition that failed and the actual value.",
+    }
+    return schema
+
+
+@functools.cache
+def response_schema() -> dict[str, Any]:
+    return message_schema(pb.RecommendResponse.DESCRIPTOR, output=True)
+
+
+@functools.cache
+def gpus_request_schema() -> dict[str, Any]:
+    return message_schema(pb.ListGpusRequest.DESCRIPTOR, hook=_bounds)
+
+
+@functools.cache
+def gpus_response_schema() -> dict[str, Any]:
+    return message_schema(pb.ListGpusResponse.DESCRIPTOR, output=True)
+
+
+def tools() -> list[types.Tool]:
+    read_only = types.ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
+    return [
+        types.Tool(
+            name="recommend_gpus",
+            title="Recommend GPUs for a workload",
+            description=(
+                "Ranked GPU configurations (or a model API) for an AI workload brief: count, memory need vs "
+                "capacity, $/h, cost per accepted unit, buy-vs-rent, the route, warnings, and the questions the "
+                "brief leaves open (each with its field path, type, unit, allowed values, what the answer "
+                "assumes meanwhile, and a priority: ask the highest first, then call again with the answers). "
+                "Send what you know; leave out what you do not (missing is a question, never an error)."
+            ),
+            input_schema=request_schema(),
+            output_schema=response_schema(),
+            annotations=read_only,
+        ),
+        types.Tool(
+            name="list_gpus",
+            title="List the GPU catalog",
+            description="The catalog as loaded: specs, dated prices with their sources, $ per dense TFLOP-hour.",
+            input_schema=gpus_request_schema(),
+            output_schema=gpus_response_schema(),
+            annotations=read_only,
+        ),
+        types.Tool(
+            name="explain_recommendation",
+            title="Explain a recommendation",
+            description=(
+                "The same answer as recommend_gpus, then which rules produced it (rule id, file:line, the fact "
+                "it fired on) and, with fired_only=false, why each other rule did not fire."
+            ),
+            input_schema=explain_schema(),
+            output_schema=response_schema(),
+            annotations=read_only,
+        ),
+    ]
+
+
+# -- markdown -----------------------------------------------------------------------------------------------
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _question_line(q: Any) -> str:
+    what = [q.type or "value"]
+    if q.unit:
+        what.append(q.unit)
+    if q.allowed_values:
+        what.append("one of " + ", ".join(q.allowed_values))
+    if q.assumed:
+        what.append(f"assumed meanwhile: {q.assumed}")
+    return f"- [{q.priority}] `{q.field}` ({'; '.join(what)}): {q.text}"
+
+
+def recommendation_markdown(resp: Any) -> str:
+    """The service's own summary (in the request's locale), then the open questions in the form an assistant
+    acts on: field path, type, unit, choices, assumed value, priority."""
+    parts = [resp.summary or "(no summary)"]
+    if resp.questions:
+        lines = ["", "Open questions, highest priority first (answer into the brief field shown):"]
+        lines += [_question_line(q) for q in resp.questions[:MAX_QUESTIONS_SHOWN]]
+        if len(resp.questions) > MAX_QUESTIONS_SHOWN:
+            lines.append(f"- … {len(resp.questions) - MAX_QUESTIONS_SHOWN} more in the structured answer")
+        parts.append("\n".join(lines))
+    assumed = [n.text for n in resp.notes if n.rule_id.startswith("sizing.")]
+    if assumed:
+        parts.append("\n".join(["", "Still assumed:", *(f"- {t}" for t in assumed)]))
+    if resp.HasField("ruleset"):
+        parts.append(f"\n(rules {resp.ruleset.revision})")
+    return "\n".join(parts)
+
+
+def trace_markdown(resp: Any, fired_only: bool) -> str:
+    fired = [t for t in resp.trace if t.fired]
+    lines = [recommendation_markdown(resp), "", f"Rules that fired ({len(fired)}):", ""]
+    lines += ["| rule | where | on |", "|---|---|---|"]
+    lines += [f"| `{t.rule_id}` | {t.location} | {t.fact} |" for t in fired]
+    if not fired_only:
+        idle = [t for t in resp.trace if not t.fired]
+        lines += ["", f"Rules that did not fire ({len(idle)}):", "", "| rule | where | on | first failing |",
+                  "|---|---|---|---|"]
+        lines += [f"| `{t.rule_id}` | {t.location} | {t.fact} | {_cell(t.detail)} |" for t in idle]
+    return "\n".join(lines)
+
+
+def gpus_markdown(resp: Any) -> str:
+    lines = ["| id | name | memory GB | BF16 TFLOPS | rent $/h | $/TFLOP-h | price as of |",
+             "|---|---|---:|---:|---:|---:|---|"]
+    for g in resp.gpus:
+        rent = next((p for p in g.prices if p.current and p.kind == "rent"), None)
+        lines.append(
+            f"| `{g.id}` | {_cell(g.name)} | {g.memory_gb:g} | {g.tflops_bf16:g} | "
+            f"{f'{rent.usd:.2f}' if rent else '-'} | "
+            f"{f'{g.usd_per_tflop_hour:.4f}' if g.usd_per_tflop_hour else '-'} | {rent.as_of if rent else '-'} |"
+        )
+    if resp.HasField("ruleset"):
+        lines.append(f"\n(rules {resp.ruleset.revision})")
+    return "\n".join(lines)
+
+
+# -- the prompt ---------------------------------------------------------------------------------------------
+
+PROMPT = "gpu_brief"
+
+
+def _field_guide() -> str:
+    brief = request_schema()["properties"]["brief"]["properties"]
+    lines = []
+    for name, spec in brief.items():
+        if spec.get("type") == "object":
+            inner = ", ".join(spec["properties"])
+            lines.append(f"- `{name}`: {{{inner}}}")
+        else:
+            choices = f" (one of {', '.join(spec['enum'])})" if "enum" in spec else ""
+            lines.append(f"- `{name}`{choices}")
+    return "\n".join(lines)
+
+
+def prompt_text(need: str, locale: str) -> str:
+    return "\n".join([
+        "Help me choose GPUs (or a model API) for this AI workload, using the GPU Advisor tools.",
+        "",
+        f"What I need: {need or '(ask me)'}",
+        "",
+        "How to go about it:",
+        "1. Turn what I said into a brief and call `recommend_gpus` right away with only what you know "
+        f"(locale \"{locale}\"). Leave out anything I have not said: a missing field becomes a question, "
+        "not an error.",
+        "2. Read the answer's `questions`: they come highest `priority` first. Ask me the first two, one at a "
+        "time, offering the `allowed_values` for a choice and saying the `unit` for a number, and tell me what "
+        "the answer `assumed` meanwhile so I can just accept it.",
+        "3. Put each answer into the brief at the question's `field` path and call `recommend_gpus` again. "
+        "Repeat while the questions still change the answer; stop when I am content with what remains assumed.",
+        "4. Then give me the top pick with its count, memory headroom, $/h and cost per accepted unit, the route, "
+        "the warnings, and what is still assumed. Use `explain_recommendation` if I ask why.",
+        "",
+        "The brief's fields:",
+        _field_guide(),
+    ])
+
+
+def prompts() -> list[types.Prompt]:
+    return [types.Prompt(
+        name=PROMPT,
+        title="Plan GPUs for a workload",
+        description="Walks a person through the workload brief, asking the questions that matter most first.",
+        arguments=[
+            types.PromptArgument(name="need", description="What the person wants to run, in their own words",
+                                 required=False),
+            types.PromptArgument(name="locale", description="Answer language: en or zh-CN", required=False),
+        ],
+    )]
+
+
+# -- the server ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Backend:
+    """The gRPC side: one channel per MCP server run."""
+
+    stub: Any
+    timeout: float
+
+
+class ToolInputError(Exception):
+    """The arguments cannot become a request, or the service refused them: the assistant should fix them."""
+
+
+def _check(arguments: dict[str, Any], schema: dict[str, Any]) -> None:
+    errors = sorted(jsonschema.Draft202012Validator(schema).iter_errors(arguments),
+                    key=lambda e: [str(p) for p in e.path])
+    if errors:
+        raise ToolInputError("\n".join(
+            f"{'.'.join(str(p) for p in e.path) or '(arguments)'}: {e.message}" for e in errors[:10]
+        ))
+
+
+def _parse(arguments: dict[str, Any], message: Any) -> Any:
+    try:
+        return ParseDict(arguments, message)
+    except ParseError as exc:
+        raise ToolInputError(str(exc)) from exc
+
+
+def _structured(msg: Any) -> dict[str, Any]:
+    return MessageToDict(msg, preserving_proto_field_name=True)
+
+
+def _violations(err: grpc.aio.AioRpcError) -> list[str]:
+    """`field: description` of the google.rpc.BadRequest in an aio error (grpc_status reads only sync calls)."""
+    out = []
+    for key, value in err.trailing_metadata() or ():
+        if key != "grpc-status-details-bin":
+            continue
+        for detail in status_pb2.Status.FromString(value).details:
+            bad = error_details_pb2.BadRequest()
+            if detail.Unpack(bad):
+                out += [f"{v.field}: {v.description}" for v in bad.field_violations]
+    return out
+
+
+async def _call(method: Callable[..., Awaitable[Any]], request: Any, timeout: float) -> Any:
+    try:
+        return await method(request, timeout=timeout)
+    except grpc.aio.AioRpcError as err:
+        if err.code() == grpc.StatusCode.INVALID_ARGUMENT:
+            lines = _violations(err) or [err.details() or "INVALID_ARGUMENT"]
+            raise ToolInputError("the service rejected the request:\n" + "\n".join(lines)) from err
+        raise
+
+
+def _result(markdown: str, structured: dict[str, Any]) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(type="text", text=markdown)],
+                                structured_content=structured)
+
+
+def _error(text: str) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
+
+
+async def _recommend(b: Backend, args: dict[str, Any]) -> types.CallToolResult:
+    _check(args, request_schema())
+    resp = await _call(b.stub.Recommend, _parse(args, pb.RecommendRequest()), b.timeout)
+    return _result(recommendation_markdown(resp), _structured(resp))
+
+
+async def _explain(b: Backend, args: dict[str, Any]) -> types.CallToolResult:
+    _check(args, explain_schema())
+    args = dict(args)
+    fired_only = bool(args.pop("fired_only", True))
+    request = _parse(args, pb.RecommendRequest())
+    request.include_trace = True
+    resp = await _call(b.stub.Recommend, request, b.timeout)
+    if fired_only:
+        kept = [t for t in resp.trace if t.fired]
+        del resp.trace[:]
+        resp.trace.extend(kept)
+    return _result(trace_markdown(resp, fired_only), _structured(resp))
+
+
+async def _gpus(b: Backend, args: dict[str, Any]) -> types.CallToolResult:
+    _check(args, gpus_request_schema())
+    resp = await _call(b.stub.ListGpus, _parse(args, pb.ListGpusRequest()), b.timeout)
+    return _result(gpus_markdown(resp), _structured(resp))
+
+
+_TOOLS: dict[str, Callable[[Backend, dict[str, Any]], Awaitable[types.CallToolResult]]] = {
+    "recommend_gpus": _recommend,
+    "list_gpus": _gpus,
+    "explain_recommendation": _explain,
+}
+
+
+def build_server(addr: str, timeout: float = 30.0) -> Server[Backend]:
+    """The MCP server, talking to the GPU Advisor gRPC service at `addr` (host:port)."""
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_: Server[Backend]) -> AsyncIterator[Backend]:
+        # grpc.aio binds a channel to the running event loop, so it is made here, not at import.
+        async with grpc.aio.insecure_channel(addr) as channel:
+            yield Backend(pb_grpc.GpuAdvisorStub(channel), timeout)
+
+    async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=tools())
+
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        run = _TOOLS.get(params.name)
+        if run is None:
+            raise MCPError(types.INVALID_PARAMS, f"unknown tool {params.name!r}; tools: {', '.join(_TOOLS)}")
+        try:
+            return await run(ctx.lifespan_context, dict(params.arguments or {}))
+        except ToolInputError as exc:
+            return _error(str(exc))
+        except grpc.aio.AioRpcError as err:
+            if err.code() == grpc.StatusCode.UNAVAILABLE:
+                return _error(f"no GPU Advisor service at {addr} ({err.details()})")
+            return _error(f"the GPU Advisor service failed: {err.code().name}: {err.details()}")
+
+    async def list_prompts(ctx: Any, params: Any) -> types.ListPromptsResult:
+        return types.ListPromptsResult(prompts=prompts())
+
+    async def get_prompt(ctx: Any, params: types.GetPromptRequestParams) -> types.GetPromptResult:
+        if params.name != PROMPT:
+            raise MCPError(types.INVALID_PARAMS, f"unknown prompt {params.name!r}; prompts: {PROMPT}")
+        args = params.arguments or {}
+        locale = args.get("locale") or "en"
+        if locale not in LOCALES:
+            raise MCPError(types.INVALID_PARAMS, f"locale must be one of {', '.join(LOCALES)}")
+        text = prompt_text(args.get("need", ""), locale)
+        return types.GetPromptResult(
+            description="Plan GPUs for a workload, one question at a time",
+            messages=[types.PromptMessage(role="user", content=types.TextContent(type="text", text=text))],
+        )
+
+    return Server(
+        NAME,
+        version=_version(),
+        instructions=(
+            "GPU Advisor recommends GPUs (or a model API) for AI workloads. Call recommend_gpus with what is "
+            "known, then ask the person the returned questions highest priority first; the gpu_brief prompt "
+            "walks through it."
+        ),
+        lifespan=lifespan,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+        on_list_prompts=list_prompts,
+        on_get_prompt=get_prompt,
+    )
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("gpu-advisor")
+    except PackageNotFoundError:
+        return "0"
+
+
+# -- running ------------------------------------------------------------------------------------------------
+
+
+async def serve_stdio(addr: str, timeout: float) -> None:
+    from mcp.server.stdio import stdio_server
+
+    server = build_server(addr, timeout)
+    async with stdio_server() as (read, write):
+        await server.run(read, write, server.create_initialization_options())
+
+
+def http_app(addr: str, timeout: float, host: str) -> Any:
+    """The streamable HTTP app (Starlette) at /mcp; `host` decides the DNS-rebinding protection (on for
+    loopback)."""
+    return build_server(addr, timeout).streamable_http_app(host=host)
+
+
+async def serve_http(addr: str, timeout: float, sock: socket.socket) -> None:
+    """Serve streamable HTTP on an already bound socket (so a test can take an ephemeral port first)."""
+    import uvicorn
+
+    host = sock.getsockname()[0]
+    config = uvicorn.Config(http_app(addr, timeout, host), log_level="warning", lifespan="on")
+    await uvicorn.Server(config).serve(sockets=[sock])
+
+
+def bind(listen: str) -> socket.socket:
+    host, _, port = listen.rpartition(":")
+    host = host.strip("[]") or "127.0.0.1"
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, int(port)))
+    # Listening before the port is announced: a client that connects while uvicorn is still starting waits in
+    # the backlog instead of being refused.
+    sock.listen(128)
+    return sock
+
+
+def main(addr: str, transport: str, listen: str, timeout: float) -> int:
+    import anyio
+
+    if transport == "stdio":
+        anyio.run(serve_stdio, addr, timeout)
+    else:
+        sock = bind(listen)
+        host, port = sock.getsockname()[:2]
+        print(f"gpu-advisor MCP: streamable HTTP on http://{host}:{port}/mcp, service at {addr}", file=sys.stderr)
+        anyio.run(serve_http, addr, timeout, sock)
+    return 0
+
+
+__all__ = ["build_server", "main", "request_schema", "response_schema", "tools"]

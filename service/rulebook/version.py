@@ -1,0 +1,124 @@
+"""One rules version made ready to serve: compiled into its engine (a Bundle), checked and self-tested by
+`prepare`. The live store and the vetting child both prepare versions this one way, so a version is judged
+alike in both."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+from ..decide.advisor import advise
+from ..decide.book import Rulebook
+from ..decide.cancel import StillWanted
+from ..domain.advice import Advice
+from ..domain.brief import AdviceRequest
+from ..domain.catalog import Gpu
+from ..engine.durable import DurableEngine
+from .folder import load_rulebook
+
+SelfTest = Callable[["Bundle"], list[str]]  # returns failures (empty = pass)
+
+
+class Bundle:
+    """One immutable rules version with its engine. Thread-safe."""
+
+    def __init__(self, book: Rulebook, loaded_at: datetime):
+        self.book = book
+        self.revision = book.revision
+        self.content_hash = book.content_hash
+        self.catalog: tuple[Gpu, ...] = book.catalog
+        self.loaded_at = loaded_at
+        self.engine = DurableEngine(book.program.rules)
+        self._lock = threading.Lock()
+        self._inflight = 0
+        self._retired = False
+        self._closed = False
+        self._successor: Bundle | None = None
+
+    def known_gpu_ids(self) -> frozenset[str]:
+        return frozenset(g.id for g in self.catalog)
+
+    def advise(self, request: AdviceRequest, still_wanted: StillWanted | None = None) -> Advice:
+        with self._lock:
+            if self._closed:
+                target = self._successor
+            else:
+                self._inflight += 1
+                target = None
+        if target is not None:  # we were swapped out and freed before this request began: use the newer one
+            return target.advise(request, still_wanted)
+        try:
+            return advise(self.book, self.engine, request, still_wanted=still_wanted)
+        finally:
+            self._leave()
+
+    def _leave(self) -> None:
+        with self._lock:
+            self._inflight -= 1
+            close = self._retired and self._inflight == 0 and not self._closed
+            if close:
+                self._closed = True
+        if close:
+            self.engine.close()
+
+    def retire(self, successor: Bundle | None) -> None:
+        with self._lock:
+            self._retired = True
+            self._successor = successor
+            close = self._inflight == 0 and not self._closed
+            if close:
+                self._closed = True
+        if close:
+            self.engine.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+
+MAX_PROBLEMS = 20  # shown in GetRuleset, ReloadRules and the log; rules-check lists them all
+MAX_PROBLEM_CHARS = 300
+
+
+def cap_problems(problems: list[str]) -> list[str]:
+    """The first MAX_PROBLEMS, each clipped, and a line saying how many more: an error travels in a reply."""
+    out = [p if len(p) <= MAX_PROBLEM_CHARS else p[: MAX_PROBLEM_CHARS - 1] + "…" for p in problems[:MAX_PROBLEMS]]
+    if len(problems) > MAX_PROBLEMS:
+        out.append(f"… and {len(problems) - MAX_PROBLEMS} more problems (run rules-check to see all)")
+    return out
+
+
+@dataclass
+class Prepared:
+    book: Rulebook | None = None
+    errors: list[str] = field(default_factory=list)
+    bundle: Bundle | None = None  # compiled and self-tested; None when unchanged or rejected
+
+
+def prepare(
+    rules_dir: Path, self_test: SelfTest | None, loaded_at: datetime, current_hash: str | None = None,
+    expect_hash: str | None = None, on_compiled: Callable[[Rulebook], None] | None = None,
+) -> Prepared:
+    """Everything slow: read, check, compile, self-test. The same steps here and in the vetting process, so a
+    version is judged alike in both. No bundle is built when the content is `current_hash` (nothing new).
+    `on_compiled` hears of a version that loaded and compiled, before its rule tests run."""
+    book, problems = load_rulebook(rules_dir, expect_hash=expect_hash)
+    errors = [str(p) for p in problems if p.severity == "error"]
+    if book is None or errors:
+        return Prepared(book, errors or ["rules did not load"])
+    if current_hash is not None and current_hash == book.content_hash:
+        return Prepared(book)
+    try:
+        bundle = Bundle(book, loaded_at)
+    except Exception as exc:
+        return Prepared(book, [f"engine rejected the rules: {type(exc).__name__}: {exc}"])
+    if on_compiled is not None:
+        on_compiled(book)
+    failures = self_test(bundle) if self_test else []
+    if failures:
+        bundle.retire(None)
+        return Prepared(book, [f"rule test failed: {f}" for f in failures])
+    return Prepared(book, bundle=bundle)

@@ -1,0 +1,413 @@
+"""Wiring: the gRPC server, health, reflection, interceptors, signals and rules reloading.
+
+The servicer is thin: validate → map → the active rules version's `advise` → map back, checking before each
+expensive step that the caller still waits for the answer.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hmac
+import os
+import select
+import signal
+import socket
+import sys
+import threading
+from datetime import date
+from typing import Any, NoReturn
+
+import grpc
+import structlog
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection, reflection_pb2, reflection_pb2_grpc
+
+from ..decide.cancel import Cancelled
+from ..rulebook import vetting
+from ..rulebook.ruletests import self_test
+from ..rulebook.store import RulesetStatus, RuleStore
+from ..rulebook.version import Bundle
+from ..wire import api
+from ..wire.api import pb, pb_grpc
+from ..wire.validate import MAX_REQUEST_BYTES, validate
+from . import cache, fanout, metrics, processes
+from .credentials import ConfigError, admin_token, server_credentials
+from .errors import abort_invalid as _invalid
+from .handlers import add_servicer
+from .interceptors import AdmissionInterceptor, RequestContextInterceptor
+from .lifecycle import AdvisorServer, TrackingExecutor
+from .logging import configure
+from .probe import ProbeProcess
+from .signals import stop_on_signals
+
+log = structlog.get_logger("gpu_advisor.server")
+
+DEFAULT_ADDR = "127.0.0.1:50051"
+REFLECTION_V1 = "grpc.reflection.v1.ServerReflection"
+# Advice is pure Python and holds the GIL, so a second call running at once only competes for it, and every
+# extra running thread competes with gRPC's loop that picks up new calls (health checks included): under h2load
+# one running call per method answered 6-13% more Recommend calls a second than 2 or 4, with an equal or lower
+# health p99 under a flood (make bench; README, Running). Scale with --processes, not threads. A short queue
+# absorbs bursts, and beyond it a caller hears RESOURCE_EXHAUSTED at once rather than waiting seconds.
+DEFAULT_MAX_CONCURRENT = 1
+DEFAULT_MAX_QUEUE = 32
+DEFAULT_GRACE_SECONDS = 10.0
+# HTTP/2 streams one connection may have open at once (SETTINGS_MAX_CONCURRENT_STREAMS, enforced by gRPC Core;
+# 0 = no cap). A gRPC client keeps the excess waiting on its side, so a flood on one connection never reaches
+# Python, whose one loop takes arrived calls in order: a probe's Check, on a connection of its own, no longer
+# waits behind hundreds of them. 2 is a running call and a queued one: with one Recommend running at a time,
+# more open streams per connection add no throughput, only calls for Python to juggle (README, Running).
+DEFAULT_MAX_STREAMS = 2
+# A client's channel is one long-lived HTTP/2 connection, so without an end to it the calls of a client stay on
+# the pod (or `--processes` worker) it first reached: pods the autoscaler adds get no traffic from the clients
+# already running, and a worker that got more connections keeps them. After this many seconds (Core adds +-10%
+# jitter) the server sends GOAWAY; calls in flight finish within the grace and new ones go over a new
+# connection, which a DNS-resolving client opens to a freshly resolved address (gRPC A9: server-side
+# connection management).
+DEFAULT_MAX_CONNECTION_AGE = 300.0
+CONNECTION_AGE_GRACE_SECONDS = 30.0
+MAX_CONNECTION_AGE = (2**31 - 1) // 1000  # Core takes the age in milliseconds, as a 32-bit int
+# Threads beyond what the limited methods can hold, so health checks and reflection never wait for a worker.
+SPARE_WORKERS = 8
+RECOMMEND = f"/{api.SERVICE_NAME}/Recommend"  # the method path, as metrics label it
+PEER_WAIT_MARGIN_S = 0.25  # ReloadRules stops waiting for the other workers this long before its deadline
+
+
+def _status_to_proto(st: RulesetStatus) -> pb.RulesetInfo:
+    return pb.RulesetInfo(
+        revision=st.revision, content_hash=st.content_hash,
+        loaded_at=st.loaded_at.isoformat() if st.loaded_at else "", counts=st.counts,
+        last_error=st.last_error,
+        last_attempted_revision=st.last_attempted_revision,
+        last_attempted_at=st.last_attempted_at.isoformat() if st.last_attempted_at else "",
+        source_dir=st.source_dir,
+    )
+
+
+def _still_wanted(context: grpc.ServicerContext) -> bool:
+    # time_remaining() is exact; is_active() notices a caller that hung up (or a deadline Core already enforced).
+    return context.time_remaining() > 0 and context.is_active()
+
+
+def _stop_unless_wanted(context: grpc.ServicerContext, stage: str) -> None:
+    if not _still_wanted(context):
+        _abandon(context, stage)
+
+
+def _abandon(context: grpc.ServicerContext, stage: str) -> NoReturn:
+    """Nobody waits for this answer any more: count it and stop (the status goes nowhere, but must be one)."""
+    metrics.abandoned(RECOMMEND, stage)
+    code = grpc.StatusCode.DEADLINE_EXCEEDED if context.time_remaining() <= 0 else grpc.StatusCode.CANCELLED
+    context.abort(code, f"stopped before {stage}: the caller no longer waits for the answer")
+    raise AssertionError("unreachable: abort raises")
+
+
+class Servicer(pb_grpc.GpuAdvisorServicer):
+    def __init__(self, store: RuleStore, admin_token: str = "", peers: fanout.Peers | None = None):
+        self.store = store
+        # Empty: the admin RPCs are off (closed by default).
+        self.admin_token = admin_token
+        # --processes N: the channel to the supervisor, through which ReloadRules reaches the other workers.
+        self.peers = peers
+
+    def _bundle(self, context: grpc.ServicerContext) -> Bundle:
+        # Taken once per call: a reload during the call swaps the store's reference, not this one.
+        bundle = self.store.active()
+        if bundle is None:
+            context.abort(grpc.StatusCode.UNAVAILABLE, "no valid rules are loaded yet")
+            raise AssertionError("unreachable: abort raises")
+        return bundle
+
+    def Recommend(self, request: pb.RecommendRequest, context: grpc.ServicerContext) -> pb.RecommendResponse:  # noqa: N802
+        bundle = self._bundle(context)
+        _stop_unless_wanted(context, "validate")
+        violations = validate(request, bundle.known_gpu_ids())
+        if violations:
+            _invalid(context, violations)
+        try:
+            advice = bundle.advise(api.request_from_proto(request), lambda: _still_wanted(context))
+        except Cancelled as stopped:
+            _abandon(context, stopped.stage)
+        _stop_unless_wanted(context, "response")
+        return api.advice_to_proto(advice)
+
+    def ListGpus(self, request: pb.ListGpusRequest, context: grpc.ServicerContext) -> pb.ListGpusResponse:  # noqa: N802
+        bundle = self._bundle(context)
+        try:
+            day = date.fromisoformat(request.as_of) if request.as_of else date.today()
+        except ValueError:
+            _invalid(context, [("as_of", "must be a date YYYY-MM-DD")])
+        return pb.ListGpusResponse(
+            gpus=[api.gpu_to_proto(g, day) for g in bundle.catalog],
+            ruleset=pb.RulesetRef(revision=bundle.revision, content_hash=bundle.content_hash),
+        )
+
+    def GetRuleset(self, request: pb.GetRulesetRequest, context: grpc.ServicerContext) -> pb.RulesetInfo:  # noqa: N802
+        return _status_to_proto(self.store.status())
+
+    def ReloadRules(  # noqa: N802
+        self, request: pb.ReloadRulesRequest, context: grpc.ServicerContext
+    ) -> pb.ReloadRulesResponse:
+        if not self.admin_token:
+            context.abort(grpc.StatusCode.PERMISSION_DENIED,
+                          "ReloadRules is off: the server has no admin token (GPU_ADVISOR_ADMIN_TOKEN or "
+                          "--admin-token-file); SIGHUP or the folder watcher reload the rules")
+        sent = dict(context.invocation_metadata()).get("authorization", "")
+        if not hmac.compare_digest(sent.encode(), f"Bearer {self.admin_token}".encode()):
+            context.abort(grpc.StatusCode.UNAUTHENTICATED, "ReloadRules needs the admin bearer token")
+        asked = self.peers.ask_others() if self.peers else None  # they reload while this worker does
+        result = self.store.reload()
+        response = pb.ReloadRulesResponse(ruleset=_status_to_proto(self.store.status()), reloaded=result.changed)
+        if asked is not None:
+            # Their reloads take as long as ours (they already ran meanwhile) unless one is stuck behind another
+            # reload: wait about one load's timeout, within the caller's deadline, then say who did not report.
+            wait = min(self.store.load_timeout + 2, context.time_remaining() - PEER_WAIT_MARGIN_S)
+            try:
+                others = asked.collect(wait)
+            except fanout.SupervisorUnreachable:
+                context.abort(grpc.StatusCode.UNAVAILABLE,
+                              f"this worker's reload: {'a new version' if result.changed else 'no new version'} "
+                              f"(revision {response.ruleset.revision or 'none'}); the other workers could not be "
+                              "asked (no answer from the supervisor)")
+            response.other_workers.extend(pb.WorkerReload(**vars(o)) for o in others)
+        return response
+
+
+def _enable_reflection(service_names: tuple[str, ...], server: grpc.Server) -> None:
+    """Server reflection under both v1alpha and v1.
+
+    grpcio-reflection registers only v1alpha, while current clients (grpcurl, buf curl, Postman) ask v1 first.
+    v1 is v1alpha renamed: the messages are the same on the wire, so one servicer answers both method paths.
+    v1 is answered but not listed: its descriptor is not in the pool, and tools that describe every listed
+    service would stop on it.
+    """
+    servicer = reflection.ReflectionServicer(service_names)
+    reflection_pb2_grpc.add_ServerReflectionServicer_to_server(servicer, server)
+    v1 = grpc.stream_stream_rpc_method_handler(
+        servicer.ServerReflectionInfo,
+        request_deserializer=reflection_pb2.ServerReflectionRequest.FromString,
+        response_serializer=reflection_pb2.ServerReflectionResponse.SerializeToString,
+    )
+    handler = grpc.method_handlers_generic_handler(REFLECTION_V1, {"ServerReflectionInfo": v1})
+    server.add_generic_rpc_handlers((handler,))
+
+
+def serve(
+    addr: str, rules_dir: str, admin_token: str = "", watch: bool = True, workers: int | None = None,
+    poll_seconds: float = 0.5, max_concurrent: int = DEFAULT_MAX_CONCURRENT, max_queue: int = DEFAULT_MAX_QUEUE,
+    tls: grpc.ServerCredentials | None = None, shared_port: bool = False, response_cache: int = 0,
+    max_streams: int = DEFAULT_MAX_STREAMS, health_addr: str = "", peers: fanout.Peers | None = None,
+    max_connection_age: float = DEFAULT_MAX_CONNECTION_AGE,
+) -> tuple[AdvisorServer, int, RuleStore]:
+    """Start serving and return (server, bound port, store). Health stays NOT_SERVING until rules load.
+
+    Each GpuAdvisor method runs at most `max_concurrent` calls with `max_queue` more waiting; `workers`
+    defaults to enough threads for all of them plus spares for health. `tls`: plaintext when None.
+    `shared_port`: one of `--processes N` workers (SO_REUSEPORT); otherwise a busy port fails here.
+    `response_cache`: keep that many Recommend answers for repeated identical requests (0 = off).
+    `health_addr`: also answer grpc.health.v1 (only) on this host:port, plaintext, from a process of its own
+    that mirrors this server's health (service/serving/probe.py).
+    `peers`: a `--processes N` worker's channel to its supervisor; ReloadRules then reloads every worker.
+    `max_connection_age`: seconds before a client connection is asked to move to a new one (0 = never).
+    """
+    # The rules-checking helper is spawned before gRPC starts its threads (service/rulebook/vetting.py).
+    store = RuleStore(rules_dir, poll_seconds=poll_seconds, vetter=vetting.shared())
+    store.self_test = self_test(store.rules_dir)
+    health_servicer = health.HealthServicer()
+    for name in ("", api.SERVICE_NAME):
+        health_servicer.set(name, health_pb2.HealthCheckResponse.NOT_SERVING)
+
+    def mark_serving(_bundle: object) -> None:
+        for name in ("", api.SERVICE_NAME):
+            health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
+
+    store.on_activate.append(mark_serving)
+    store.on_activate.append(lambda bundle: metrics.rules_activated(bundle.revision))
+    store.on_reject.append(lambda _error: metrics.rules_rejected())
+    limited = [f"/{api.SERVICE_NAME}/{m.name}" for m in pb.DESCRIPTOR.services_by_name["GpuAdvisor"].methods]
+    admission = AdmissionInterceptor(limited, max_concurrent, max_queue)
+    executor = TrackingExecutor(workers or len(limited) * (max_concurrent + max_queue) + SPARE_WORKERS)
+    # The request interceptor comes first so refused calls are logged and counted too.
+    options: list[tuple[str, int]] = [("grpc.so_reuseport", int(shared_port)),
+                                      ("grpc.max_receive_message_length", MAX_REQUEST_BYTES)]
+    if max_streams > 0:
+        # Core's "overload protection" also counts streams that ended but that Python has not let go of yet,
+        # and refuses new ones with RST_STREAM REFUSED_STREAM, which gRPC clients report as UNAVAILABLE
+        # (34 of 40 calls on a warm channel, with a cap of 4). Without it, the client keeps the excess waiting.
+        options += [("grpc.max_concurrent_streams", max_streams), ("grpc.http.overload_protection", 0)]
+    if max_connection_age > 0:
+        options += [("grpc.max_connection_age_ms", max(1, round(max_connection_age * 1000))),
+                    ("grpc.max_connection_age_grace_ms", round(CONNECTION_AGE_GRACE_SECONDS * 1000))]
+    server = grpc.server(executor, interceptors=[RequestContextInterceptor(), admission], options=options)
+    servicer = Servicer(store, admin_token, peers)
+    if response_cache > 0:
+        servicer.Recommend = cache.ResponseCache(response_cache).wrap(store, servicer.Recommend)  # type: ignore[method-assign]
+    add_servicer(servicer, server)  # like the generated add_*, but bad bytes: INVALID_ARGUMENT
+    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
+    health_name = health_pb2.DESCRIPTOR.services_by_name["Health"].full_name
+    _enable_reflection((api.SERVICE_NAME, health_name, reflection.SERVICE_NAME), server)
+    try:
+        port = server.add_secure_port(addr, tls) if tls else server.add_insecure_port(addr)
+    except RuntimeError:
+        port = 0
+    probe = None
+    try:
+        if port == 0:
+            raise processes.BindError(f"cannot bind {addr}")
+        if health_addr:
+            probe = ProbeProcess(health_addr, health_servicer, ("", api.SERVICE_NAME), shared_port)
+            store.on_activate.append(lambda _bundle: probe.send())
+    except processes.BindError:
+        log.error("bind_failed", addr=health_addr if port else addr,
+                  hint="address in use or not local; --processes N shares a port")
+        store.close()
+        raise
+    if peers is not None:
+        peers.start(store)
+    result = store.reload()
+    if not result.ok:
+        log.error("rules_invalid_at_start", problems=list(result.problems)[:50], rules=rules_dir)
+    server.start()
+    if watch:
+        store.start_watching()
+    log.info("serving", addr=addr, port=port, rules=rules_dir, revision=store.status().revision or None,
+             tls=tls is not None, health_port=probe.port if probe else None,
+             admin=bool(admin_token), max_concurrent=max_concurrent, max_queue=max_queue, max_streams=max_streams,
+             max_connection_age=max_connection_age)
+    return AdvisorServer(server, executor, health_servicer, admission, probe), port, store
+
+
+def _add_serving_flags(parser: argparse.ArgumentParser) -> None:
+    """Admission, drain, admin token and TLS flags; each defaults to its environment variable."""
+    env = os.environ.get
+    parser.add_argument("--max-concurrent", type=int, metavar="N",
+                        default=env("GPU_ADVISOR_MAX_CONCURRENT", str(DEFAULT_MAX_CONCURRENT)),
+                        help="calls of one GpuAdvisor method running at once (env GPU_ADVISOR_MAX_CONCURRENT, "
+                             "default %(default)s)")
+    parser.add_argument("--max-queue", type=int, metavar="N",
+                        default=env("GPU_ADVISOR_MAX_QUEUE", str(DEFAULT_MAX_QUEUE)),
+                        help="calls of one method waiting for a slot; more get RESOURCE_EXHAUSTED at once "
+                             "(env GPU_ADVISOR_MAX_QUEUE, default %(default)s)")
+    parser.add_argument("--max-streams", type=int, metavar="N",
+                        default=env("GPU_ADVISOR_MAX_STREAMS", str(DEFAULT_MAX_STREAMS)),
+                        help="HTTP/2 streams open at once on one client connection; more wait in the client "
+                             "(env GPU_ADVISOR_MAX_STREAMS, default %(default)s; 0 = no cap)")
+    parser.add_argument("--max-connection-age", type=float, metavar="S",
+                        default=env("GPU_ADVISOR_MAX_CONNECTION_AGE", str(DEFAULT_MAX_CONNECTION_AGE)),
+                        help="seconds before a client connection is asked (GOAWAY) to reconnect, so clients "
+                             "spread over pods and workers added since (env GPU_ADVISOR_MAX_CONNECTION_AGE, "
+                             "default %(default)s; 0 = never)")
+    parser.add_argument("--health-addr", metavar="HOST:PORT", default=env("GPU_ADVISOR_HEALTH_ADDR", ""),
+                        help="also answer grpc.health.v1 on this address, plaintext, from a process of its own "
+                             "that mirrors this server's health, so probes stay fast while the main port is "
+                             "flooded or uses TLS "
+                             "(env GPU_ADVISOR_HEALTH_ADDR; off when empty)")
+    parser.add_argument("--grace-seconds", type=float, metavar="S",
+                        default=env("GPU_ADVISOR_GRACE_SECONDS", str(DEFAULT_GRACE_SECONDS)),
+                        help="on SIGTERM/SIGINT, time for accepted calls to finish (env GPU_ADVISOR_GRACE_SECONDS, "
+                             "default %(default)s)")
+    parser.add_argument("--admin-token-file", metavar="PATH", default=env("GPU_ADVISOR_ADMIN_TOKEN_FILE"),
+                        help="file holding the ReloadRules bearer token (env GPU_ADVISOR_ADMIN_TOKEN_FILE; or the "
+                             "token itself in env GPU_ADVISOR_ADMIN_TOKEN); neither: ReloadRules is off")
+    parser.add_argument("--admin-token", help=argparse.SUPPRESS)  # refused below: argv shows in `ps`
+    parser.add_argument("--tls-cert", metavar="PEM", default=env("GPU_ADVISOR_TLS_CERT"),
+                        help="server certificate chain: serve TLS (env GPU_ADVISOR_TLS_CERT)")
+    parser.add_argument("--tls-key", metavar="PEM", default=env("GPU_ADVISOR_TLS_KEY"),
+                        help="its private key (env GPU_ADVISOR_TLS_KEY)")
+    parser.add_argument("--tls-client-ca", metavar="PEM", default=env("GPU_ADVISOR_TLS_CLIENT_CA"),
+                        help="require client certificates signed by this CA: mTLS (env GPU_ADVISOR_TLS_CLIENT_CA)")
+
+
+def _serving_options(parser: argparse.ArgumentParser, args: argparse.Namespace) -> dict[str, Any]:
+    """serve() keyword arguments from the flags of `_add_serving_flags`; a bad setting ends with a usage error."""
+    if args.admin_token is not None:
+        parser.error("--admin-token is not accepted (a flag's value shows in `ps`): set GPU_ADVISOR_ADMIN_TOKEN "
+                     "or use --admin-token-file")
+    if (args.max_concurrent < 1 or args.max_queue < 0 or args.grace_seconds < 0 or args.max_streams < 0
+            or not 0 <= args.max_connection_age <= MAX_CONNECTION_AGE):
+        parser.error("--max-concurrent must be >= 1, --max-queue, --max-streams and --grace-seconds >= 0, "
+                     f"--max-connection-age from 0 to {MAX_CONNECTION_AGE}")
+    try:
+        return {
+            "admin_token": admin_token(os.environ, args.admin_token_file),
+            "tls": server_credentials(args.tls_cert, args.tls_key, args.tls_client_ca),
+            "max_concurrent": args.max_concurrent, "max_queue": args.max_queue, "max_streams": args.max_streams,
+            "health_addr": args.health_addr, "max_connection_age": args.max_connection_age,
+        }
+    except ConfigError as err:
+        parser.error(str(err))
+
+
+def _wait_for(stop: threading.Event) -> None:
+    """Block the main thread until a signal handler sets `stop`.
+
+    Not a plain `stop.wait()`: with calls in flight that sometimes never saw SIGTERM (about 1 run in 5 of the
+    drain test, the handler never ran). Python runs handlers on the main thread only, and a signal the kernel
+    gives to a busy worker thread does not interrupt the main thread's lock wait. The wake-up fd is written
+    whichever thread takes the signal, so select() returns and the handler runs at once.
+    """
+    wake_r, wake_w = socket.socketpair()
+    wake_w.setblocking(False)
+    previous = signal.set_wakeup_fd(wake_w.fileno(), warn_on_full_buffer=False)
+    try:
+        while not stop.is_set():
+            ready, _, _ = select.select([wake_r], [], [], 1.0)
+            if ready:
+                wake_r.recv(4096)  # the signal numbers; the handlers themselves run as this loop goes on
+    finally:
+        signal.set_wakeup_fd(previous)
+        wake_r.close()
+        wake_w.close()
+
+
+def parse_args(argv: list[str] | None = None) -> tuple[argparse.Namespace, dict[str, Any]]:
+    """The command line (and environment) → (args, the serve() keyword arguments they set)."""
+    parser = argparse.ArgumentParser(prog="gpu-advisor-server", description="Serve GPU Advisor over gRPC.")
+    parser.add_argument("--addr", default=os.environ.get("GPU_ADVISOR_ADDR", DEFAULT_ADDR),
+                        help="host:port to listen on (env GPU_ADVISOR_ADDR, default %(default)s)")
+    parser.add_argument("--rules", default=os.environ.get("GPU_ADVISOR_RULES", "rules"),
+                        help="rules folder (env GPU_ADVISOR_RULES, default %(default)s)")
+    parser.add_argument("--no-watch", action="store_true", help="do not watch the rules folder for changes")
+    parser.add_argument("--log-level", default=None,
+                        help="DEBUG, INFO, WARNING or ERROR (env GPU_ADVISOR_LOG_LEVEL, default INFO)")
+    parser.add_argument("--metrics-addr", default=os.environ.get("GPU_ADVISOR_METRICS_ADDR", ""),
+                        help="serve Prometheus metrics on host:port (env GPU_ADVISOR_METRICS_ADDR; off when empty)")
+    _add_serving_flags(parser)
+    parser.add_argument("--processes", type=int, default=processes.default_processes(),
+                        help=f"worker processes sharing the port (env {processes.ENV}, default 1)")
+    parser.add_argument("--shared-port", action="store_true", help=argparse.SUPPRESS)  # set for the workers
+    parser.add_argument(fanout.FLAG, type=int, default=None, help=argparse.SUPPRESS)  # the workers' channel
+    parser.add_argument("--response-cache", type=int, default=int(os.environ.get(cache.ENV, "0") or 0),
+                        help=f"cache this many Recommend answers for identical requests (env {cache.ENV}; 0 = off)")
+    args = parser.parse_args(argv)
+    if args.processes < 1 or args.response_cache < 0:
+        parser.error("--processes must be at least 1 and --response-cache at least 0")
+    return args, _serving_options(parser, args)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args, options = parse_args(argv)
+    configure(args.log_level, pid=args.shared_port or args.processes > 1)
+    if args.processes > 1:
+        return processes.supervise(args.processes, args.addr, sys.argv[1:] if argv is None else argv,
+                                   args.metrics_addr, args.health_addr)
+    peers = fanout.Peers.from_fd(args.supervisor_fd) if args.supervisor_fd is not None else None
+    try:
+        server, _port, store = serve(args.addr, args.rules, watch=not args.no_watch, shared_port=args.shared_port,
+                                     response_cache=args.response_cache, peers=peers, **options)
+    except processes.BindError:
+        return 1
+    if args.metrics_addr:
+        log.info("metrics", port=metrics.serve_metrics(args.metrics_addr))
+    def reload_on_hup() -> None:
+        log.info("sighup_reload")
+        threading.Thread(target=store.reload, name="sighup-reload", daemon=True).start()
+
+    stop = stop_on_signals(reload_on_hup, log)
+    _wait_for(stop)
+    server.drain(args.grace_seconds)
+    if peers is not None:
+        peers.close()
+    store.close()
+    log.info("stopped")
+    return 0

@@ -1,0 +1,345 @@
+"""proto ⇄ domain, and nothing else. The only module that imports generated code.
+
+Enum numbers become the domain's prefix-less names (WORKLOAD_TYPE_REALTIME_INFERENCE → "REALTIME_INFERENCE",
+0 → "UNSPECIFIED") and back; optional bools keep "not given" apart from false.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterable
+from datetime import date
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+_GEN = Path(__file__).parents[1] / "gen"  # service/gen, made by `make gen`
+if not (_GEN / "gpuadvisor" / "v1" / "advisor_pb2.py").exists():
+    raise ImportError(f"generated code is missing in {_GEN}: run `make gen`")
+if str(_GEN) not in sys.path:
+    sys.path.insert(0, str(_GEN))  # generated modules import each other as gpuadvisor.v1.*
+
+from google.protobuf.json_format import MessageToDict  # noqa: E402
+from gpuadvisor.v1 import advisor_pb2 as pb  # noqa: E402
+from gpuadvisor.v1 import advisor_pb2_grpc as pb_grpc  # noqa: E402
+
+from ..domain import advice as domain  # noqa: E402
+from ..domain.advice import Advice  # noqa: E402
+from ..domain.brief import (  # noqa: E402
+    DEFAULT_PRICE_TIER,
+    AdviceRequest,
+    Brief,
+    Economics,
+    Latency,
+    Model,
+    Quote,
+    Traffic,
+    Training,
+)
+from ..domain.catalog import Gpu, tier_preference  # noqa: E402
+from .proto_schema import field_at, json_type  # noqa: E402
+
+__all__ = ["pb", "pb_grpc", "request_from_proto", "request_to_proto", "advice_to_proto", "gpu_to_proto",
+           "response_to_dict", "enum_name", "enum_number", "SERVICE_NAME"]
+
+SERVICE_NAME = pb.DESCRIPTOR.services_by_name["GpuAdvisor"].full_name
+
+_PREFIX = {
+    "WorkloadType": "WORKLOAD_TYPE_",
+    "Precision": "PRECISION_",
+    "RunCycle": "RUN_CYCLE_",
+    "Boundary": "BOUNDARY_",
+    "SuccessUnit": "SUCCESS_UNIT_",
+    "Demand": "DEMAND_",
+    "RouteKind": "ROUTE_KIND_",
+    "Severity": "SEVERITY_",
+    "AttentionKind": "ATTENTION_KIND_",
+    "PriceTier": "PRICE_TIER_",
+    "CostUnit": "COST_UNIT_",
+    "MetricKind": "METRIC_KIND_",
+}
+
+
+@lru_cache(maxsize=1024)
+def enum_name(enum: str, number: int) -> str:
+    """Domain name of an enum number; unknown numbers map to UNSPECIFIED (validate.py rejects them first)."""
+    desc = pb.DESCRIPTOR.enum_types_by_name[enum]
+    value = desc.values_by_number.get(number)
+    return value.name.removeprefix(_PREFIX[enum]) if value else "UNSPECIFIED"
+
+
+@lru_cache(maxsize=1024)
+def enum_number(enum: str, name: str) -> int:
+    """Proto number of a domain name; an unknown name maps to 0 (UNSPECIFIED) rather than failing a reply."""
+    desc = pb.DESCRIPTOR.enum_types_by_name[enum]
+    value = desc.values_by_name.get(_PREFIX[enum] + name)
+    return value.number if value else 0
+
+
+def _opt(msg: Any, field: str) -> bool | None:
+    # proto3 `optional`: presence is what separates "not said" (a question) from an explicit false.
+    return getattr(msg, field) if msg.HasField(field) else None
+
+
+def parse_date(text: str) -> date | None:
+    return date.fromisoformat(text) if text else None
+
+
+def request_from_proto(r: pb.RecommendRequest) -> AdviceRequest:
+    b = r.brief
+    m, t, lat, tr, e = b.model, b.traffic, b.latency, b.training, b.economics
+    brief = Brief(
+        workload=enum_name("WorkloadType", b.workload),
+        model=Model(
+            params_billion=m.params_billion,
+            active_params_billion=m.active_params_billion,
+            precision=enum_name("Precision", m.precision),
+            context_tokens=m.context_tokens,
+            layers=m.layers,
+            kv_heads=m.kv_heads,
+            head_dim=m.head_dim,
+            hidden_size=m.hidden_size,
+            attention=enum_name("AttentionKind", m.attention),
+            kv_lora_rank=m.kv_lora_rank,
+            rope_head_dim=m.rope_head_dim,
+            sliding_window_tokens=m.sliding_window_tokens,
+        ),
+        traffic=Traffic(
+            concurrent_sessions=t.concurrent_sessions,
+            batch_size=t.batch_size,
+            avg_input_tokens=t.avg_input_tokens,
+            p95_input_tokens=t.p95_input_tokens,
+            avg_output_tokens=t.avg_output_tokens,
+            requests_per_second=t.requests_per_second,
+        ),
+        latency=Latency(p95_ms=lat.p95_ms, p99_ms=lat.p99_ms, ttft_ms=lat.ttft_ms),
+        run_cycle=enum_name("RunCycle", b.run_cycle),
+        boundary=enum_name("Boundary", b.boundary),
+        success_unit=enum_name("SuccessUnit", b.success_unit),
+        toolchain=tuple(b.toolchain),
+        training=Training(tokens_billion=tr.tokens_billion, target_days=tr.target_days,
+                          global_batch_tokens=tr.global_batch_tokens),
+        economics=Economics(
+            hours_per_month=e.hours_per_month,
+            horizon_months=e.horizon_months,
+            utilization=e.utilization,
+            budget_usd_per_hour=e.budget_usd_per_hour,
+            electricity_usd_per_kwh=e.electricity_usd_per_kwh,
+            needs_hardware_control=_opt(e, "needs_hardware_control"),
+            demand=enum_name("Demand", e.demand),
+            has_platform_team=_opt(e, "has_platform_team"),
+            acceptance_rate=e.acceptance_rate,
+            price_tier=enum_name("PriceTier", e.price_tier),
+        ),
+    )
+    return AdviceRequest(
+        brief=brief,
+        quotes=tuple(
+            Quote(q.gpu, q.usd_per_hour, q.provider, q.as_of, enum_name("PriceTier", q.tier)) for q in r.quotes
+        ),
+        locale=r.locale or "en",
+        max_candidates=r.max_candidates,
+        include_trace=r.include_trace,
+        as_of=parse_date(r.as_of),
+    )
+
+
+def request_to_proto(r: AdviceRequest) -> pb.RecommendRequest:
+    """The inverse of request_from_proto (clients, tests): unset optional bools stay unset."""
+    b = r.brief
+    m, t, lat, tr, e = b.model, b.traffic, b.latency, b.training, b.economics
+    econ = pb.Economics(
+        hours_per_month=e.hours_per_month, horizon_months=e.horizon_months, utilization=e.utilization,
+        budget_usd_per_hour=e.budget_usd_per_hour, electricity_usd_per_kwh=e.electricity_usd_per_kwh,
+        demand=enum_number("Demand", e.demand), acceptance_rate=e.acceptance_rate,
+        price_tier=enum_number("PriceTier", e.price_tier),
+    )
+    if e.needs_hardware_control is not None:
+        econ.needs_hardware_control = e.needs_hardware_control
+    if e.has_platform_team is not None:
+        econ.has_platform_team = e.has_platform_team
+    brief = pb.WorkloadBrief(
+        workload=enum_number("WorkloadType", b.workload),
+        model=pb.Model(
+            params_billion=m.params_billion, active_params_billion=m.active_params_billion,
+            precision=enum_number("Precision", m.precision), context_tokens=m.context_tokens, layers=m.layers,
+            kv_heads=m.kv_heads, head_dim=m.head_dim, hidden_size=m.hidden_size,
+            attention=enum_number("AttentionKind", m.attention), kv_lora_rank=m.kv_lora_rank,
+            rope_head_dim=m.rope_head_dim, sliding_window_tokens=m.sliding_window_tokens,
+        ),
+        traffic=pb.Traffic(
+            concurrent_sessions=t.concurrent_sessions, batch_size=t.batch_size,
+            avg_input_tokens=t.avg_input_tokens, p95_input_tokens=t.p95_input_tokens,
+            avg_output_tokens=t.avg_output_tokens, requests_per_second=t.requests_per_second,
+        ),
+        latency=pb.Latency(p95_ms=lat.p95_ms, p99_ms=lat.p99_ms, ttft_ms=lat.ttft_ms),
+        run_cycle=enum_number("RunCycle", b.run_cycle),
+        boundary=enum_number("Boundary", b.boundary),
+        success_unit=enum_number("SuccessUnit", b.success_unit),
+        toolchain=list(b.toolchain),
+        training=pb.Training(tokens_billion=tr.tokens_billion, target_days=tr.target_days,
+                             global_batch_tokens=tr.global_batch_tokens),
+        economics=econ,
+    )
+    return pb.RecommendRequest(
+        brief=brief,
+        quotes=[pb.PriceQuote(gpu=q.gpu, usd_per_hour=q.usd_per_hour, provider=q.provider, as_of=q.as_of,
+                              tier=enum_number("PriceTier", q.tier))
+                for q in r.quotes],
+        locale=r.locale, max_candidates=r.max_candidates, include_trace=r.include_trace,
+        as_of=r.as_of.isoformat() if r.as_of else "",
+    )
+
+
+# The answer is built as plain dicts handed to the message constructors (and `.add`): upb fills them in place,
+# where intermediate messages would each be built and then copied into their parent (~2x slower per answer).
+
+
+# Reason, Ownership and Performance have exactly their message's fields, by name (tests/test_fast_paths.py
+# checks): an object's __dict__ is the dict its message is filled from, without building another.
+
+
+def _reasons(items: Iterable[domain.Reason]) -> list[dict[str, str]]:
+    return [x.__dict__ for x in items]
+
+
+def _score_breakdown(b: domain.ScoreBreakdown | None) -> dict[str, Any] | None:
+    if b is None:
+        return None
+    return {"basis": b.basis, "cost": b.cost, "best_cost": b.best_cost, "cost_points": b.cost_points,
+            "rules": [{"rule_id": r, "points": p} for r, p in b.rules]}
+
+
+def _performance(p: domain.Performance | None) -> dict[str, Any] | None:
+    return None if p is None else p.__dict__
+
+
+def advice_to_proto(a: Advice) -> pb.RecommendResponse:
+    out = pb.RecommendResponse(summary=a.summary, provisional=a.provisional, not_shown_count=len(a.not_shown),
+                               not_shown=list(a.not_shown), price_tier=enum_number("PriceTier", a.price_tier),
+                               assumed=[path for path, _ in a.assumed])
+    for c in a.candidates:
+        m, cost, own = c.memory, c.cost, c.ownership
+        out.candidates.add(
+            gpu=c.gpu, name=c.name, count=c.count, score=c.score,
+            memory={"need_gb": m.need_gb, "capacity_gb": m.capacity_gb, "headroom": m.headroom,
+                    "breakdown": [{"component": n, "gb": v} for n, v in m.breakdown]},
+            cost={"usd_per_hour": cost.usd_per_hour, "usd_per_tflop_hour": cost.usd_per_tflop_hour,
+                  "usd_per_unit": cost.usd_per_unit, "unit": cost.unit, "price_source": cost.price_source,
+                  "price_as_of": cost.price_as_of, "unit_kind": enum_number("CostUnit", cost.unit_kind),
+                  "price_tier": enum_number("PriceTier", cost.price_tier),
+                  "price_tier_fallback": cost.price_tier_fallback},
+            ownership=own.__dict__,
+            reasons=_reasons(c.reasons), caveats=_reasons(c.caveats), interconnect=c.interconnect,
+            throughput=c.throughput, performance=_performance(c.performance),
+            score_breakdown=_score_breakdown(c.score_breakdown),
+        )
+    for x in a.excluded:
+        out.excluded.add(gpu=x.gpu, reasons=_reasons(x.reasons))
+    if a.route:
+        out.route.SetInParent()  # present even when every field is at its default, as before
+        out.route.kind = enum_number("RouteKind", a.route.kind)
+        out.route.rationale.extend(pb.Reason(rule_id=x.rule_id, text=x.text) for x in a.route.rationale)
+        out.route.provisional = a.route.provisional
+        out.route.depends_on.extend(a.route.depends_on)
+    for w in a.warnings:
+        out.warnings.add(code=w.code, severity=enum_number("Severity", w.severity), text=w.text,
+                         rule_id=w.rule_id, title=w.title)
+    for q in a.questions:
+        out.questions.append(question_to_proto(q))
+    if a.metric:
+        out.metric.CopyFrom(pb.Metric(name=a.metric.name, formula=a.metric.formula, rule_id=a.metric.rule_id,
+                                      kind=enum_number("MetricKind", a.metric.kind)))
+    out.MergeFromString(_plan_and_checklist(a.benchmark_plan, a.procurement_checklist))
+    if a.ruleset:
+        out.ruleset.CopyFrom(pb.RulesetRef(revision=a.ruleset.revision, content_hash=a.ruleset.content_hash))
+    for t in a.trace:
+        out.trace.add(rule_id=t.rule_id, location=t.location, fact=t.fact, fired=t.fired, detail=t.detail)
+    for x in a.notes:
+        out.notes.add(rule_id=x.rule_id, text=x.text)
+    return out
+
+
+_PARTS: dict[tuple[int, int], tuple[Any, Any, bytes]] = {}
+
+
+def _plan_and_checklist(plan: tuple[domain.BenchmarkStage, ...],
+                        checklist: tuple[domain.ChecklistSection, ...]) -> bytes:
+    """The benchmark plan and the checklist as answer fields, serialized once per pair of tuples: the advisor
+    renders them once per rules version, locale and workload and hands every answer the same tuples, and
+    parsing their ~50 strings costs a fifth of building them from dicts."""
+    key = (id(plan), id(checklist))
+    found = _PARTS.get(key)
+    if found is not None and found[0] is plan and found[1] is checklist:  # the entry keeps both alive
+        return found[2]
+    part = pb.RecommendResponse()
+    for st in plan:
+        part.benchmark_plan.add(name=st.name, steps=st.steps, record=st.record)
+    for sec in checklist:
+        part.procurement_checklist.add(name=sec.name, items=sec.items)
+    data = part.SerializeToString()
+    if len(_PARTS) >= 64:  # locales x workloads x the rules versions alive at once
+        _PARTS.clear()
+    _PARTS[key] = (plan, checklist, data)
+    return data
+
+
+def question_to_proto(q: domain.Question) -> pb.Question:
+    """The rules say the unit, the assumed value and the priority; the contract says the type and the choices."""
+    out = pb.Question(field=q.field, text=q.text, rule_id=q.rule_id, unit=q.unit, priority=q.priority)
+    fd, kind, allowed = _question_field(q.field)
+    if fd is None:
+        return out  # rules-check rejects such a field; an old rules version still gets its text through
+    out.type = kind
+    if allowed:
+        out.allowed_values.extend(allowed)
+    if q.assumed is not None:
+        out.assumed = _brief_json(fd, q.assumed)
+    return out
+
+
+@lru_cache(maxsize=256)
+def _question_field(path: str) -> tuple[Any, Any, tuple[str, ...]]:
+    """The brief field a question asks for, its JSON type and its enum choices: the contract's, never a brief's."""
+    fd = field_at(pb.WorkloadBrief.DESCRIPTOR, path)
+    if fd is None:
+        return None, None, ()
+    allowed = tuple(v.name for v in fd.enum_type.values if v.number != 0) if fd.enum_type is not None else ()
+    return fd, json_type(fd), allowed
+
+
+def _brief_json(fd: Any, value: Any) -> str:
+    # The form a caller sends the value in: proto enum names, JSON true/false, numbers as numbers.
+    if fd.enum_type is not None:
+        return _PREFIX[fd.enum_type.name] + str(value)
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)  # "0", not "0.0": the same number in JSON, and what a person would type
+    return json.dumps(value)
+
+
+def gpu_to_proto(g: Gpu, day: date) -> pb.GpuInfo:
+    rent = g.rent_price(day, tier_preference(DEFAULT_PRICE_TIER))
+    info = pb.GpuInfo(
+        id=g.id, name=g.name, vendor=g.vendor, gpu_class=g.gpu_class, memory_gb=g.memory_gb,
+        memory_type=g.memory_type, bandwidth_tbs=g.bandwidth_tbs, tflops_bf16=g.tflops_bf16,
+        tflops_fp8=g.tflops_fp8, tflops_fp4=g.tflops_fp4, tdp_w=g.tdp_w, interconnect=g.interconnect_kind,
+        interconnect_gbs=g.interconnect_gbs, gpus_per_node=g.gpus_per_node, mig=g.mig, software=g.software,
+        notes=g.notes, spec_source=g.spec_source, spec_as_of=g.spec_as_of, nvlink_domain=g.nvlink_domain,
+        matmul_efficiency=g.matmul_efficiency,
+        # Full precision: rounding is the display's job (cli.py), not the wire's.
+        usd_per_tflop_hour=rent.usd / g.tflops_bf16 if rent and g.tflops_bf16 else 0.0,
+    )
+    for p in g.prices:
+        info.prices.append(pb.GpuPrice(
+            kind=p.kind, usd=p.usd, as_of=str(p.as_of), source=p.source,
+            valid_from=p.valid_from.isoformat() if p.valid_from else "",
+            valid_until=p.valid_until.isoformat() if p.valid_until else "", current=p.valid_on(day),
+            tier=enum_number("PriceTier", p.tier),
+        ))
+    return info
+
+
+def response_to_dict(msg: Any) -> dict[str, Any]:
+    """Protobuf JSON form with proto field names (the form golden cases are written in)."""
+    return MessageToDict(msg, preserving_proto_field_name=True)

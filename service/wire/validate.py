@@ -1,0 +1,210 @@
+"""Structural checks of a Recommend request → field violations (path, description).
+
+Only what is wrong, never what is missing: a missing field becomes a question in the answer. Paths follow the
+brief's proto field names, e.g. `brief.model.params_billion`, `quotes[0].gpu`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from datetime import date
+from functools import lru_cache
+from typing import Any
+
+from google.protobuf.message import Message
+
+from ..domain.brief import LOCALES
+
+Violation = tuple[str, str]
+
+
+def _list_purchase(econ: Message) -> int:
+    return _list_purchase_number(econ.DESCRIPTOR)
+
+
+@lru_cache(maxsize=8)
+def _list_purchase_number(desc: Any) -> int:  # noqa: ANN401
+    # Read from the descriptor: only api.py imports generated code.
+    tier = desc.fields_by_name["price_tier"].enum_type
+    return tier.values_by_name["PRICE_TIER_LIST_PURCHASE"].number
+
+MAX_STRING = 256
+MAX_TOOLCHAIN = 32
+MAX_QUOTES = 64
+MAX_CANDIDATES = 50
+# Per GPU-hour. The dearest rack-scale GPU rents for tens of dollars an hour; more is a monthly or whole-cluster
+# price given as hourly, and no arithmetic should start from 1e308 $/h.
+MAX_QUOTE_USD_PER_HOUR = 10_000
+# The smallest positive number a brief or quote may carry. No field has a meaningful value below it (a millionth
+# of a request a second, of a billion parameters, of a dollar), and below it products underflow: 5e-324
+# requests/s x 3600 x an acceptance rate of 0.25 is 0, and the cost per accepted unit divided by it.
+MIN_POSITIVE = 1e-6
+ECHO = 40  # characters of a caller's own text repeated in a description
+# The largest request gRPC Core lets through to Python. The biggest one the limits above admit is about 230 KB
+# (64 quotes of three 256-character strings and 32 toolchain entries of 256, at 4 bytes a character); twice
+# that leaves room. Core refuses a larger one with RESOURCE_EXHAUSTED before Python parses it: a 3.9 MB
+# request took 46 ms to parse, holding the GIL, before any limit here could refuse it.
+MAX_REQUEST_BYTES = 512 * 1024
+
+
+def _echo(text: str) -> str:
+    """A caller's string as a description quotes it: bounded, so a violation list stays small."""
+    return text if len(text) <= ECHO else text[:ECHO] + "…"
+
+# Upper bounds that no real brief reaches: they keep arithmetic finite and catch unit mistakes (GB for B...).
+LIMITS: dict[str, float] = {
+    "brief.model.params_billion": 100_000,
+    "brief.model.active_params_billion": 100_000,
+    "brief.model.context_tokens": 10_000_000,
+    "brief.model.layers": 10_000,
+    "brief.model.kv_heads": 10_000,
+    "brief.model.head_dim": 100_000,
+    "brief.model.hidden_size": 1_000_000,
+    "brief.model.kv_lora_rank": 1_000_000,
+    "brief.model.rope_head_dim": 100_000,
+    "brief.model.sliding_window_tokens": 10_000_000,
+    "brief.traffic.concurrent_sessions": 10_000_000,
+    "brief.traffic.batch_size": 10_000_000,
+    "brief.traffic.avg_input_tokens": 10_000_000,
+    "brief.traffic.p95_input_tokens": 10_000_000,
+    "brief.traffic.avg_output_tokens": 10_000_000,
+    # A million responses a second is beyond the largest public model APIs; more is a unit mistake (per day?).
+    "brief.traffic.requests_per_second": 1_000_000,
+    "brief.latency.p95_ms": 86_400_000,
+    "brief.latency.p99_ms": 86_400_000,
+    "brief.latency.ttft_ms": 86_400_000,
+    "brief.training.tokens_billion": 1_000_000_000,
+    "brief.training.target_days": 36_500,
+    "brief.training.global_batch_tokens": 10_000_000_000,
+    "brief.economics.hours_per_month": 744,
+    "brief.economics.horizon_months": 1200,
+    "brief.economics.utilization": 1,
+    "brief.economics.budget_usd_per_hour": 100_000_000,
+    "brief.economics.electricity_usd_per_kwh": 100,
+    "brief.economics.acceptance_rate": 1,
+}
+
+
+# What _check_message does with each field, decided once per message type from its descriptor.
+_NESTED, _ENUM, _FLOAT, _INT, _STRING = range(5)
+_Plan = tuple[tuple[str, str, int, Any], ...]
+
+
+@lru_cache(maxsize=64)
+def _plan(desc: Any, prefix: str) -> _Plan:  # noqa: ANN401
+    """(field name, path, check, its argument) per checked field of `desc`, in field order, singular messages
+    expanded in place. Repeated fields are checked by validate() itself."""
+    out: list[tuple[str, str, int, Any]] = []
+    for fd in desc.fields:
+        path = f"{prefix}.{fd.name}"
+        if fd.is_repeated:
+            continue
+        if fd.type == fd.TYPE_MESSAGE:
+            out.append((fd.name, path, _NESTED, _plan(fd.message_type, path)))
+        elif fd.type == fd.TYPE_ENUM:
+            out.append((fd.name, path, _ENUM, (frozenset(fd.enum_type.values_by_number), fd.enum_type.name)))
+        elif fd.type in (fd.TYPE_DOUBLE, fd.TYPE_FLOAT):
+            out.append((fd.name, path, _FLOAT, LIMITS.get(path)))
+        elif fd.type in (fd.TYPE_INT32, fd.TYPE_INT64, fd.TYPE_UINT32, fd.TYPE_UINT64):
+            out.append((fd.name, path, _INT, LIMITS.get(path)))
+        elif fd.type == fd.TYPE_STRING:
+            out.append((fd.name, path, _STRING, None))
+    return tuple(out)
+
+
+def _check_message(msg: Message, prefix: str, out: list[Violation]) -> None:
+    _check_plan(msg, _plan(msg.DESCRIPTOR, prefix), out)
+
+
+def _check_plan(msg: Message, plan: _Plan, out: list[Violation]) -> None:
+    for name, path, check, arg in plan:
+        value = getattr(msg, name)
+        if check == _NESTED:
+            _check_plan(value, arg, out)
+        elif check == _FLOAT:
+            if math.isnan(value) or math.isinf(value):
+                out.append((path, "must be a finite number"))
+            elif value < 0:
+                out.append((path, f"must not be negative (got {value:g})"))
+            elif 0 < value < MIN_POSITIVE:
+                out.append((path, f"must be 0 (not given) or at least {MIN_POSITIVE:g} (got {value:g})"))
+            elif arg is not None and value > arg:
+                out.append((path, f"must be at most {arg:g} (got {value:g})"))
+        elif check == _INT:
+            if value < 0:
+                out.append((path, f"must not be negative (got {value})"))
+            elif arg is not None and value > arg:
+                out.append((path, f"must be at most {arg:g} (got {value})"))
+        elif check == _ENUM:
+            if value not in arg[0]:
+                out.append((path, f"unknown {arg[1]} value {value}"))
+        elif len(value) > MAX_STRING:
+            out.append((path, f"must be at most {MAX_STRING} characters"))
+
+
+def _date_ok(text: str) -> bool:
+    try:
+        date.fromisoformat(text)
+    except ValueError:
+        return False
+    return True
+
+
+def validate(request: Any, known_gpus: Iterable[str] = ()) -> list[Violation]:
+    """Every structural problem of a RecommendRequest, as (field path, description)."""
+    out: list[Violation] = []
+    brief = request.brief
+    _check_message(brief, "brief", out)
+    lat = brief.latency
+    if lat.p95_ms > 0 and lat.p99_ms > 0 and lat.p99_ms < lat.p95_ms:
+        out.append(("brief.latency.p99_ms",
+                    f"p99 ({lat.p99_ms:g} ms) cannot be below p95 ({lat.p95_ms:g} ms)"))
+    m = brief.model
+    if m.active_params_billion > 0 and m.params_billion > 0 and m.active_params_billion > m.params_billion:
+        out.append(("brief.model.active_params_billion", "active parameters cannot exceed total parameters"))
+    # No check of p95_input_tokens against the average: with rare very long prompts (RAG over big documents)
+    # the mean can exceed the p95, so that is unusual input, not wrong input.
+    e = brief.economics
+    if 0 < e.utilization < 0.01:
+        out.append(("brief.economics.utilization", "must be at least 0.01 when given (0 = use the default)"))
+    if 0 < e.acceptance_rate < 0.001:
+        out.append(("brief.economics.acceptance_rate", "must be at least 0.001 when given (0 = not known)"))
+    # Rent is compared, and quotes are rent: a purchase list price is no tier to rent at.
+    if e.price_tier == _list_purchase(e):
+        out.append(("brief.economics.price_tier", "must be a rent tier (on-demand, marketplace or reserved)"))
+    if 0 < brief.training.target_days < 0.01:
+        out.append(("brief.training.target_days", "must be at least 0.01 days (about 15 minutes) when given"))
+    if len(brief.toolchain) > MAX_TOOLCHAIN:
+        out.append(("brief.toolchain", f"at most {MAX_TOOLCHAIN} entries"))
+    for i, tool in enumerate(brief.toolchain[:MAX_TOOLCHAIN]):  # beyond it, one violation says enough
+        if len(tool) > MAX_STRING:
+            out.append((f"brief.toolchain[{i}]", f"must be at most {MAX_STRING} characters"))
+    if len(request.quotes) > MAX_QUOTES:
+        out.append(("quotes", f"at most {MAX_QUOTES} quotes"))
+    known = set(known_gpus)
+    for i, q in enumerate(request.quotes[:MAX_QUOTES]):
+        p = f"quotes[{i}]"
+        if not q.gpu:
+            out.append((f"{p}.gpu", "is required"))
+        elif known and q.gpu not in known:
+            out.append((f"{p}.gpu", f"unknown GPU id '{_echo(q.gpu)}'"))
+        if math.isnan(q.usd_per_hour) or math.isinf(q.usd_per_hour) or q.usd_per_hour < MIN_POSITIVE:
+            out.append((f"{p}.usd_per_hour", f"must be a finite price of at least {MIN_POSITIVE:g} $ per GPU-hour"))
+        elif q.usd_per_hour > MAX_QUOTE_USD_PER_HOUR:
+            out.append((f"{p}.usd_per_hour",
+                        f"must be at most {MAX_QUOTE_USD_PER_HOUR:g} $ per GPU-hour (got {q.usd_per_hour:g})"))
+        for name in ("gpu", "provider", "as_of"):
+            if len(getattr(q, name)) > MAX_STRING:
+                out.append((f"{p}.{name}", f"must be at most {MAX_STRING} characters"))
+        if q.tier == _list_purchase(e):
+            out.append((f"{p}.tier", "a quote is a rent price: on-demand, marketplace or reserved"))
+        if q.as_of and not _date_ok(q.as_of):
+            out.append((f"{p}.as_of", "must be a date YYYY-MM-DD"))
+    if request.locale and request.locale not in LOCALES:
+        out.append(("locale", f"must be one of {', '.join(LOCALES)}"))
+    if request.max_candidates < 0 or request.max_candidates > MAX_CANDIDATES:
+        out.append(("max_candidates", f"must be between 0 and {MAX_CANDIDATES}"))
+    if request.as_of and not _date_ok(request.as_of):
+        out.append(("as_of", "must be a date YYYY-MM-DD"))
+    return out
