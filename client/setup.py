@@ -1,4 +1,5 @@
-"""Generates the gRPC stubs into the wheel at build time, from the proto this checkout carries.
+"""Generates the gRPC stubs into the wheel at build time, from the proto this checkout carries, and takes the
+version from the server's pyproject.toml: one number for the server and its client.
 
 protoc writes `from gpuadvisor.v1 import advisor_pb2` into the service stubs, which only works with the proto
 root on sys.path; the stubs here live in `gpu_advisor_client.v1`, so that one import becomes relative.
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 import re
 import tempfile
+from email.parser import Parser
 from importlib import resources
 from pathlib import Path
 
@@ -19,6 +21,28 @@ PROTO_ROOT = HERE / "protos"  # a link to ../protos in the repository; real file
 PROTO_PACKAGE = Path("gpuadvisor/v1")
 TARGET = Path("gpu_advisor_client/v1")
 SIBLING_IMPORT = re.compile(r"^from gpuadvisor\.v1 import (\w+_pb2) as ", re.M)
+SERVER_PYPROJECT = HERE.parent / "pyproject.toml"
+SERVER_NAME = "gpu-advisor"
+
+
+def version() -> str:
+    """The server's version: [project] version of the repository's pyproject.toml (this directory's parent).
+
+    An sdist has no parent repository; it carries the version it was made with in PKG-INFO.
+    """
+    if SERVER_PYPROJECT.is_file():
+        try:
+            import tomllib
+        except ModuleNotFoundError:  # Python 3.10: tomli is a build requirement there (pyproject.toml)
+            import tomli as tomllib
+        project = tomllib.loads(SERVER_PYPROJECT.read_text()).get("project", {})
+        if project.get("name") == SERVER_NAME and project.get("version"):
+            return str(project["version"])
+    pkg_info = HERE / "PKG-INFO"
+    if pkg_info.is_file():
+        return Parser().parsestr(pkg_info.read_text())["Version"]
+    raise SystemExit(f"no version: {SERVER_PYPROJECT} is not {SERVER_NAME}'s pyproject.toml and there is no PKG-INFO;"
+                     " build the client from the repository (pip install ./client) or from its sdist")
 
 
 def generate(out: Path) -> None:
@@ -50,4 +74,4 @@ class BuildPyWithStubs(build_py):
         generate(Path(self.build_lib) / TARGET)
 
 
-setup(cmdclass={"build_py": BuildPyWithStubs})
+setup(version=version(), cmdclass={"build_py": BuildPyWithStubs})

@@ -9,6 +9,7 @@ import sys
 import tempfile
 import threading
 import time
+import tomllib
 from collections.abc import Iterator
 from concurrent import futures
 from importlib import metadata
@@ -53,6 +54,13 @@ def test_installed_package_not_the_source_tree():
     assert (installed.parent / "v1" / "advisor_pb2.pyi").is_file(), "typing stubs are shipped"
     assert (installed.parent / "py.typed").is_file()
     assert gac.__version__ == metadata.version("gpu-advisor-client")
+
+
+def test_one_version_for_client_and_server():
+    # client/setup.py takes the server's version; a release bumps pyproject.toml and both follow.
+    server_version = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["version"]
+    assert metadata.version("gpu-advisor-client") == gac.__version__ == server_version, (
+        "the installed client was built from another pyproject.toml: run `make client`")
 
 
 def test_stubs_match_the_proto_in_this_checkout(tmp_path: Path):

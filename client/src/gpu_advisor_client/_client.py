@@ -1,4 +1,5 @@
-"""One channel to GPU Advisor with deadlines, gRPC's own retries on UNAVAILABLE, and optional TLS and token."""
+"""One channel to GPU Advisor with deadlines, gRPC's own retries on UNAVAILABLE, and optional TLS and token;
+AsyncClient (_aio.py) makes its channel and requests with the functions here."""
 
 from __future__ import annotations
 
@@ -6,14 +7,13 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any
 
 import grpc
-from google.protobuf import json_format
 from google.protobuf.message import Message
-from google.rpc import error_details_pb2
-from grpc_status import rpc_status
 
+from ._errors import GpuAdvisorError, InvalidArgument
+from ._messages import local_invalid, to_message
 from .v1 import advisor_pb2 as pb
 from .v1 import advisor_pb2_grpc as pb_grpc
 
@@ -24,29 +24,8 @@ DEFAULT_TIMEOUT_S = 30.0
 # snake_case or lowerCamelCase, enums by their full names ("WORKLOAD_TYPE_REALTIME_INFERENCE").
 Brief = pb.WorkloadBrief | Mapping[str, Any]
 Quote = pb.PriceQuote | Mapping[str, Any]
-M = TypeVar("M", bound=Message)
-
-
-class AdvisorError(Exception):
-    """A failed call: the gRPC status code, the server's message and, for INVALID_ARGUMENT, each bad field."""
-
-    def __init__(self, code: grpc.StatusCode, message: str, violations: Mapping[str, str] | None = None):
-        self.code = code
-        self.message = message
-        self.violations: dict[str, str] = dict(violations or {})  # field path → what is wrong with it
-        super().__init__(f"{code.name}: {message}")
-
-    @classmethod
-    def from_rpc_error(cls, err: grpc.RpcError) -> AdvisorError:
-        call = err if isinstance(err, grpc.Call) else None
-        code = call.code() if call else grpc.StatusCode.UNKNOWN
-        violations: dict[str, str] = {}
-        status = rpc_status.from_call(call) if call else None
-        for detail in status.details if status else ():
-            bad = error_details_pb2.BadRequest()
-            if detail.Unpack(bad):
-                violations.update((v.field, v.description) for v in bad.field_violations)
-        return cls(code, (call.details() if call else None) or str(err), violations)
+# The name this package first gave its one exception class; every status has its own subclass now.
+AdvisorError = GpuAdvisorError
 
 
 @dataclass(frozen=True)
@@ -79,6 +58,9 @@ class RetryPolicy:
         }
 
 
+DEFAULT_RETRY = RetryPolicy()
+
+
 def service_config(retry: RetryPolicy | None, load_balancing: str | None = None) -> str:
     """The channel's default service config: retries for this service, and the load-balancing policy.
 
@@ -93,15 +75,37 @@ def service_config(retry: RetryPolicy | None, load_balancing: str | None = None)
     return json.dumps(config)
 
 
-def _message(value: M | Mapping[str, Any], cls: type[M], what: str) -> M:
-    if isinstance(value, cls):
-        return value
-    if not isinstance(value, Mapping):
-        raise TypeError(f"{what} must be a {cls.DESCRIPTOR.full_name} or a mapping, not {type(value).__name__}")
-    try:
-        return json_format.ParseDict(value, cls())
-    except json_format.ParseError as err:
-        raise ValueError(f"{what}: {err}") from None
+def channel_arguments(
+    retry: RetryPolicy | None, load_balancing: str | None, options: Sequence[tuple[str, Any]],
+    tls: bool, root_certificates: bytes | None, private_key: bytes | None, certificate_chain: bytes | None,
+    credentials: grpc.ChannelCredentials | None,
+) -> tuple[list[tuple[str, Any]], grpc.ChannelCredentials | None]:
+    """The channel options and credentials (None: plaintext) both clients make their channel with."""
+    channel_options = [
+        ("grpc.enable_retries", 1 if retry is not None else 0),
+        ("grpc.service_config", service_config(retry, load_balancing)),
+        *options,
+    ]
+    if credentials is None and (tls or root_certificates or private_key or certificate_chain):
+        credentials = grpc.ssl_channel_credentials(root_certificates, private_key, certificate_chain)
+    return channel_options, credentials
+
+
+def recommend_request(brief: Brief, quotes: Iterable[Quote], locale: str, max_candidates: int,
+                      include_trace: bool, as_of: str) -> pb.RecommendRequest:
+    """The request; a dict brief or quote is checked here (InvalidArgument for all of them), before any call."""
+    violations: list[tuple[str, str]] = []
+    messages: list[Message] = []
+    for value, cls, path in [(brief, pb.WorkloadBrief, "brief"),
+                             *((q, pb.PriceQuote, f"quotes[{i}]") for i, q in enumerate(quotes))]:
+        try:
+            messages.append(to_message(value, cls, path))
+        except InvalidArgument as err:
+            violations += err.violations
+    if violations:
+        raise local_invalid(violations)
+    return pb.RecommendRequest(brief=messages[0], quotes=messages[1:], locale=locale,
+                               max_candidates=max_candidates, include_trace=include_trace, as_of=as_of)
 
 
 class Client:
@@ -119,7 +123,7 @@ class Client:
         target: str,
         *,
         timeout: float | None = DEFAULT_TIMEOUT_S,
-        retry: RetryPolicy | None = RetryPolicy(),
+        retry: RetryPolicy | None = DEFAULT_RETRY,
         tls: bool = False,
         root_certificates: bytes | None = None,
         private_key: bytes | None = None,
@@ -133,13 +137,8 @@ class Client:
         self.timeout = timeout
         self.wait_for_ready = wait_for_ready
         self._metadata: tuple[tuple[str, str], ...] = (("authorization", f"Bearer {token}"),) if token else ()
-        channel_options = [
-            ("grpc.enable_retries", 1 if retry is not None else 0),
-            ("grpc.service_config", service_config(retry, load_balancing)),
-            *options,
-        ]
-        if credentials is None and (tls or root_certificates or private_key or certificate_chain):
-            credentials = grpc.ssl_channel_credentials(root_certificates, private_key, certificate_chain)
+        channel_options, credentials = channel_arguments(retry, load_balancing, options, tls, root_certificates,
+                                                         private_key, certificate_chain, credentials)
         if credentials is not None:
             self.channel = grpc.secure_channel(target, credentials, options=channel_options)
         else:
@@ -160,13 +159,10 @@ class Client:
         """Ranked GPU configurations for a brief. Missing details come back as `questions`, not errors.
 
         `locale` is "en" or "zh-CN"; `max_candidates` 0 means the rules' default; `quotes` are your own
-        $/GPU-hour prices; `as_of` (YYYY-MM-DD) replays the catalog prices valid that day.
+        $/GPU-hour prices; `as_of` (YYYY-MM-DD) replays the catalog prices valid that day. A dict brief or quote
+        naming a field or enum value the proto lacks raises InvalidArgument before anything is sent.
         """
-        request = pb.RecommendRequest(
-            brief=_message(brief, pb.WorkloadBrief, "brief"),
-            quotes=[_message(q, pb.PriceQuote, "quote") for q in quotes],
-            locale=locale, max_candidates=max_candidates, include_trace=include_trace, as_of=as_of,
-        )
+        request = recommend_request(brief, quotes, locale, max_candidates, include_trace, as_of)
         return self._call(self.stub.Recommend, request, timeout)
 
     def list_gpus(self, as_of: str = "", *, timeout: float | None = None) -> pb.ListGpusResponse:
@@ -186,7 +182,7 @@ class Client:
             return method(request, timeout=self.timeout if timeout is None else timeout,
                           metadata=self._metadata, wait_for_ready=self.wait_for_ready)
         except grpc.RpcError as err:
-            raise AdvisorError.from_rpc_error(err) from err
+            raise GpuAdvisorError.from_rpc_error(err) from err
 
     def close(self) -> None:
         self.channel.close()
@@ -209,7 +205,7 @@ def recommend(
     quotes: Iterable[Quote] = (),
     as_of: str = "",
     timeout: float | None = DEFAULT_TIMEOUT_S,
-    retry: RetryPolicy | None = RetryPolicy(),
+    retry: RetryPolicy | None = DEFAULT_RETRY,
     tls: bool = False,
     root_certificates: bytes | None = None,
     token: str | None = None,
