@@ -139,59 +139,50 @@ def read_offers(path_label: str, text: str) -> tuple[list[Offer], list[Problem]]
 
     parse_date = _date_parser()
     width = len(header)
-    get = {name: index.get(name) for name in COLUMNS}
+    # A column the file leaves out reads the "" appended to every row (index `width`): no per-cell branch.
+    at = {name: index.get(name, width) for name in COLUMNS}
+    required = [(name, at[name]) for name in ("provider", "instance_type", "gpu", "gpus_per_instance", "tier",
+                                              "usd_per_hour", "as_of", "source", "valid_from")]
+    i_prov, i_inst, i_gpu, i_n, i_cpu, i_mem, i_reg, i_cc, i_tier, i_usd, i_asof, i_src, i_from, i_until = (
+        at[c] for c in COLUMNS)
+    tiers = set(TIERS)
     rows: list[Offer] = []
     line = 1  # the header's last line
     while True:
         try:
-            cells = next(reader)
+            raw = next(reader)
         except StopIteration:
             break
         except csv.Error as exc:
             problems.append(Problem(path_label, reader.line_num, 1, "", f"is not valid CSV here: {exc}"))
             break
         start, line = line + 1, reader.line_num  # a quoted value may span lines: report where the row starts
-        if not cells or all(not c.strip() for c in cells):
-            continue  # blank lines (a trailing one above all) are not rows
-        if len(cells) != width:
-            problems.append(Problem(path_label, start, 1, "",
-                                    f"has {len(cells)} values; the header names {width} columns"))
+        if len(raw) != width:
+            if not raw or all(not c.strip() for c in raw):
+                continue  # blank lines (a trailing one above all) are not rows
+            problems.append(Problem(path_label, start, 1, "", f"has {len(raw)} values; the header names {width} "
+                                    "columns"))
             continue
-
-        def cell(name: str, cells: list[str] = cells) -> str:
-            i = get[name]
-            return cells[i].strip() if i is not None else ""
-
+        c = [x.strip() for x in raw]
+        c.append("")
         try:
-            for name in ("provider", "instance_type", "gpu", "gpus_per_instance", "tier", "usd_per_hour",
-                         "as_of", "source", "valid_from"):
-                if not cell(name):
+            for name, i in required:
+                if not c[i]:
                     raise _RowError(name, f"{name} is empty")
-            tier = cell("tier")
-            if tier not in TIERS:
+            tier = c[i_tier]
+            if tier not in tiers:
                 raise _RowError("tier", f'tier: "{tier}" is not one of {", ".join(TIERS)}')
-            vcpus, memory, until = cell("vcpus"), cell("memory_gib"), cell("valid_until")
             rows.append(Offer(
-                provider=cell("provider"),
-                instance_type=cell("instance_type"),
-                gpu=cell("gpu"),
-                gpus_per_instance=_integer("gpus_per_instance", cell("gpus_per_instance")),
-                vcpus=_number("vcpus", vcpus) if vcpus else None,
-                memory_gib=_number("memory_gib", memory) if memory else None,
-                region=cell("region"),
-                country=cell("country"),
-                tier=tier,
-                usd_per_hour=_number("usd_per_hour", cell("usd_per_hour")),
-                as_of=parse_date("as_of", cell("as_of")),
-                source=cell("source"),
-                valid_from=parse_date("valid_from", cell("valid_from")),
-                valid_until=parse_date("valid_until", until) if until else None,
-                path=path_label,
-                line=start,
+                c[i_prov], c[i_inst], c[i_gpu], _integer("gpus_per_instance", c[i_n]),
+                _number("vcpus", c[i_cpu]) if c[i_cpu] else None,
+                _number("memory_gib", c[i_mem]) if c[i_mem] else None,
+                c[i_reg], c[i_cc], tier, _number("usd_per_hour", c[i_usd]), parse_date("as_of", c[i_asof]),
+                c[i_src], parse_date("valid_from", c[i_from]),
+                parse_date("valid_until", c[i_until]) if c[i_until] else None,
+                path_label, start,
             ))
         except _RowError as exc:
-            col = (get[exc.column] or 0) + 1
-            problems.append(Problem(path_label, start, col, "", str(exc)))
+            problems.append(Problem(path_label, start, index.get(exc.column, 0) + 1, "", str(exc)))
     return rows, problems
 
 
@@ -208,6 +199,11 @@ class OfferTable:
         for o in self.rows:
             by_gpu.setdefault(o.gpu, []).append(o)
         self._by_gpu: dict[str, tuple[Offer, ...]] = {g: tuple(v) for g, v in by_gpu.items()}
+        seen: dict[tuple[str, str, str, str], int] = {}
+        for o in self.rows:
+            seen[o.key] = seen.get(o.key, 0) + 1
+        # rows of an offer with several rows (a price history); only these need the newest-valid_from pass
+        self._history = [o for o in self.rows if seen[o.key] > 1]
         # day → per-GPU rows valid that day; a server asks for few distinct days (today, a replayed as_of)
         self._days: dict[date, dict[str, tuple[Offer, ...]]] = {}
 
@@ -226,15 +222,15 @@ class OfferTable:
             # Rows of one offer (same provider, instance type, region, tier) at different times: on a day when
             # several are valid the newest valid_from wins, as for catalog prices.
             newest: dict[tuple[str, str, str, str], Offer] = {}
-            for o in self.rows:
+            for o in self._history:
                 if o.valid_on(day):
                     seen = newest.get(o.key)
                     if seen is None or o.valid_from > seen.valid_from:
                         newest[o.key] = o
-            keep = set(map(id, newest.values()))
+            losers = {id(o) for o in self._history} - {id(o) for o in newest.values()}
             by_gpu: dict[str, list[Offer]] = {}
             for o in self.rows:  # self.rows is sorted, so each GPU's list stays sorted
-                if id(o) in keep:
+                if o.valid_from <= day and (o.valid_until is None or day <= o.valid_until) and id(o) not in losers:
                     by_gpu.setdefault(o.gpu, []).append(o)
             got = {g: tuple(v) for g, v in by_gpu.items()}
             if len(self._days) >= 8:  # replays of many days must not grow this without bound
