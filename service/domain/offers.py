@@ -1,0 +1,282 @@
+"""GPU offers as data: one CSV row per (provider, instance type, region, tier, valid_from), priced per instance.
+
+The rules folder ships them as `rules/offers/*.csv` (CSV, not YAML: 50,000 rows load in well under a second and
+every problem has a line number). Columns are mapped by header name, so authors may order them as they like.
+This module parses one file's text (`read_offers`) and indexes the rows (`OfferTable`); the lints that need the
+catalog or the date live in `service/rulebook/offer_checks.py`.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import statistics
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from datetime import date
+
+from service.engine.load import Problem
+
+COLUMNS: tuple[str, ...] = (
+    "provider", "instance_type", "gpu", "gpus_per_instance", "vcpus", "memory_gib", "region", "country", "tier",
+    "usd_per_hour", "as_of", "source", "valid_from", "valid_until",
+)
+# A file may leave these columns out entirely (every value is then empty); the others must be in the header.
+OPTIONAL_COLUMNS = frozenset({"vcpus", "memory_gib", "country", "valid_until"})
+TIERS = ("on_demand", "reserved", "spot", "marketplace")
+# ISO 3166-1 alpha-2 codes of the EU member states: `countries=["EU"]` in a selection stands for all of them.
+EU_MEMBERS = frozenset({
+    "AT", "BE", "BG", "HR", "CY", "CZ", "DK", "EE", "FI", "FR", "DE", "GR", "HU", "IE",
+    "IT", "LV", "LT", "LU", "MT", "NL", "PL", "PT", "RO", "SK", "SI", "ES", "SE",
+})
+
+
+@dataclass(frozen=True, slots=True)
+class Offer:
+    provider: str
+    instance_type: str
+    gpu: str  # a catalog id
+    gpus_per_instance: int
+    vcpus: float | None
+    memory_gib: float | None
+    region: str
+    country: str  # ISO 3166-1 alpha-2, "" where unknown
+    tier: str  # one of TIERS
+    usd_per_hour: float  # one instance
+    as_of: date
+    source: str
+    valid_from: date
+    valid_until: date | None  # inclusive; None = still valid
+    path: str = ""
+    line: int = 0
+
+    @property
+    def usd_per_gpu_hour(self) -> float:
+        # gpus_per_instance < 1 is a lint error; the guard only keeps a bad row from raising before it is reported
+        return self.usd_per_hour / self.gpus_per_instance if self.gpus_per_instance > 0 else math.inf
+
+    def valid_on(self, day: date) -> bool:
+        return self.valid_from <= day and (self.valid_until is None or day <= self.valid_until)
+
+    @property
+    def key(self) -> tuple[str, str, str, str]:
+        """What makes two rows the same offer (at different times when valid_from differs)."""
+        return (self.provider, self.instance_type, self.region, self.tier)
+
+
+class _RowError(Exception):
+    def __init__(self, column: str, message: str):
+        super().__init__(message)
+        self.column = column
+
+
+def _date_parser() -> Callable[[str, str], date]:
+    cache: dict[str, date] = {}
+
+    def parse(column: str, text: str) -> date:
+        # 50,000 rows carry a handful of distinct dates: parsing each once is most of the load time saved
+        d = cache.get(text)
+        if d is None:
+            try:
+                d = date.fromisoformat(text)
+            except ValueError:
+                raise _RowError(column, f'{column}: "{text}" is not an ISO date (YYYY-MM-DD)') from None
+            if len(text) != 10:  # fromisoformat also takes 20261201 and week dates; authors write YYYY-MM-DD
+                raise _RowError(column, f'{column}: "{text}" is not an ISO date (YYYY-MM-DD)')
+            cache[text] = d
+        return d
+
+    return parse
+
+
+def _number(column: str, text: str) -> float:
+    try:
+        x = float(text)
+    except ValueError:
+        raise _RowError(column, f'{column}: "{text}" is not a number') from None
+    if not math.isfinite(x):  # float() takes "nan" and "inf"; neither is a price or a size
+        raise _RowError(column, f'{column}: "{text}" is not a finite number')
+    return x
+
+
+def _integer(column: str, text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise _RowError(column, f'{column}: "{text}" is not a whole number') from None
+
+
+def read_offers(path_label: str, text: str) -> tuple[list[Offer], list[Problem]]:
+    """The offers of one CSV file's text and the problems that kept rows out (or refuse the whole file).
+
+    `path_label` is the path shown in messages (relative to the rules folder's parent). A header problem (missing,
+    unknown or repeated column) refuses the file; a bad value refuses its row only, with its line and column.
+    """
+    problems: list[Problem] = []
+    reader = csv.reader(io.StringIO(text, newline=""))
+    try:
+        header = next(reader)
+    except StopIteration:
+        return [], [Problem(path_label, 1, 1, "", "is empty: a header row naming the columns is required")]
+    except csv.Error as exc:
+        return [], [Problem(path_label, 1, 1, "", f"is not valid CSV: {exc}")]
+    header = [h.strip() for h in header]
+    index: dict[str, int] = {}
+    for i, name in enumerate(header):
+        if name not in COLUMNS:
+            problems.append(Problem(path_label, 1, i + 1, "", f'unknown column "{name}"; the columns are '
+                                    + ", ".join(COLUMNS)))
+        elif name in index:
+            problems.append(Problem(path_label, 1, i + 1, "", f'column "{name}" appears twice'))
+        else:
+            index[name] = i
+    for name in COLUMNS:
+        if name not in index and name not in OPTIONAL_COLUMNS:
+            problems.append(Problem(path_label, 1, 1, "", f'the header has no column "{name}"'))
+    if problems:
+        return [], problems
+
+    parse_date = _date_parser()
+    width = len(header)
+    # A column the file leaves out reads the "" appended to every row (index `width`): no per-cell branch.
+    at = {name: index.get(name, width) for name in COLUMNS}
+    required = [(name, at[name]) for name in ("provider", "instance_type", "gpu", "gpus_per_instance", "tier",
+                                              "usd_per_hour", "as_of", "source", "valid_from")]
+    i_prov, i_inst, i_gpu, i_n, i_cpu, i_mem, i_reg, i_cc, i_tier, i_usd, i_asof, i_src, i_from, i_until = (
+        at[c] for c in COLUMNS)
+    tiers = set(TIERS)
+    rows: list[Offer] = []
+    line = 1  # the header's last line
+    while True:
+        try:
+            raw = next(reader)
+        except StopIteration:
+            break
+        except csv.Error as exc:
+            problems.append(Problem(path_label, reader.line_num, 1, "", f"is not valid CSV here: {exc}"))
+            break
+        start, line = line + 1, reader.line_num  # a quoted value may span lines: report where the row starts
+        if len(raw) != width:
+            if not raw or all(not c.strip() for c in raw):
+                continue  # blank lines (a trailing one above all) are not rows
+            problems.append(Problem(path_label, start, 1, "", f"has {len(raw)} values; the header names {width} "
+                                    "columns"))
+            continue
+        c = [x.strip() for x in raw]
+        c.append("")
+        try:
+            for name, i in required:
+                if not c[i]:
+                    raise _RowError(name, f"{name} is empty")
+            tier = c[i_tier]
+            if tier not in tiers:
+                raise _RowError("tier", f'tier: "{tier}" is not one of {", ".join(TIERS)}')
+            rows.append(Offer(
+                c[i_prov], c[i_inst], c[i_gpu], _integer("gpus_per_instance", c[i_n]),
+                _number("vcpus", c[i_cpu]) if c[i_cpu] else None,
+                _number("memory_gib", c[i_mem]) if c[i_mem] else None,
+                c[i_reg], c[i_cc], tier, _number("usd_per_hour", c[i_usd]), parse_date("as_of", c[i_asof]),
+                c[i_src], parse_date("valid_from", c[i_from]),
+                parse_date("valid_until", c[i_until]) if c[i_until] else None,
+                path_label, start,
+            ))
+        except _RowError as exc:
+            problems.append(Problem(path_label, start, index.get(exc.column, 0) + 1, "", str(exc)))
+    return rows, problems
+
+
+def _order(o: Offer) -> tuple[float, str, str, str, str]:
+    return (o.usd_per_gpu_hour, o.provider, o.instance_type, o.region, o.tier)
+
+
+class OfferTable:
+    """Offers indexed by GPU, cheapest per GPU-hour first (ties by provider, instance type, region)."""
+
+    def __init__(self, rows: Iterable[Offer]):
+        self.rows: tuple[Offer, ...] = tuple(sorted(rows, key=_order))
+        by_gpu: dict[str, list[Offer]] = {}
+        for o in self.rows:
+            by_gpu.setdefault(o.gpu, []).append(o)
+        self._by_gpu: dict[str, tuple[Offer, ...]] = {g: tuple(v) for g, v in by_gpu.items()}
+        seen: dict[tuple[str, str, str, str], int] = {}
+        for o in self.rows:
+            seen[o.key] = seen.get(o.key, 0) + 1
+        # rows of an offer with several rows (a price history); only these need the newest-valid_from pass
+        self._history = [o for o in self.rows if seen[o.key] > 1]
+        # day → per-GPU rows valid that day; a server asks for few distinct days (today, a replayed as_of)
+        self._days: dict[date, dict[str, tuple[Offer, ...]]] = {}
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def gpus(self) -> list[str]:
+        return sorted(self._by_gpu)
+
+    def for_gpu(self, gpu: str) -> tuple[Offer, ...]:
+        return self._by_gpu.get(gpu, ())
+
+    def _day(self, day: date) -> dict[str, tuple[Offer, ...]]:
+        got = self._days.get(day)
+        if got is None:
+            # Rows of one offer (same provider, instance type, region, tier) at different times: on a day when
+            # several are valid the newest valid_from wins, as for catalog prices.
+            newest: dict[tuple[str, str, str, str], Offer] = {}
+            for o in self._history:
+                if o.valid_on(day):
+                    seen = newest.get(o.key)
+                    if seen is None or o.valid_from > seen.valid_from:
+                        newest[o.key] = o
+            losers = {id(o) for o in self._history} - {id(o) for o in newest.values()}
+            by_gpu: dict[str, list[Offer]] = {}
+            for o in self.rows:  # self.rows is sorted, so each GPU's list stays sorted
+                if o.valid_from <= day and (o.valid_until is None or day <= o.valid_until) and id(o) not in losers:
+                    by_gpu.setdefault(o.gpu, []).append(o)
+            got = {g: tuple(v) for g, v in by_gpu.items()}
+            if len(self._days) >= 8:  # replays of many days must not grow this without bound
+                self._days.clear()
+            self._days[day] = got
+        return got
+
+    def valid_on(self, day: date) -> list[Offer]:
+        """Every offer valid on `day` (the newest row of each offer), cheapest per GPU-hour first."""
+        return sorted((o for rows in self._day(day).values() for o in rows), key=_order)
+
+    def select(
+        self,
+        gpu: str,
+        day: date,
+        tiers: Sequence[str] | None = None,
+        providers: Sequence[str] | None = None,
+        regions: Sequence[str] | None = None,
+        countries: Sequence[str] | None = None,
+    ) -> list[Offer]:
+        """The offers of one GPU valid on `day` that pass every given filter (None or empty = no filter).
+
+        Providers compare case-insensitively; countries are ISO codes, and "EU" stands for the member states.
+        A country filter drops offers whose country is unknown: a placement rule cannot be met by a guess.
+        """
+        rows = self._day(day).get(gpu, ())
+        tier_set = set(tiers) if tiers else None
+        provider_set = {p.lower() for p in providers} if providers else None
+        region_set = set(regions) if regions else None
+        country_set: set[str] | None = None
+        if countries:
+            country_set = set()
+            for c in countries:
+                c = c.upper()
+                country_set |= EU_MEMBERS if c == "EU" else {c}
+        return [
+            o for o in rows
+            if (tier_set is None or o.tier in tier_set)
+            and (provider_set is None or o.provider.lower() in provider_set)
+            and (region_set is None or o.region in region_set)
+            and (country_set is None or o.country in country_set)
+        ]
+
+    def spread(self, gpu: str, tier: str, day: date) -> tuple[float, float, float, int] | None:
+        """(min, median, max, count) of $/GPU-hour over the GPU's offers in one tier on `day`; None when none."""
+        prices = [o.usd_per_gpu_hour for o in self._day(day).get(gpu, ()) if o.tier == tier]
+        if not prices:
+            return None
+        return (prices[0], statistics.median(prices), prices[-1], len(prices))  # rows are sorted by price

@@ -1,0 +1,1 @@
+"""Importers that turn public price catalogs (SkyPilot, dstack gpuhunt) into `rules/offers/*.csv` rows."""

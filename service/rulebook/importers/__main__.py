@@ -1,0 +1,71 @@
+"""`offers import`: turn a SkyPilot catalog or a gpuhunt CSV into a `rules/offers` CSV and print the report.
+
+    python -m service.rulebook.importers offers import --from skypilot DIR --out FILE [--as-of DATE] [--provider P ...]
+    python -m service.rulebook.importers offers import --from gpuhunt FILE --out FILE ...
+
+(`gpu-advisor offers import` will call `main` with the same arguments.)
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from datetime import date
+from pathlib import Path
+
+import yaml
+
+from service.domain.accelerators import read_accelerator_map
+from service.rulebook.importers.common import write_offers_csv
+from service.rulebook.importers.gpuhunt import import_gpuhunt
+from service.rulebook.importers.skypilot import import_skypilot
+
+RULES = Path(__file__).resolve().parents[3] / "rules"
+
+
+def catalog_ids(rules: Path = RULES) -> set[str]:
+    data = yaml.safe_load((rules / "catalog" / "gpus.yaml").read_text(encoding="utf-8"))
+    return {g["id"] for g in data.get("gpus", [])}
+
+
+def _parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="gpu-advisor offers import", description=__doc__.splitlines()[0])
+    ap.add_argument("--from", dest="kind", choices=("skypilot", "gpuhunt"), required=True)
+    ap.add_argument("path", type=Path, help="SkyPilot catalog folder or vms.csv; gpuhunt CSV file")
+    ap.add_argument("--out", type=Path, required=True, help="the offers CSV to write")
+    ap.add_argument("--as-of", type=date.fromisoformat, default=None, help="stamped on every row (default: today)")
+    ap.add_argument("--provider", action="append", default=[], help="only this provider (repeatable)")
+    ap.add_argument("--accelerators", type=Path, default=RULES / "offers" / "accelerators.csv")
+    ap.add_argument("--source", default=None,
+                    help="source stamp; {provider} and (skypilot) {version} are filled in")
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    args_in = list(sys.argv[1:] if argv is None else argv)
+    while args_in[:1] in (["offers"], ["import"]):  # `offers import ...` as the future CLI subcommand spells it
+        args_in = args_in[1:]
+    ap = _parser()
+    args = ap.parse_args(args_in)
+    if not args.path.exists():
+        print(f"{args.path}: no such file or folder", file=sys.stderr)
+        return 2
+    label = args.accelerators.as_posix()
+    accel, problems = read_accelerator_map(label, args.accelerators.read_text(encoding="utf-8"), catalog_ids())
+    for p in problems:
+        print(p, file=sys.stderr)
+    if any(p.severity == "error" for p in problems):
+        return 1
+    as_of = args.as_of or date.today()
+    providers = {p.lower() for p in args.provider} or None
+    if args.kind == "skypilot":
+        offers, report = import_skypilot(args.path, accel, as_of, providers, args.source)
+    else:
+        offers, report = import_gpuhunt(args.path, accel, as_of, providers, args.source)
+    write_offers_csv(offers, args.out)
+    print(report.render())
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,117 @@
+"""dstack gpuhunt catalog CSV → offers.
+
+gpuhunt publishes one CSV per provider (in a zip), columns `instance_name,location,price,cpu,memory,gpu_count,
+gpu_name,gpu_memory,spot,disk_size,gpu_vendor,flags` (older versions stop after `spot`); its query dumps add
+`provider`. Prices are whole instances per hour; `spot` is True/False; `gpu_memory` is GB per GPU, which tells
+an A100 80GB from a 40GB one (both are `A100`), so the accelerator map is asked for `<name>-<memory>GB` first.
+GCP locations are zones: collapsed to their region (on-demand the first zone's, spot the lowest).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from datetime import date
+from pathlib import Path
+
+from service.domain.accelerators import AcceleratorMap
+from service.domain.offers import Offer
+from service.rulebook.importers.common import ImportReport, parse_price
+from service.rulebook.importers.regions import country_of
+
+DEFAULT_SOURCE = "dstack gpuhunt catalog {provider}.csv"
+_REQUIRED = ("instance_name", "location", "price", "gpu_count", "gpu_name", "spot")
+_GCP_ZONE = re.compile(r"([a-z]+-[a-z]+\d+)-[a-z]")
+# gpuhunt's provider names → ours (the ones SkyPilot and the shipped table also use)
+_PROVIDERS = {"lambdalabs": "lambda", "vastai": "vast", "cudocompute": "cudo"}
+
+
+def _float(text: str) -> float | None:
+    try:
+        return float(text) if text.strip() else None
+    except ValueError:
+        return None
+
+
+def import_gpuhunt_csv(
+    label: str,
+    text: str,
+    accel: AcceleratorMap,
+    as_of: date,
+    provider: str | None = None,
+    source: str | None = None,
+    providers: set[str] | None = None,
+) -> tuple[list[Offer], ImportReport]:
+    """Offers from one gpuhunt CSV text; `provider` names the file's provider when it has no provider column."""
+    report = ImportReport(label)
+    reader = csv.DictReader(io.StringIO(text, newline=""))
+    fields = [f.strip() for f in reader.fieldnames or []]
+    missing = [c for c in _REQUIRED if c not in fields]
+    if missing:
+        report.notes.append("not a gpuhunt catalog: no column " + ", ".join(missing))
+        return [], report
+    if "provider" not in fields and not provider:
+        report.notes.append("no provider column and no provider given")
+        return [], report
+    best: dict[tuple[str, str, str, str], tuple[float, int, dict[str, str]]] = {}
+    for row in reader:
+        report.rows_read += 1
+        line = reader.line_num
+        r = {k.strip(): (v or "").strip() for k, v in row.items() if k is not None}
+        raw_provider = (r.get("provider") or provider or "").lower()
+        prov = _PROVIDERS.get(raw_provider, raw_provider)
+        if providers and prov not in providers:
+            report.drop("provider not selected", prov)
+            continue
+        where = f"{label}:{line} {r['instance_name']} {r['location']}"
+        count = _float(r["gpu_count"])
+        if not r["gpu_name"] or count is None or count < 1 or count != int(count):
+            report.drop("no whole GPU (CPU-only or fractional GPU instance)", where)
+            continue
+        price = parse_price(r["price"])
+        if price is None or price <= 0:
+            report.drop("price empty, NaN or 0", where)
+            continue
+        if not r["location"]:
+            report.drop("no location", where)
+            continue
+        region = r["location"]
+        m = _GCP_ZONE.fullmatch(region) if prov == "gcp" else None
+        if m:
+            region = m.group(1)
+        spot = r["spot"].lower() == "true"
+        tier = "spot" if spot else ("marketplace" if prov == "vast" else "on_demand")
+        key = (prov, r["instance_name"], region, tier)
+        old = best.get(key)
+        if old is None or (spot and price < old[0]):
+            best[key] = (price, line, r)
+        elif not spot and price != old[0]:
+            report.notes.append(f"{where}: on-demand {price:g} differs from {old[0]:g} on line {old[1]}; "
+                                "kept the first")
+    offers: list[Offer] = []
+    for (prov, instance, region, tier), (price, line, r) in best.items():
+        mem = _float(r.get("gpu_memory", ""))
+        name = r["gpu_name"]
+        gpu = (accel.map_accelerator(prov, f"{name}-{mem:g}GB", instance) if mem else None) or \
+            accel.map_accelerator(prov, name, instance)
+        if gpu is None:
+            report.drop(f"accelerator {name} has no catalog id", f"{label}:{line} {instance}")
+            continue
+        offers.append(Offer(
+            provider=prov, instance_type=instance, gpu=gpu, gpus_per_instance=int(float(r["gpu_count"])),
+            vcpus=_float(r.get("cpu", "")), memory_gib=_float(r.get("memory", "")), region=region,
+            country=country_of(prov, region), tier=tier, usd_per_hour=price, as_of=as_of,
+            source=(source or DEFAULT_SOURCE).format(provider=prov), valid_from=as_of, valid_until=None,
+            path=label, line=line,
+        ))
+    report.rows_written = len(offers)
+    return offers, report
+
+
+def import_gpuhunt(
+    path: Path, accel: AcceleratorMap, as_of: date, providers: set[str] | None = None, source: str | None = None
+) -> tuple[list[Offer], ImportReport]:
+    """A gpuhunt CSV file (provider from its `provider` column, else from the file name: `aws.csv`)."""
+    return import_gpuhunt_csv(path.name, path.read_text(encoding="utf-8"), accel, as_of, path.stem, source,
+                              providers)

@@ -1,0 +1,153 @@
+"""Importers: SkyPilot vms.csv (v7 layouts per provider) and gpuhunt CSV → rules/offers rows, with a report."""
+
+from __future__ import annotations
+
+from datetime import date
+from pathlib import Path
+
+import pytest
+import yaml
+
+import service.rulebook as _rulebook
+
+if not hasattr(_rulebook, "__path__"):
+    # Until the restructure turns service/rulebook.py into a package (see test_offers_data.py)
+    _rulebook.__path__ = [str(Path(_rulebook.__file__).with_suffix(""))]
+
+from service.domain.accelerators import AcceleratorMap, read_accelerator_map  # noqa: E402
+from service.domain.offers import Offer, read_offers  # noqa: E402
+from service.rulebook.importers.__main__ import main  # noqa: E402
+from service.rulebook.importers.common import offers_csv_text  # noqa: E402
+from service.rulebook.importers.gpuhunt import import_gpuhunt  # noqa: E402
+from service.rulebook.importers.regions import country_of  # noqa: E402
+from service.rulebook.importers.skypilot import import_skypilot  # noqa: E402
+from service.rulebook.offer_checks import check_offers  # noqa: E402
+
+RULES = Path(__file__).parents[1] / "rules"
+FIX = Path(__file__).parent / "fixtures" / "offers"
+SKY = FIX / "skypilot" / "v7"
+AS_OF = date(2026, 12, 1)
+REFERENCE = Path("/work/shared/data/offers-reference")
+
+
+def ids() -> set[str]:
+    return {g["id"] for g in yaml.safe_load((RULES / "catalog" / "gpus.yaml").read_text())["gpus"]}
+
+
+@pytest.fixture(scope="module")
+def amap() -> AcceleratorMap:
+    m, problems = read_accelerator_map("accelerators.csv", (RULES / "offers" / "accelerators.csv").read_text(), ids())
+    assert problems == []
+    return m
+
+
+def by(rows: list[Offer]) -> dict[tuple[str, str, str], Offer]:
+    return {(o.instance_type, o.region, o.tier): o for o in rows}
+
+
+def test_aws_zones_collapse_and_p5e_keeps_spot_only(amap: AcceleratorMap) -> None:
+    rows, report = import_skypilot(SKY / "aws" / "vms.csv", amap, AS_OF)
+    got = by(rows)
+    assert got[("p5.48xlarge", "us-east-1", "on_demand")].usd_per_hour == 55.04
+    assert got[("p5.48xlarge", "us-east-1", "spot")].usd_per_hour == 19.75  # the cheapest zone
+    assert got[("p5.48xlarge", "us-east-1", "spot")].line == 4  # the first zone row of the region
+    assert ("p5e.48xlarge", "us-east-2", "on_demand") not in got
+    assert got[("p5e.48xlarge", "us-east-2", "spot")].usd_per_hour == 22.1
+    assert got[("p4de.24xlarge", "eu-central-1", "on_demand")].country == "DE"
+    assert ("p4de.24xlarge", "eu-central-1", "spot") not in got  # SpotPrice "nan"
+    assert len(rows) == 4 and report.rows_read == 8 and report.rows_written == 4
+    assert report.dropped["no on-demand price (empty, NaN or 0); spot kept if listed"] == 1
+    assert report.dropped["accelerator V100 has no catalog id"] == 1
+    assert report.dropped["no accelerator (CPU-only instance)"] == 1
+    o = got[("p5.48xlarge", "us-east-1", "on_demand")]
+    assert (o.gpu, o.gpus_per_instance, o.source, o.as_of) == ("h100-sxm", 8, "skypilot-catalog v7 aws/vms.csv", AS_OF)
+
+
+def test_gcp_gpu_rows_get_their_host_vm_price(amap: AcceleratorMap) -> None:
+    rows, report = import_skypilot(SKY / "gcp" / "vms.csv", amap, AS_OF)
+    got = by(rows)
+    a100 = got[("a2-highgpu-1g", "us-central1", "on_demand")]
+    assert a100.usd_per_hour == pytest.approx(2.934 + 0.73948)
+    assert (a100.gpu, a100.vcpus, a100.memory_gib, a100.country) == ("a100-40gb", 12.0, 85.0, "US")
+    assert got[("a2-highgpu-1g", "us-central1", "spot")].usd_per_hour == pytest.approx(0.9 + 0.29576)
+    assert got[("a3-highgpu-1g", "us-central1", "on_demand")].usd_per_hour == pytest.approx(4.20076 + 1.18251)
+    assert not [o for o in rows if o.region == "europe-west4"]
+    assert report.dropped["gcp: GPU priced alone and no host VM row for its machine type and region"] == 2
+    assert "v7/gcp/vms.csv:8 a3-highgpu-1g (GPU component only) europe-west4" in report.render()
+
+
+def test_lambda_runpod_vast_layouts(amap: AcceleratorMap) -> None:
+    rows, report = import_skypilot(SKY, amap, AS_OF, providers={"lambda", "runpod", "vast"})
+    got = {(o.provider, o.instance_type, o.tier): o for o in rows}
+    assert got[("lambda", "gpu_1x_h100_sxm5", "on_demand")].country == "DE"
+    assert got[("lambda", "gpu_1x_h100_pcie", "on_demand")].gpu == "h100-pcie"
+    assert got[("lambda", "gpu_8x_a100_80gb_sxm4", "on_demand")].usd_per_gpu_hour == pytest.approx(1.79)
+    assert got[("runpod", "1x_L40S_SECURE", "spot")].usd_per_hour == 0.99  # above on-demand: kept, linted
+    assert got[("runpod", "1x_MI300X_SECURE", "on_demand")].gpu == "mi300x"
+    vast = got[("vast", "1x-H100_SXM-32-65536", "marketplace")]
+    assert (vast.country, vast.region) == ("CZ", "Czechia, CZ, EU")
+    assert ("vast", "1x-H100_SXM-32-65536", "spot") not in got
+    assert got[("vast", "1x-RTX_5090-32-65536", "spot")].country == "US"
+    assert report.dropped["spot price 0.00 is a placeholder"] == 1
+    assert sum(n for r, n in report.dropped.items() if r.startswith("accelerator H100")) == 2  # vast, runpod NVL
+    assert not any(o.provider == "aws" for o in rows)
+    warnings = check_offers(rows, ids(), AS_OF, 30)
+    assert [(p.rule_id, p.path, p.line) for p in warnings] == [
+        ("offers.spot-above-on-demand", "v7/runpod/vms.csv", 2)]
+
+
+def test_gpuhunt_catalog_and_query_dump(amap: AcceleratorMap) -> None:
+    rows, report = import_gpuhunt(FIX / "gpuhunt" / "aws.csv", amap, AS_OF)
+    got = by(rows)
+    assert got[("p4d.24xlarge", "us-east-1", "on_demand")].gpu == "a100-40gb"
+    assert got[("p4d.24xlarge", "us-east-1", "spot")].usd_per_hour == 14.0513
+    assert got[("p4de.24xlarge", "us-east-1", "on_demand")].gpu == "a100-80gb"  # told apart by gpu_memory
+    assert report.dropped["accelerator A10G has no catalog id"] == 1
+    assert report.dropped["no whole GPU (CPU-only or fractional GPU instance)"] == 1
+    rows, report = import_gpuhunt(FIX / "gpuhunt" / "query.csv", amap, AS_OF)
+    got = {(o.provider, o.region, o.tier): o for o in rows}
+    assert got[("gcp", "us-central1", "spot")].usd_per_hour == 27.5
+    assert got[("gcp", "us-central1", "on_demand")].gpu == "h100-sxm"
+    assert got[("lambda", "us-east-1", "on_demand")].source == "dstack gpuhunt catalog lambda.csv"
+    assert report.dropped["price empty, NaN or 0"] == 1
+    assert len(rows) == 3
+
+
+def test_written_csv_reads_back_without_problems(amap: AcceleratorMap) -> None:
+    rows, _ = import_skypilot(SKY, amap, AS_OF)
+    back, problems = read_offers("out.csv", offers_csv_text(rows))
+    assert problems == []
+    assert [(o.provider, o.instance_type, o.region, o.tier, o.usd_per_hour) for o in back] == [
+        (o.provider, o.instance_type, o.region, o.tier, round(o.usd_per_hour, 6)) for o in rows]
+
+
+def test_cli_writes_file_and_prints_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "offers.csv"
+    code = main(["offers", "import", "--from", "skypilot", str(SKY), "--out", str(out), "--as-of", "2026-12-01",
+                 "--provider", "aws"])
+    assert code == 0
+    rows, problems = read_offers("offers.csv", out.read_text())
+    assert problems == [] and {o.provider for o in rows} == {"aws"} and len(rows) == 4
+    printed = capsys.readouterr().out
+    assert "4 offers written" in printed and "accelerator V100 has no catalog id" in printed
+
+
+def test_regions_to_countries() -> None:
+    assert country_of("aws", "eu-north-1") == "SE"
+    assert country_of("gcp", "europe-west4") == "NL"
+    assert country_of("shadeform", "helsinki-finland-3") == "FI"
+    assert country_of("simplepod", "North America-CA") == "CA"
+    assert country_of("cudo", "no-kristiansand-1") == "NO"
+    assert country_of("hyperbolic", "default") == ""
+
+
+@pytest.mark.skipif(not REFERENCE.is_dir(), reason="the shared offers reference is not beside the repo")
+def test_import_over_the_shared_reference(amap: AcceleratorMap) -> None:
+    rows, report = import_skypilot(REFERENCE, amap, AS_OF)
+    assert report.rows_read == 1842
+    assert len(rows) > 1000 and report.rows_written == len(rows)
+    assert report.dropped["no region"] == 17  # seeweb rows without a region
+    assert report.dropped["no on-demand price (empty, NaN or 0); spot kept if listed"] >= 1  # aws p5e
+    assert not [o for o in rows if o.provider == "gcp"]  # GPU-only prices, no host rows in the reference
+    assert {o.provider for o in rows} >= {"aws", "lambda", "runpod", "vast", "nebius", "cudo", "shadeform"}
+    assert [p for p in check_offers(rows, ids(), AS_OF, 30) if p.severity == "error"] == []
