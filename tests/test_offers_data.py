@@ -6,18 +6,12 @@ from datetime import date
 from pathlib import Path
 
 import pytest
-import yaml
+from ruamel.yaml import YAML
 
-import service.rulebook as _rulebook
-
-if not hasattr(_rulebook, "__path__"):
-    # Until the restructure turns service/rulebook.py into the package service/rulebook/, its new modules are found
-    # by giving the module a package path (a no-op once the package exists).
-    _rulebook.__path__ = [str(Path(_rulebook.__file__).with_suffix(""))]
-
-from service.domain.accelerators import read_accelerator_map  # noqa: E402
-from service.domain.offers import COLUMNS, Offer, OfferTable, read_offers  # noqa: E402
-from service.rulebook.offer_checks import check_offers  # noqa: E402
+from service.domain.offers import COLUMNS, Offer, OfferTable
+from service.rulebook.accelerators import read_accelerator_map
+from service.rulebook.offer_checks import check_offers
+from service.rulebook.offer_files import read_offers
 
 ROOT = Path(__file__).parents[1]
 RULES = ROOT / "rules"
@@ -27,7 +21,7 @@ HEADER = ",".join(COLUMNS)
 
 
 def catalog_ids() -> set[str]:
-    return {g["id"] for g in yaml.safe_load((RULES / "catalog" / "gpus.yaml").read_text())["gpus"]}
+    return {g["id"] for g in YAML(typ="safe").load((RULES / "catalog" / "gpus.yaml").read_text())["gpus"]}
 
 
 def row(**kw: str) -> str:

@@ -6,22 +6,17 @@ from datetime import date
 from pathlib import Path
 
 import pytest
-import yaml
+from ruamel.yaml import YAML
 
-import service.rulebook as _rulebook
-
-if not hasattr(_rulebook, "__path__"):
-    # Until the restructure turns service/rulebook.py into a package (see test_offers_data.py)
-    _rulebook.__path__ = [str(Path(_rulebook.__file__).with_suffix(""))]
-
-from service.domain.accelerators import AcceleratorMap, read_accelerator_map  # noqa: E402
-from service.domain.offers import Offer, read_offers  # noqa: E402
-from service.rulebook.importers.__main__ import main  # noqa: E402
-from service.rulebook.importers.common import offers_csv_text  # noqa: E402
-from service.rulebook.importers.gpuhunt import import_gpuhunt  # noqa: E402
-from service.rulebook.importers.regions import country_of  # noqa: E402
-from service.rulebook.importers.skypilot import import_skypilot  # noqa: E402
-from service.rulebook.offer_checks import check_offers  # noqa: E402
+from service.domain.offers import Offer
+from service.rulebook.accelerators import AcceleratorMap, read_accelerator_map
+from service.rulebook.importers.__main__ import main
+from service.rulebook.importers.common import offers_csv_text
+from service.rulebook.importers.gpuhunt import import_gpuhunt
+from service.rulebook.importers.regions import country_of
+from service.rulebook.importers.skypilot import import_skypilot
+from service.rulebook.offer_checks import check_offers
+from service.rulebook.offer_files import read_offers
 
 RULES = Path(__file__).parents[1] / "rules"
 FIX = Path(__file__).parent / "fixtures" / "offers"
@@ -31,7 +26,7 @@ REFERENCE = Path("/work/shared/data/offers-reference")
 
 
 def ids() -> set[str]:
-    return {g["id"] for g in yaml.safe_load((RULES / "catalog" / "gpus.yaml").read_text())["gpus"]}
+    return {g["id"] for g in YAML(typ="safe").load((RULES / "catalog" / "gpus.yaml").read_text())["gpus"]}
 
 
 @pytest.fixture(scope="module")

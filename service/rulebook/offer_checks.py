@@ -6,8 +6,8 @@ import re
 from collections.abc import Sequence
 from datetime import date
 
-from service.domain.offers import Offer
-from service.engine.load import Problem
+from ..domain.offers import Offer
+from ..engine.load import Problem
 
 PLACEHOLDER_PRICE = 99_999_999  # catalogs write 99999999 (or 0) where a price is missing
 _COUNTRY = re.compile(r"[A-Z]{2}")

@@ -13,18 +13,18 @@ import sys
 from datetime import date
 from pathlib import Path
 
-import yaml
+from ruamel.yaml import YAML
 
-from service.domain.accelerators import read_accelerator_map
-from service.rulebook.importers.common import write_offers_csv
-from service.rulebook.importers.gpuhunt import import_gpuhunt
-from service.rulebook.importers.skypilot import import_skypilot
+from ..accelerators import read_accelerator_map
+from .common import write_offers_csv
+from .gpuhunt import import_gpuhunt
+from .skypilot import import_skypilot
 
 RULES = Path(__file__).resolve().parents[3] / "rules"
 
 
 def catalog_ids(rules: Path = RULES) -> set[str]:
-    data = yaml.safe_load((rules / "catalog" / "gpus.yaml").read_text(encoding="utf-8"))
+    data = YAML(typ="safe").load((rules / "catalog" / "gpus.yaml").read_text(encoding="utf-8"))
     return {g["id"] for g in data.get("gpus", [])}
 
 

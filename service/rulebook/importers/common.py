@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
-from service.domain.offers import COLUMNS, Offer
+from ...domain.offers import COLUMNS, Offer
 
 EXAMPLES_PER_REASON = 3
 

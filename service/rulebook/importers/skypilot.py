@@ -22,10 +22,10 @@ from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
 
-from service.domain.accelerators import AcceleratorMap
-from service.domain.offers import Offer
-from service.rulebook.importers.common import ImportReport, parse_price
-from service.rulebook.importers.regions import country_of
+from ...domain.offers import Offer
+from ..accelerators import AcceleratorMap
+from .common import ImportReport, parse_price
+from .regions import country_of
 
 DEFAULT_SOURCE = "skypilot-catalog {version} {provider}/vms.csv"
 _ALIASES: dict[str, tuple[str, ...]] = {

@@ -14,7 +14,7 @@ import io
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 
-from service.engine.load import Problem
+from ..engine.load import Problem
 
 MAP_COLUMNS = ("provider", "accelerator", "instance_pattern", "gpu", "note")
 
