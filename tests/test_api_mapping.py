@@ -29,7 +29,8 @@ FULL_BRIEF = {
     "model": {"params_billion": 70, "active_params_billion": 12.5, "precision": "PRECISION_FP8",
               "context_tokens": 32768, "layers": 80, "kv_heads": 8, "head_dim": 128, "hidden_size": 8192,
               "attention": "ATTENTION_KIND_GQA", "kv_lora_rank": 512, "rope_head_dim": 64,
-              "sliding_window_tokens": 4096},
+              "sliding_window_tokens": 4096, "name": "mixtral-8x7b", "sliding_window_layers": 16,
+              "experts": 8, "experts_per_token": 2, "shared_params_billion": 1.6},
     "traffic": {"concurrent_sessions": 64, "batch_size": 16, "avg_input_tokens": 2000,
                 "p95_input_tokens": 9000, "avg_output_tokens": 400, "requests_per_second": 7.5},
     "latency": {"p95_ms": 2000, "p99_ms": 3500, "ttft_ms": 400},
@@ -67,7 +68,8 @@ def test_full_request_to_domain():
     b = r.brief
     assert b.workload == "REALTIME_INFERENCE" and b.run_cycle == "ALWAYS_ON"
     assert b.boundary == "DATA_RESIDENCY" and b.success_unit == "TOKEN"
-    assert b.model == B.Model(70, 12.5, "FP8", 32768, 80, 8, 128, 8192, "GQA", 512, 64, 4096)
+    assert b.model == B.Model(70, 12.5, "FP8", 32768, 80, 8, 128, 8192, "GQA", 512, 64, 4096, "mixtral-8x7b", 16, 8, 2,
+                              1.6)
     assert b.traffic == B.Traffic(64, 16, 2000, 9000, 400, 7.5)
     assert b.latency == B.Latency(2000, 3500, 400)
     assert b.training == B.Training(1.5, 3, 4194304)

@@ -84,6 +84,11 @@ class Model:
     kv_lora_rank: int = 0  # MLA latent width per layer
     rope_head_dim: int = 0  # MLA decoupled RoPE key width per layer
     sliding_window_tokens: int = 0  # 0 = full attention
+    name: str = ""  # a model registry id; the registry's fields fill what the brief leaves at 0
+    sliding_window_layers: int = 0  # layers limited to the window; 0 = all (when a window is given)
+    experts: int = 0  # MoE routed experts per layer; 0 = dense
+    experts_per_token: int = 0  # MoE top-k
+    shared_params_billion: float = 0.0  # MoE parameters every token reads; 0 = estimated
 
 
 @dataclass(frozen=True)

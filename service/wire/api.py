@@ -104,6 +104,11 @@ def request_from_proto(r: pb.RecommendRequest) -> AdviceRequest:
             kv_lora_rank=m.kv_lora_rank,
             rope_head_dim=m.rope_head_dim,
             sliding_window_tokens=m.sliding_window_tokens,
+            name=m.name,
+            sliding_window_layers=m.sliding_window_layers,
+            experts=m.experts,
+            experts_per_token=m.experts_per_token,
+            shared_params_billion=m.shared_params_billion,
         ),
         traffic=Traffic(
             concurrent_sessions=t.concurrent_sessions,
@@ -166,7 +171,9 @@ def request_to_proto(r: AdviceRequest) -> pb.RecommendRequest:
             precision=enum_number("Precision", m.precision), context_tokens=m.context_tokens, layers=m.layers,
             kv_heads=m.kv_heads, head_dim=m.head_dim, hidden_size=m.hidden_size,
             attention=enum_number("AttentionKind", m.attention), kv_lora_rank=m.kv_lora_rank,
-            rope_head_dim=m.rope_head_dim, sliding_window_tokens=m.sliding_window_tokens,
+            rope_head_dim=m.rope_head_dim, sliding_window_tokens=m.sliding_window_tokens, name=m.name,
+            sliding_window_layers=m.sliding_window_layers, experts=m.experts, experts_per_token=m.experts_per_token,
+            shared_params_billion=m.shared_params_billion,
         ),
         traffic=pb.Traffic(
             concurrent_sessions=t.concurrent_sessions, batch_size=t.batch_size,

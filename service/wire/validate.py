@@ -64,6 +64,10 @@ LIMITS: dict[str, float] = {
     "brief.model.kv_lora_rank": 1_000_000,
     "brief.model.rope_head_dim": 100_000,
     "brief.model.sliding_window_tokens": 10_000_000,
+    "brief.model.sliding_window_layers": 10_000,
+    "brief.model.experts": 100_000,
+    "brief.model.experts_per_token": 100_000,
+    "brief.model.shared_params_billion": 100_000,
     "brief.traffic.concurrent_sessions": 10_000_000,
     "brief.traffic.batch_size": 10_000_000,
     "brief.traffic.avg_input_tokens": 10_000_000,
@@ -163,6 +167,12 @@ def validate(request: Any, known_gpus: Iterable[str] = ()) -> list[Violation]:
     m = brief.model
     if m.active_params_billion > 0 and m.params_billion > 0 and m.active_params_billion > m.params_billion:
         out.append(("brief.model.active_params_billion", "active parameters cannot exceed total parameters"))
+    if m.experts_per_token > 0 and m.experts > 0 and m.experts_per_token > m.experts:
+        out.append(("brief.model.experts_per_token", f"cannot exceed experts ({m.experts})"))
+    if m.shared_params_billion > 0 and m.params_billion > 0 and m.shared_params_billion > m.params_billion:
+        out.append(("brief.model.shared_params_billion", "shared parameters cannot exceed total parameters"))
+    if m.sliding_window_layers > 0 and m.layers > 0 and m.sliding_window_layers > m.layers:
+        out.append(("brief.model.sliding_window_layers", f"cannot exceed layers ({m.layers})"))
     # No check of p95_input_tokens against the average: with rare very long prompts (RAG over big documents)
     # the mean can exceed the p95, so that is unusual input, not wrong input.
     e = brief.economics
