@@ -141,3 +141,16 @@ def bundle() -> Iterator[Bundle]:
     b = Bundle(book, loaded_at=None)  # type: ignore[arg-type]
     yield b
     b.retire(None)
+
+
+@pytest.fixture(scope="session")
+def catalog_bundle(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Bundle]:
+    """The repo's rules without their offer tables: every GPU priced from the catalog, for tests of the catalog's
+    own price rows (tiers, fallbacks, replayed dates) apart from the offers that price candidates today."""
+    rules = tmp_path_factory.mktemp("catalog-only") / "rules"
+    shutil.copytree(RULES, rules, ignore=shutil.ignore_patterns("offers"))
+    book, problems = load_rulebook(rules, today=TODAY)
+    assert book is not None and not len(book.offers), [str(p) for p in problems]
+    b = Bundle(book, loaded_at=None)  # type: ignore[arg-type]
+    yield b
+    b.retire(None)

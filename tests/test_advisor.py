@@ -197,7 +197,8 @@ def test_a_quote_replaces_the_catalog_price(bundle):
     assert "example-cloud" in h100.cost.price_source
 
 
-def test_as_of_replays_an_older_price(bundle):
+def test_as_of_replays_an_older_price(catalog_bundle):
+    bundle = catalog_bundle  # the catalog's dated rows (offers replay alike: tests/test_placement.py)
     brief = Brief(
         workload="REALTIME_INFERENCE",
         model=Model(8, precision="BF16", context_tokens=8192),

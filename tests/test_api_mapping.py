@@ -43,6 +43,8 @@ FULL_BRIEF = {
                   "budget_usd_per_hour": 80, "electricity_usd_per_kwh": 0.12, "needs_hardware_control": False,
                   "demand": "DEMAND_STEADY", "has_platform_team": True, "acceptance_rate": 0.93,
                   "price_tier": "PRICE_TIER_MARKETPLACE"},
+    "placement": {"providers": ["aws", "Lambda"], "regions": ["eu-central-1"], "countries": ["EU", "ch"],
+                  "interruptible_ok": True},
 }
 FULL_REQUEST = {
     "brief": FULL_BRIEF,
@@ -80,6 +82,7 @@ def test_full_request_to_domain():
     assert e.needs_hardware_control is False and e.has_platform_team is True
     assert e.price_tier == "MARKETPLACE"
     assert r.quotes == (B.Quote("h200", 3.1, "acme", "2026-11-01", "RESERVED"),)
+    assert b.placement == B.PlacementPolicy(("aws", "Lambda"), ("eu-central-1",), ("EU", "ch"), True)
     assert (r.locale, r.max_candidates, r.include_trace, r.as_of) == ("zh-CN", 7, True, date(2026, 6, 30))
     # Integers stay integers: the engine's facts are typed.
     assert isinstance(b.model.context_tokens, int) and isinstance(b.traffic.concurrent_sessions, int)

@@ -197,8 +197,10 @@ def test_price_without_as_of(rules: Path):
 
 def test_stale_price_is_reported(rules: Path):
     _, found = load_rulebook(rules, today=date(2031, 1, 1), max_price_age_days=365)
-    stale = [str(p) for p in found if "days old" in p.message]
-    assert stale and all(p.startswith("rules/catalog/gpus.yaml:") for p in stale)
+    stale = [str(p) for p in found if "days old" in p.message or "older than" in p.message]
+    assert any(p.startswith("rules/catalog/gpus.yaml:") for p in stale)
+    assert any(p.startswith("rules/offers/") for p in stale)  # offers have a staleness limit of their own
+    assert all(p.startswith(("rules/catalog/gpus.yaml:", "rules/offers/")) for p in stale)
 
 
 def test_every_problem_at_once(rules: Path):

@@ -23,6 +23,7 @@ from ..domain.advice import (
 )
 from ..domain.assumptions import Assumptions
 from ..domain.brief import AdviceRequest, Brief
+from ..domain.offers import Offer
 from ..engine.ir import Action
 from ..render.messages import compact
 from ..render.summary import render_summary
@@ -30,6 +31,7 @@ from . import facts as F
 from .answer import benchmark, candidate_of, checklist, dedupe_warnings, once, said_texts
 from .book import Rulebook
 from .cancel import StillWanted, checkpoint
+from .placement import Scope, allow_list, brief_key, offer_fact, place, scopes_of
 from .provisional import route_depends_on
 from .run import Evaluator, Run, Scored, effects_of
 from .sizing.common import Sizing, compared_tier
@@ -98,8 +100,10 @@ def advise(
     """The decision in the order it is made; `still_wanted` (optional) is asked between stages, and when it says
     no, `Cancelled` is raised."""
     run = Run(book, engine, req)
+    day = req.as_of or today or date.today()
     checkpoint(still_wanted, "sizing")
-    shape, sizings = _size_every_gpu(book, req, today)
+    shape, sizings = _size_every_gpu(book, req, day)
+    _place_every_gpu(run, shape, sizings, day)
     base = F.brief_fact(req.brief, book.assumptions.num("default_utilization"), shape, sizings, len(req.quotes))
     asks = _brief_rules(run, base, shape)
     checkpoint(still_wanted, "candidates")
@@ -133,11 +137,48 @@ class _Routed:
     depends_on: tuple[str, ...]
 
 
-def _size_every_gpu(book: Rulebook, req: AdviceRequest, today: date | None) -> tuple[Shape | None, list[Sizing]]:
+def _size_every_gpu(book: Rulebook, req: AdviceRequest, day: date) -> tuple[Shape | None, list[Sizing]]:
     a = book.assumptions
-    day = req.as_of or today or date.today()
     shape = shape_of(req.brief, a)
     return shape, (size_all(book.catalog, req.brief, shape, a, req.quotes, day) if shape else [])
+
+
+def _place_every_gpu(run: Run, shape: Shape | None, sizings: list[Sizing], day: date) -> None:
+    """Each sized GPU on the offers the brief and the placement rules allow (decide/placement.py)."""
+    table = run.book.offers
+    if shape is None or not len(table):
+        return
+    a, brief = run.book.assumptions, run.req.brief
+    scopes = _allowed_scopes(run, day)
+    by_brief = allow_list(brief)
+
+    def allowed(o: Offer) -> bool:
+        return (o.provider, o.country, o.tier) in scopes and by_brief(o)
+
+    max_age = int(a.values.get("max_offer_age_days", a.values.get("max_price_age_days", 540)))
+    for s in sizings:
+        place(s, brief, shape, a, table, day, allowed, max_age)
+
+
+def _allowed_scopes(run: Run, day: date) -> frozenset[Scope]:
+    """The scopes no `fact: offer` rule excludes for this brief. The verdicts depend only on a few brief fields
+    and the day's scopes, so they are kept per rules version (not when the answer carries a trace)."""
+    brief = run.req.brief
+    key = (brief_key(brief), day)
+    cache = run.shared.scopes
+    if not run.req.include_trace and key in cache:
+        return cache[key]
+    scopes = scopes_of(run.book.offers, day)
+    facts = [offer_fact(brief, sc, i) for i, sc in enumerate(scopes)]
+    fired = run.fire("offer", facts)
+    allowed = frozenset(
+        sc for sc, f in zip(scopes, facts, strict=True)
+        if not any(act.kind == "exclude" for rule in fired[f["id"]] for act in rule.actions)
+    )
+    if len(cache) >= 256:
+        cache.clear()
+    cache[key] = allowed
+    return allowed
 
 
 def _brief_rules(run: Run, base: dict[str, Any], shape: Shape | None) -> _Asks:

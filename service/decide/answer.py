@@ -6,6 +6,7 @@ plan and procurement checklist for the workload.
 from __future__ import annotations
 
 import math
+from datetime import date
 from typing import Any, TypeVar
 
 from ..domain.advice import (
@@ -13,13 +14,16 @@ from ..domain.advice import (
     Candidate,
     ChecklistSection,
     Cost,
+    MarketSpread,
     MemoryFit,
     Ownership,
     Performance,
+    Placement,
     Reason,
     ScoreBreakdown,
     Warning,
 )
+from ..domain.offers import Offer
 from .book import Rulebook
 from .run import Run, Said, Scored
 from .sizing.common import Sizing
@@ -37,11 +41,22 @@ def candidate_of(c: Scored, run: Run) -> Candidate:
     mem = s.memory
     need = mem.total_gb if mem else 0.0
     params = c.params
-    price_src = (
-        run.text("price.from_quote", {"provider": s.quote.provider or "-", "as_of": s.quote.as_of or "-"})
-        if s.quote
-        else (run.text("price.from_catalog", {"source": s.price.source, "as_of": s.price.as_of}) if s.price else "")
-    )
+    if s.quote:
+        price_src = run.text("price.from_quote", {"provider": s.quote.provider or "-", "as_of": s.quote.as_of or "-"})
+        price_as_of = s.quote.as_of
+    elif s.placement:
+        o = s.placement.offer
+        price_src = run.text("price.from_offer", {
+            "instances": s.placement.instances, "provider": o.provider, "instance_type": o.instance_type,
+            "region": o.region, "tier": run.name(f"tier.{s.placement.offer_tier}"), "source": o.source,
+            "as_of": o.as_of.isoformat(),
+        })
+        price_as_of = o.as_of.isoformat()
+    else:
+        price_src, price_as_of = "", ""
+        if s.price:
+            price_src = run.text("price.from_catalog", {"source": s.price.source, "as_of": s.price.as_of})
+            price_as_of = s.price.as_of
     interconnect = ""
     if s.count > 1:
         key = "interconnect.training" if c.fact["is_training"] else "interconnect.inference"
@@ -73,7 +88,7 @@ def candidate_of(c: Scored, run: Run) -> Candidate:
             usd_per_unit=sig(s.usd_per_unit),
             unit=run.name(f"unit.{s.unit}"),
             price_source=price_src,
-            price_as_of=s.quote.as_of if s.quote else (s.price.as_of if s.price else ""),
+            price_as_of=price_as_of,
             unit_kind=cost_unit(s.unit),
             price_tier=s.price_tier,
             price_tier_fallback=s.price_tier_fallback,
@@ -96,7 +111,39 @@ def candidate_of(c: Scored, run: Run) -> Candidate:
             cost_points=c.cost_points, rules=tuple(c.parts),
         ),
         performance=performance(s),
+        placements=placements_of(s),
+        market=market_of(s),
     )
+
+
+def placements_of(s: Sizing) -> tuple[Placement, ...]:
+    """Best first: a caller's quote (it prices the candidate) as an offer of its own, then the offers."""
+    out = [build(Placement, offer=p.offer, instances=p.instances, usd_per_hour=round(p.usd_per_hour, 4))
+           for p in s.placements]
+    if s.quote is not None:
+        q = s.quote
+        quoted = Offer(provider=q.provider or "quote", instance_type="quote", gpu=s.gpu.id, gpus_per_instance=1,
+                       vcpus=None, memory_gib=None, region="", country="", tier=(q.tier or "ON_DEMAND").lower(),
+                       usd_per_hour=q.usd_per_hour, as_of=_date(q.as_of), source="your quote",
+                       valid_from=_date(q.as_of), valid_until=None)
+        out.insert(0, build(Placement, offer=quoted, instances=s.count, usd_per_hour=round(s.usd_per_hour, 4)))
+    return tuple(out)
+
+
+def _date(text: str) -> date:
+    try:
+        return date.fromisoformat(text)
+    except ValueError:
+        return date.min
+
+
+def market_of(s: Sizing) -> MarketSpread | None:
+    if s.market is None:
+        return None
+    lo, mid, hi, n, providers = s.market
+    return build(MarketSpread, tier="ON_DEMAND", min_usd_per_gpu_hour=round(lo, 4),
+                 median_usd_per_gpu_hour=round(mid, 4), max_usd_per_gpu_hour=round(hi, 4), offers=n,
+                 providers=providers)
 
 
 _T = TypeVar("_T")
@@ -142,7 +189,8 @@ def ownership_reason(s: Sizing, run: Run, utilization_given: bool) -> tuple[Reas
         return ()
     params = {
         "purchase_usd": s.purchase.usd * s.count,
-        "usd_per_hour": s.usd_per_hour,
+        "usd_per_hour": s.break_even_rent,
+        "rent_basis": run.name(f"rent_basis.{s.break_even_basis}"),
         "running_usd_per_hour": s.running_usd_per_busy_hour,
         "break_even_hours": s.break_even_hours,
         "break_even_months": s.break_even_months,

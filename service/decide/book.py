@@ -8,6 +8,7 @@ from typing import Any
 
 from ..domain.assumptions import Assumptions
 from ..domain.catalog import Gpu
+from ..domain.offers import OfferTable
 from ..engine.ir import Program
 from ..engine.load import Problem
 from .facts import SCHEMA
@@ -48,12 +49,15 @@ class Rulebook:
     checklist: tuple[Section, ...]
     files: tuple[str, ...]
     warnings: tuple[Problem, ...] = field(default_factory=tuple)
+    # What a team can rent (rules/offers/*.csv), indexed by GPU and instance shape.
+    offers: OfferTable = field(default_factory=lambda: OfferTable(()), compare=False, repr=False)
     # Answers' parts that depend only on these rules, the locale and the workload (the benchmark plan and the
     # checklist), kept once rendered: (kind, locale, workload) → parts. Bounded by locales x workloads.
     rendered: dict[tuple[str, str, str], Any] = field(default_factory=dict, compare=False, repr=False)
 
     def counts(self) -> dict[str, int]:
-        out = {"gpus": len(self.catalog), "rules": len(self.program.rules), "files": len(self.files)}
+        out = {"gpus": len(self.catalog), "rules": len(self.program.rules), "files": len(self.files),
+               "offers": len(self.offers)}
         for fact in SCHEMA:
             out[f"rules_{fact}"] = len(self.program.for_fact(fact))
         out["messages_en"] = len(self.messages.get("en", {}))

@@ -12,10 +12,10 @@ from typing import Any
 
 from ..domain.brief import (
     BOUNDARIES,
-    DEFAULT_PRICE_TIER,
     DEMANDS,
     PRECISIONS,
     PRICE_TIERS,
+    RENT_TIERS,
     ROUTE_KINDS,
     RUN_CYCLES,
     SUCCESS_UNITS,
@@ -27,7 +27,7 @@ from ..domain.brief import (
 from ..domain.catalog import Gpu
 from ..engine.parse import FactSchema, FieldSpec
 from ..memo import IdentityMemo
-from .sizing.common import Sizing
+from .sizing.common import Sizing, compared_tier
 from .sizing.shape import INFERENCE_WORKLOADS, Shape
 
 TRI = ("YES", "NO", "UNKNOWN")
@@ -45,7 +45,11 @@ BRIEF_FIELDS: dict[str, FieldSpec] = {
     "success_unit": _enum(SUCCESS_UNITS, "what an accepted output is"),
     "demand": _enum(DEMANDS, "how predictable demand is"),
     "hardware_control": FieldSpec("enum", "topology/runtime/weights/data boundary must be ours", TRI),
-    "price_tier": _enum(PRICE_TIERS, "the tier every GPU's rent is compared at (the brief's, else ON_DEMAND)"),
+    "price_tier": _enum(
+        PRICE_TIERS,
+        "the tier every GPU's rent is compared at: the brief's; else SPOT for interruptible work the brief lets "
+        "run on spot (placement.interruptible_ok); else ON_DEMAND",
+    ),
     "platform_team": FieldSpec("enum", "someone owns drivers, CUDA, serving, on-call", TRI),
     "is_training": FieldSpec("bool", "pretraining, full or adapter fine-tuning"),
     "is_inference": FieldSpec("bool", "batch/realtime inference, embeddings, evaluation or notebooks"),
@@ -80,6 +84,8 @@ BRIEF_FIELDS: dict[str, FieldSpec] = {
     "latency_met_any": FieldSpec("bool", "some GPU type that fits meets the latency target"),
     "best_latency_ms": FieldSpec("number", "fastest estimated latency of a GPU type that fits, ms (0 = no target)"),
     "global_batch_tokens": FieldSpec("int", "training tokens per optimizer step over all GPUs (0 = not given)"),
+    "countries_given": FieldSpec("bool", "the brief names the countries its GPUs may be rented in"),
+    "interruptible_ok": FieldSpec("bool", "the brief says the work checkpoints and may run on spot capacity"),
 }
 
 CANDIDATE_FIELDS: dict[str, FieldSpec] = {
@@ -120,6 +126,29 @@ CANDIDATE_FIELDS: dict[str, FieldSpec] = {
     "est_latency_ms": FieldSpec("number", "estimated end-to-end latency at the average request, ms"),
     "latency_vs_best": FieldSpec("number", "est_latency_ms / best_latency_ms (1 = the fastest; 0 = no target)"),
     "break_even_months": FieldSpec("number", "months until buying beats renting (-1 = never)"),
+    "placed": FieldSpec("bool", "priced from an offer a team can rent (provider, instance shape, region, tier)"),
+    "placement_tier": _enum(RENT_TIERS, "the tier of the offer it is placed on (UNSPECIFIED when not placed)"),
+    "instances": FieldSpec("int", "instances rented on that offer (0 when not placed)"),
+    "gpus_per_instance": FieldSpec("int", "GPUs per instance of that offer (0 when not placed)"),
+    "offer_stale": FieldSpec("bool", "that offer's price is older than max_offer_age_days"),
+    "has_offers": FieldSpec("bool", "the rules' offer tables hold any offer of this GPU (in any scope)"),
+    "offers_loaded": FieldSpec("bool", "the rules folder has offer tables at all"),
+}
+
+# One fact per placement scope (provider, country, tier) among the offers, with the brief's fields that decide
+# where its GPUs may be rented. Rules with `fact: offer` exclude scopes (rules/placement.yaml).
+OFFER_FIELDS: dict[str, FieldSpec] = {
+    "workload": _enum(WORKLOADS, "what the GPUs do"),
+    "run_cycle": _enum(RUN_CYCLES, "how the capacity is used over time"),
+    "boundary": _enum(BOUNDARIES, "operating boundary"),
+    "is_training": FieldSpec("bool", "pretraining, full or adapter fine-tuning"),
+    "latency_target": FieldSpec("bool", "the brief sets a latency target"),
+    "interruptible_ok": FieldSpec("bool", "the brief says the work checkpoints and may run on spot capacity"),
+    "provider": FieldSpec("string", "the offer's provider, as the offer tables name it"),
+    "country": FieldSpec("string", "ISO 3166-1 alpha-2 of the offer's region ('' when not known)"),
+    "country_known": FieldSpec("bool", "the offer's country is known"),
+    "in_eu": FieldSpec("bool", "the offer's country is an EU member state"),
+    "tier": _enum(RENT_TIERS, "the offer's tier: ON_DEMAND, RESERVED, SPOT (can be taken back) or MARKETPLACE"),
 }
 
 PLAN_FIELDS: dict[str, FieldSpec] = {
@@ -158,6 +187,7 @@ SCHEMA: FactSchema = {
     "candidate": CANDIDATE_FIELDS,
     "plan": PLAN_FIELDS,
     "outcome": OUTCOME_FIELDS,
+    "offer": OFFER_FIELDS,
 }
 
 CUDA_ONLY_TOOLS = ("tensorrt-llm", "tensorrt", "triton", "cuda", "flash-attention-3")
@@ -190,7 +220,7 @@ def brief_fact(
         "success_unit": brief.success_unit,
         "demand": e.demand,
         "hardware_control": _tri(e.needs_hardware_control),
-        "price_tier": e.price_tier if e.price_tier != UNSPECIFIED else DEFAULT_PRICE_TIER,
+        "price_tier": compared_tier(brief),
         "platform_team": _tri(e.has_platform_team),
         "is_training": brief.workload in TRAINING_WORKLOADS,
         "is_inference": brief.workload in INFERENCE_WORKLOADS,
@@ -227,6 +257,8 @@ def brief_fact(
             min((s.est_latency_ms for s in fitting if s.latency_target and s.est_latency_ms > 0), default=0.0), 1
         ),
         "global_batch_tokens": int(tr.global_batch_tokens),
+        "countries_given": bool(brief.placement.countries),
+        "interruptible_ok": brief.placement.interruptible_ok,
     }
 
 
@@ -283,6 +315,13 @@ def candidate_fact(base: dict[str, Any], s: Sizing) -> dict[str, Any]:
         if s.latency_target and base["best_latency_ms"] > 0
         else 0.0,
         "break_even_months": round(_finite(s.break_even_months), 2) if s.break_even_months else -1.0,
+        "placed": s.placement is not None,
+        "placement_tier": s.placement.offer_tier if s.placement else UNSPECIFIED,
+        "instances": s.placement.instances if s.placement else 0,
+        "gpus_per_instance": s.placement.offer.gpus_per_instance if s.placement else 0,
+        "offer_stale": s.offer_stale,
+        "has_offers": s.has_offers,
+        "offers_loaded": s.offers_loaded,
     }
 
 

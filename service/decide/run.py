@@ -127,6 +127,8 @@ class Compiled:
     def __init__(self, book: Rulebook):
         self.msgs = Messages(book.messages)
         self.effects: dict[int, Effects] = {}  # id(rule) → effects; the rules live as long as the book
+        # (brief fields an offer fact holds, day) → the placement scopes no offer rule excludes
+        self.scopes: dict[tuple[Any, ...], frozenset[tuple[str, str, str]]] = {}
 
 
 def compiled(book: Rulebook) -> Compiled:

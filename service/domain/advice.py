@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .offers import Offer
+
 
 @dataclass(frozen=True)
 class Reason:
@@ -67,6 +69,27 @@ class Performance:
 
 
 @dataclass(frozen=True)
+class Placement:
+    """A configuration on one offer: whole instances, priced for the whole configuration."""
+
+    offer: Offer
+    instances: int
+    usd_per_hour: float
+
+
+@dataclass(frozen=True)
+class MarketSpread:
+    """One GPU's price per GPU-hour across the market's offers in one tier."""
+
+    tier: str  # brief.PRICE_TIERS name
+    min_usd_per_gpu_hour: float
+    median_usd_per_gpu_hour: float
+    max_usd_per_gpu_hour: float
+    offers: int
+    providers: int
+
+
+@dataclass(frozen=True)
 class Candidate:
     gpu: str
     name: str
@@ -81,6 +104,8 @@ class Candidate:
     throughput: str = ""  # human-readable estimate, e.g. "1,850 output tokens/s"
     score_breakdown: ScoreBreakdown | None = None
     performance: Performance | None = None
+    placements: tuple[Placement, ...] = ()  # best first; cost.usd_per_hour is the first's
+    market: MarketSpread | None = None
 
 
 @dataclass(frozen=True)

@@ -53,8 +53,9 @@ ROUTE_KINDS = (
 )
 LOCALES = ("en", "zh-CN")
 # Which market a price comes from (catalog rows say it in lower case: on_demand, marketplace, ...).
-PRICE_TIERS = ("ON_DEMAND", "MARKETPLACE", "RESERVED", "LIST_PURCHASE")
-RENT_TIERS = ("ON_DEMAND", "MARKETPLACE", "RESERVED")
+# SPOT is capacity the provider may take back (apart from MARKETPLACE: community and marketplace hosts).
+PRICE_TIERS = ("ON_DEMAND", "MARKETPLACE", "RESERVED", "LIST_PURCHASE", "SPOT")
+RENT_TIERS = ("ON_DEMAND", "MARKETPLACE", "RESERVED", "SPOT")
 DEFAULT_PRICE_TIER = "ON_DEMAND"
 # What a cost per unit is per (the API's CostUnit): a SUCCESS_UNIT, except that tokens are counted in millions.
 COST_UNITS = tuple("MILLION_OUTPUT_TOKENS" if u == "TOKEN" else u for u in SUCCESS_UNITS)
@@ -102,6 +103,16 @@ class Traffic:
 
 
 @dataclass(frozen=True)
+class PlacementPolicy:
+    """Where the GPUs may be rented; empty = anywhere."""
+
+    providers: tuple[str, ...] = ()  # allow-list, compared case-insensitively
+    regions: tuple[str, ...] = ()
+    countries: tuple[str, ...] = ()  # ISO 3166-1 alpha-2 in any case; "EU" = the member states
+    interruptible_ok: bool = False  # the work checkpoints: spot capacity may be used
+
+
+@dataclass(frozen=True)
 class Latency:
     p95_ms: float = 0.0
     p99_ms: float = 0.0
@@ -141,6 +152,7 @@ class Brief:
     toolchain: tuple[str, ...] = ()
     training: Training = field(default_factory=Training)
     economics: Economics = field(default_factory=Economics)
+    placement: PlacementPolicy = field(default_factory=PlacementPolicy)
 
 
 # Brief fields that take an enum, by path (values without their proto prefix, as rules write them).

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import date
 
-RENT_TIER_ORDER = ("ON_DEMAND", "MARKETPLACE", "RESERVED")
+RENT_TIER_ORDER = ("ON_DEMAND", "MARKETPLACE", "RESERVED", "SPOT")
 
 
 def tier_preference(tier: str) -> tuple[str, ...]:

@@ -65,6 +65,23 @@ def _order(o: Offer) -> tuple[float, str, str, str, str]:
     return (o.usd_per_gpu_hour, o.provider, o.instance_type, o.region, o.tier)
 
 
+@dataclass(frozen=True)
+class OfferQuery:
+    """A ListOffers query, mapped from the wire: filters ("" = any), the day and the page."""
+
+    gpu: str = ""
+    provider: str = ""
+    country: str = ""  # ISO alpha-2 or "EU"
+    tier: str = ""  # one of TIERS
+    day: date = date.min
+    page_size: int = 100
+    page_token: str = ""
+
+    def key(self) -> str:
+        """What a page token is bound to: the filters and the day, not the page."""
+        return f"{self.gpu}|{self.provider.lower()}|{self.country.upper()}|{self.tier}|{self.day.isoformat()}"
+
+
 class OfferTable:
     """Offers indexed by GPU, cheapest per GPU-hour first (ties by provider, instance type, region)."""
 
@@ -81,6 +98,8 @@ class OfferTable:
         self._history = [o for o in self.rows if seen[o.key] > 1]
         # day → per-GPU rows valid that day; a server asks for few distinct days (today, a replayed as_of)
         self._days: dict[date, dict[str, tuple[Offer, ...]]] = {}
+        self._shapes: dict[date, dict[tuple[str, str, int], tuple[Offer, ...]]] = {}
+        self._markets: dict[tuple[str, str, date], tuple[float, float, float, int, int] | None] = {}
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -112,6 +131,10 @@ class OfferTable:
                 self._days.clear()
             self._days[day] = got
         return got
+
+    def valid_for(self, gpu: str, day: date) -> tuple[Offer, ...]:
+        """One GPU's offers valid on `day`, cheapest per GPU-hour first."""
+        return self._day(day).get(gpu, ())
 
     def valid_on(self, day: date) -> list[Offer]:
         """Every offer valid on `day` (the newest row of each offer), cheapest per GPU-hour first."""
@@ -148,6 +171,48 @@ class OfferTable:
             and (region_set is None or o.region in region_set)
             and (country_set is None or o.country in country_set)
         ]
+
+    def shapes(self, day: date) -> dict[tuple[str, str, int], tuple[Offer, ...]]:
+        """(gpu, tier, gpus per instance) → that shape's offers valid on `day`, cheapest per instance first.
+
+        Within one shape the cheapest instance is the cheapest configuration, so a placement looks at the head
+        of a few such lists instead of every offer of the GPU: its cost does not grow with the table."""
+        got = self._shapes.get(day)
+        if got is None:
+            groups: dict[tuple[str, str, int], list[Offer]] = {}
+            for gpu, rows in self._day(day).items():
+                for o in rows:  # sorted per GPU-hour, which within one shape is per instance
+                    groups.setdefault((gpu, o.tier, o.gpus_per_instance), []).append(o)
+            got = {k: tuple(v) for k, v in groups.items()}
+            if len(self._shapes) >= 8:
+                self._shapes.clear()
+            self._shapes[day] = got
+        return got
+
+    def market(self, gpu: str, tier: str, day: date) -> tuple[float, float, float, int, int] | None:
+        """(min, median, max $/GPU-hour, offers, providers) of one GPU in one tier on `day`; None when none.
+        Kept per day: every answer asks it of every candidate."""
+        key = (gpu, tier, day)
+        got = self._markets.get(key, False)
+        if got is False:
+            rows = [o for o in self._day(day).get(gpu, ()) if o.tier == tier]
+            got = None
+            if rows:
+                prices = [o.usd_per_gpu_hour for o in rows]
+                got = (prices[0], statistics.median(prices), prices[-1], len(rows), len({o.provider for o in rows}))
+            if len(self._markets) >= 4096:
+                self._markets.clear()
+            self._markets[key] = got
+        return got
+
+    def matching(self, gpu: str, provider: str, country: str, tier: str, day: date) -> list[Offer]:
+        """Offers valid on `day` that pass the given filters ("" = any), cheapest per GPU-hour first."""
+        gpus = [gpu] if gpu else sorted(self._day(day))
+        rows: list[Offer] = []
+        for g in gpus:
+            rows += self.select(g, day, tiers=[tier] if tier else None, providers=[provider] if provider else None,
+                                countries=[country] if country else None)
+        return sorted(rows, key=_order) if not gpu else rows
 
     def spread(self, gpu: str, tier: str, day: date) -> tuple[float, float, float, int] | None:
         """(min, median, max, count) of $/GPU-hour over the GPU's offers in one tier on `day`; None when none."""

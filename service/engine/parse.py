@@ -42,7 +42,7 @@ class ActionSpec:
 
 ACTIONS: dict[str, ActionSpec] = {
     "score": ActionSpec(("candidate",), {"points": "number", "message": "message"}, {}),
-    "exclude": ActionSpec(("candidate",), {"message": "message"}, {}),
+    "exclude": ActionSpec(("candidate", "offer"), {"message": "message"}, {}),
     "caveat": ActionSpec(("candidate",), {"message": "message"}, {}),
     "note": ActionSpec(("brief", "candidate", "plan", "outcome"), {"message": "message"}, {}),
     "warn": ActionSpec(

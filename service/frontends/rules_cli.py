@@ -141,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
     t.add_argument("--require-coverage", action="store_true", help="fail when a rule is fired by no case")
     t.set_defaults(func=_test)
     f = sub.add_parser("facts", help="list the facts rules can test")
-    f.add_argument("fact", nargs="?", choices=("brief", "candidate", "plan", "outcome"))
+    f.add_argument("fact", nargs="?", choices=("brief", "candidate", "plan", "outcome", "offer"))
     f.set_defaults(func=_facts)
     args = parser.parse_args(argv)
     return int(args.func(args))

@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ..domain.offers import EU_MEMBERS
+
 KEYS = (
     "status",
     "violations_include",
@@ -38,6 +40,11 @@ KEYS = (
     "price_tier",
     "fired",
     "not_fired",
+    "placements_whole_instances",
+    "placement_countries_in",
+    "placement_providers_in",
+    "cost_tiers_not",
+    "caveats_include",
 )
 CJK = re.compile(r"[\u4e00-\u9fff]")
 EXPONENT = re.compile(r"\d[eE][+-]?\d")
@@ -172,12 +179,51 @@ def check(
         tier = str(r.get("price_tier", "PRICE_TIER_UNSPECIFIED")).removeprefix("PRICE_TIER_")
         if tier != expect["price_tier"]:
             fails.append(f"price_tier {tier}, expected {expect['price_tier']}")
+    fails += _placement_failures(expect, cands)
     for rid in expect.get("fired", []):
         if rid not in fired:
             fails.append(f"rule {rid} did not fire")
     for rid in expect.get("not_fired", []):
         if rid in fired:
             fails.append(f"rule {rid} fired")
+    return fails
+
+
+def _placement_failures(expect: dict[str, Any], cands: list[dict[str, Any]]) -> list[str]:
+    """Where the candidates are placed: whole instances, inside the countries and providers allowed, never
+    priced in a tier the case rules out, with the caveats it names."""
+    fails: list[str] = []
+    countries = {c.upper() for c in expect.get("placement_countries_in", [])}
+    if "EU" in countries:
+        countries |= EU_MEMBERS  # "EU" stands for the member states
+    providers = {p.lower() for p in expect.get("placement_providers_in", [])}
+    for c in cands:
+        gpu, placements = c.get("gpu"), c.get("placements", [])
+        offers = [p.get("offer", {}) for p in placements if p.get("offer", {}).get("instance_type") != "quote"]
+        if expect.get("placements_whole_instances") and placements:
+            first = placements[0]
+            whole = int(first.get("instances", 0)) * int(first.get("offer", {}).get("gpus_per_instance", 0))
+            if whole != int(c.get("count", 0)):
+                fails.append(f"{gpu} count {c.get('count')} is not whole instances of its first placement ({whole})")
+            if abs(float(first.get("usd_per_hour", 0)) - float(c.get("cost", {}).get("usd_per_hour", 0))) > 1e-3:
+                fails.append(f"{gpu} cost.usd_per_hour is not its first placement's")
+        for o in offers:
+            if countries and o.get("country", "") not in countries:
+                fails.append(f"{gpu} placed in {o.get('country') or 'an unknown country'} ({o.get('provider')} "
+                             f"{o.get('region')}), outside {sorted(expect['placement_countries_in'])}")
+            if providers and str(o.get("provider", "")).lower() not in providers:
+                fails.append(f"{gpu} placed at {o.get('provider')}, outside {expect['placement_providers_in']}")
+        tier = str(c.get("cost", {}).get("price_tier", "")).removeprefix("PRICE_TIER_")
+        if tier in expect.get("cost_tiers_not", []):
+            fails.append(f"{gpu} is priced at a {tier} rate")
+    by_id = {c.get("gpu"): c for c in cands}
+    for gpu, rules in expect.get("caveats_include", {}).items():
+        got = {x.get("rule_id") for x in by_id.get(gpu, {}).get("caveats", [])}
+        if gpu not in by_id:
+            fails.append(f"{gpu} is not a candidate (caveats {rules} expected)")
+        for rid in rules:
+            if gpu in by_id and rid not in got:
+                fails.append(f"{gpu} has no caveat from {rid} (got {sorted(got)})")
     return fails
 
 

@@ -21,10 +21,12 @@ from ..decide.facts import SCHEMA
 from ..domain.assumptions import Assumptions, missing_keys
 from ..domain.brief import ROUTE_KINDS
 from ..domain.catalog import Gpu, Price
+from ..domain.offers import Offer, OfferTable
 from ..engine.ir import Program
 from ..engine.load import Doc, Problem, load_yaml, plain, pos
 from ..engine.parse import compile_docs, did_you_mean
 from ..engine.schema_errors import most_specific, readable
+from .accelerators import read_accelerator_map
 from .checks import (
     format_spec_problems,
     lint_problems,
@@ -34,6 +36,8 @@ from .checks import (
     question_problems,
 )
 from .files import RuleFile, read_folder, walk
+from .offer_checks import check_offers
+from .offer_files import read_offers
 
 KINDS = ("catalog", "assumptions", "rules", "decision_table", "benchmark_plan", "checklist", "messages")
 LOCALES = ("en", "zh-CN")
@@ -217,6 +221,35 @@ def _content_file(by_kind: dict[str, list[Doc]], kind: str) -> str:
     return by_kind[kind][0].path if by_kind.get(kind) else kind
 
 
+OFFERS_DIR = "offers/"
+ACCELERATOR_MAP = "offers/accelerators.csv"  # the importers' name map, not offers
+
+
+def _offers(
+    files: list[RuleFile], shown_root: str, known_gpus: set[str], today: date, max_age_days: int
+) -> tuple[OfferTable, list[Problem]]:
+    """Every `offers/*.csv` table as one OfferTable, with each row's problems at path:line."""
+    rows: list[Offer] = []
+    problems: list[Problem] = []
+    for f in files:
+        if not (f.rel.startswith(OFFERS_DIR) and f.rel.endswith(".csv")):
+            continue
+        shown = f"{shown_root}/{f.rel}"
+        try:
+            text = f.data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            problems.append(Problem(shown, 1, 1, "", f"is not UTF-8 text (byte {exc.start})"))
+            continue
+        if f.rel == ACCELERATOR_MAP:
+            problems += read_accelerator_map(shown, text, known_gpus)[1]
+            continue
+        got, errs = read_offers(shown, text)
+        rows += got
+        problems += errs
+    problems += check_offers(rows, known_gpus, today, max_age_days)
+    return OfferTable(rows), problems
+
+
 def load_rulebook(
     root: str | Path, today: date | None = None, max_price_age_days: int | None = None,
     expect_hash: str | None = None,
@@ -327,6 +360,9 @@ def load_rulebook(
         max_price_age_days if max_price_age_days is not None else values.get("max_price_age_days", 540)
     )
     problems += price_problems(tuple(catalog), today or date.today(), max_age)
+    offers, offer_problems = _offers(files, root.name, {g.id for g in catalog}, today or date.today(),
+                                     int(values.get("max_offer_age_days", max_age)))
+    problems += offer_problems
     if any(p.severity == "error" for p in problems):
         return None, problems
     book = Rulebook(
@@ -342,6 +378,7 @@ def load_rulebook(
         checklist=sections,
         files=tuple(f"{root.name}/{f.rel}" for f in yaml_files),
         warnings=tuple(p for p in problems if p.severity != "error"),
+        offers=offers,
     )
     return book, problems
 

@@ -30,7 +30,7 @@ from ..rulebook.version import Bundle
 from ..wire import api
 from ..wire.api import pb, pb_grpc
 from ..wire.validate import MAX_REQUEST_BYTES, validate
-from . import cache, fanout, metrics, processes
+from . import cache, fanout, metrics, paging, processes
 from .credentials import ConfigError, admin_token, server_credentials
 from .errors import abort_invalid as _invalid
 from .handlers import add_servicer
@@ -138,7 +138,21 @@ class Servicer(pb_grpc.GpuAdvisorServicer):
         except ValueError:
             _invalid(context, [("as_of", "must be a date YYYY-MM-DD")])
         return pb.ListGpusResponse(
-            gpus=[api.gpu_to_proto(g, day) for g in bundle.catalog],
+            gpus=[api.gpu_to_proto(g, day, bundle.book.offers) for g in bundle.catalog],
+            ruleset=pb.RulesetRef(revision=bundle.revision, content_hash=bundle.content_hash),
+        )
+
+    def ListOffers(self, request: pb.ListOffersRequest, context: grpc.ServicerContext) -> pb.ListOffersResponse:  # noqa: N802
+        bundle = self._bundle(context)
+        query, violations = api.offer_query_from_proto(request, bundle.known_gpu_ids())
+        if violations:
+            _invalid(context, violations)
+        rows = bundle.book.offers.matching(query.gpu, query.provider, query.country, query.tier, query.day)
+        page, next_token = paging.page(rows, query, bundle.content_hash)
+        if page is None:
+            _invalid(context, [("page_token", "is not a token this listing gave (or the rules changed since)")])
+        return pb.ListOffersResponse(
+            offers=[api.offer_to_proto(o) for o in page], next_page_token=next_token, total=len(rows),
             ruleset=pb.RulesetRef(revision=bundle.revision, content_hash=bundle.content_hash),
         )
 

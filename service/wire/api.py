@@ -33,11 +33,13 @@ from ..domain.brief import (  # noqa: E402
     Economics,
     Latency,
     Model,
+    PlacementPolicy,
     Quote,
     Traffic,
     Training,
 )
 from ..domain.catalog import Gpu, tier_preference  # noqa: E402
+from ..domain.offers import Offer, OfferQuery, OfferTable  # noqa: E402
 from .proto_schema import field_at, json_type  # noqa: E402
 
 __all__ = ["pb", "pb_grpc", "request_from_proto", "request_to_proto", "advice_to_proto", "gpu_to_proto",
@@ -88,7 +90,7 @@ def parse_date(text: str) -> date | None:
 
 def request_from_proto(r: pb.RecommendRequest) -> AdviceRequest:
     b = r.brief
-    m, t, lat, tr, e = b.model, b.traffic, b.latency, b.training, b.economics
+    m, t, lat, tr, e, pl = b.model, b.traffic, b.latency, b.training, b.economics, b.placement
     brief = Brief(
         workload=enum_name("WorkloadType", b.workload),
         model=Model(
@@ -136,6 +138,10 @@ def request_from_proto(r: pb.RecommendRequest) -> AdviceRequest:
             has_platform_team=_opt(e, "has_platform_team"),
             acceptance_rate=e.acceptance_rate,
             price_tier=enum_name("PriceTier", e.price_tier),
+        ),
+        placement=PlacementPolicy(
+            providers=tuple(pl.providers), regions=tuple(pl.regions),
+            countries=tuple(pl.countries), interruptible_ok=pl.interruptible_ok,
         ),
     )
     return AdviceRequest(
@@ -189,6 +195,10 @@ def request_to_proto(r: AdviceRequest) -> pb.RecommendRequest:
                              global_batch_tokens=tr.global_batch_tokens),
         economics=econ,
     )
+    if b.placement != PlacementPolicy():  # an empty policy stays unset, as it came
+        brief.placement.CopyFrom(pb.PlacementPolicy(
+            providers=list(b.placement.providers), regions=list(b.placement.regions),
+            countries=list(b.placement.countries), interruptible_ok=b.placement.interruptible_ok))
     return pb.RecommendRequest(
         brief=brief,
         quotes=[pb.PriceQuote(gpu=q.gpu, usd_per_hour=q.usd_per_hour, provider=q.provider, as_of=q.as_of,
@@ -241,6 +251,9 @@ def advice_to_proto(a: Advice) -> pb.RecommendResponse:
             reasons=_reasons(c.reasons), caveats=_reasons(c.caveats), interconnect=c.interconnect,
             throughput=c.throughput, performance=_performance(c.performance),
             score_breakdown=_score_breakdown(c.score_breakdown),
+            placements=[pb.Placement(offer=offer_to_proto(p.offer), instances=p.instances,
+                                     usd_per_hour=p.usd_per_hour) for p in c.placements],
+            market=_market(c.market),
         )
     for x in a.excluded:
         out.excluded.add(gpu=x.gpu, reasons=_reasons(x.reasons))
@@ -325,7 +338,57 @@ def _brief_json(fd: Any, value: Any) -> str:
     return json.dumps(value)
 
 
-def gpu_to_proto(g: Gpu, day: date) -> pb.GpuInfo:
+MAX_OFFER_PAGE = 1000
+DEFAULT_OFFER_PAGE = 100
+
+
+def offer_query_from_proto(r: pb.ListOffersRequest, known_gpus: frozenset[str]) -> tuple[OfferQuery, list[Any]]:
+    """The query and its violations (field path, description), as validate does for Recommend."""
+    bad: list[tuple[str, str]] = []
+    day = date.today()
+    if r.as_of:
+        try:
+            day = date.fromisoformat(r.as_of)
+        except ValueError:
+            bad.append(("as_of", "must be a date YYYY-MM-DD"))
+    if r.gpu and r.gpu not in known_gpus:
+        bad.append(("gpu", f"unknown GPU id '{r.gpu[:40]}'"))
+    if r.country and not (len(r.country) == 2 and r.country.isascii() and r.country.isalpha()):
+        bad.append(("country", "must be an ISO 3166-1 alpha-2 code or EU"))
+    for name in ("provider", "page_token"):
+        if len(getattr(r, name)) > 256:
+            bad.append((name, "must be at most 256 characters"))
+    tier = ""
+    if r.tier:
+        name = enum_name("PriceTier", r.tier)
+        if name not in ("ON_DEMAND", "RESERVED", "SPOT", "MARKETPLACE"):
+            bad.append(("tier", "must be a rent tier: on-demand, reserved, spot or marketplace"))
+        tier = name.lower()
+    if not 0 <= r.page_size <= MAX_OFFER_PAGE:
+        bad.append(("page_size", f"must be between 0 and {MAX_OFFER_PAGE}"))
+    query = OfferQuery(gpu=r.gpu, provider=r.provider, country=r.country, tier=tier, day=day,
+                       page_size=r.page_size or DEFAULT_OFFER_PAGE, page_token=r.page_token)
+    return query, bad
+
+
+def offer_to_proto(o: Offer) -> pb.Offer:
+    return pb.Offer(
+        provider=o.provider, instance_type=o.instance_type, gpu=o.gpu, gpus_per_instance=o.gpus_per_instance,
+        region=o.region, country=o.country, tier=enum_number("PriceTier", o.tier.upper()),
+        usd_per_hour=o.usd_per_hour, usd_per_gpu_hour=round(o.usd_per_gpu_hour, 6),
+        as_of=o.as_of.isoformat() if o.as_of != date.min else "", source=o.source,
+    )
+
+
+def _market(m: domain.MarketSpread | None) -> pb.MarketSpread | None:
+    if m is None:
+        return None
+    return pb.MarketSpread(tier=enum_number("PriceTier", m.tier), min_usd_per_gpu_hour=m.min_usd_per_gpu_hour,
+                           median_usd_per_gpu_hour=m.median_usd_per_gpu_hour,
+                           max_usd_per_gpu_hour=m.max_usd_per_gpu_hour, offers=m.offers, providers=m.providers)
+
+
+def gpu_to_proto(g: Gpu, day: date, offers: OfferTable | None = None) -> pb.GpuInfo:
     rent = g.rent_price(day, tier_preference(DEFAULT_PRICE_TIER))
     info = pb.GpuInfo(
         id=g.id, name=g.name, vendor=g.vendor, gpu_class=g.gpu_class, memory_gb=g.memory_gb,
@@ -344,6 +407,12 @@ def gpu_to_proto(g: Gpu, day: date) -> pb.GpuInfo:
             valid_until=p.valid_until.isoformat() if p.valid_until else "", current=p.valid_on(day),
             tier=enum_number("PriceTier", p.tier),
         ))
+    if offers is not None:
+        rows = offers.valid_for(g.id, day)
+        info.offer_count = len(rows)
+        if rows:
+            info.offer_min_usd_per_gpu_hour = rows[0].usd_per_gpu_hour
+            info.offer_max_usd_per_gpu_hour = rows[-1].usd_per_gpu_hour
     return info
 
 

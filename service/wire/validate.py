@@ -147,6 +147,25 @@ def _check_plan(msg: Message, plan: _Plan, out: list[Violation]) -> None:
             out.append((path, f"must be at most {MAX_STRING} characters"))
 
 
+MAX_PLACEMENT_ENTRIES = 64
+MAX_PLACEMENT_NAME = 64
+
+
+def _check_placement(p: Any, out: list[Violation]) -> None:  # noqa: ANN401 - pb.PlacementPolicy
+    for name in ("providers", "regions", "countries"):
+        items = getattr(p, name)
+        path = f"brief.placement.{name}"
+        if len(items) > MAX_PLACEMENT_ENTRIES:
+            out.append((path, f"at most {MAX_PLACEMENT_ENTRIES} entries"))
+        for i, item in enumerate(items[:MAX_PLACEMENT_ENTRIES]):
+            if not item.strip():
+                out.append((f"{path}[{i}]", "must not be empty"))
+            elif len(item) > MAX_PLACEMENT_NAME:
+                out.append((f"{path}[{i}]", f"must be at most {MAX_PLACEMENT_NAME} characters"))
+            elif name == "countries" and not (len(item) == 2 and item.isascii() and item.isalpha()):
+                out.append((f"{path}[{i}]", f"must be an ISO 3166-1 alpha-2 code or EU, not '{_echo(item)}'"))
+
+
 def _date_ok(text: str) -> bool:
     try:
         date.fromisoformat(text)
@@ -190,6 +209,7 @@ def validate(request: Any, known_gpus: Iterable[str] = ()) -> list[Violation]:
     for i, tool in enumerate(brief.toolchain[:MAX_TOOLCHAIN]):  # beyond it, one violation says enough
         if len(tool) > MAX_STRING:
             out.append((f"brief.toolchain[{i}]", f"must be at most {MAX_STRING} characters"))
+    _check_placement(brief.placement, out)
     if len(request.quotes) > MAX_QUOTES:
         out.append(("quotes", f"at most {MAX_QUOTES} quotes"))
     known = set(known_gpus)

@@ -13,12 +13,27 @@ from typing import Any
 from ...domain.assumptions import Assumptions
 from ...domain.brief import DEFAULT_PRICE_TIER, TRAINING_WORKLOADS, UNSPECIFIED, Brief, Quote
 from ...domain.catalog import Gpu, Price, tier_preference
+from ...domain.offers import Offer
 from ...money import cost as money
 from ...money import ownership as own
 from ...physics import memory as mem
 from .. import tables as tb
 from ..tables import MAX_TENSOR_PARALLEL, scale_up
 from .shape import Shape
+
+
+@dataclass(frozen=True, slots=True)
+class Placed:
+    """A sized GPU on one offer: whole instances of its shape."""
+
+    offer: Offer
+    instances: int
+    usd_per_hour: float  # the whole configuration
+    offer_tier: str  # brief.PRICE_TIERS name of the offer's tier
+
+    @property
+    def gpus(self) -> int:
+        return self.instances * self.offer.gpus_per_instance
 
 
 @dataclass
@@ -63,6 +78,16 @@ class Sizing:
     running_usd_per_busy_hour: float = 0.0  # power x PUE + maintenance, per busy hour, whole configuration
     ownership_utilization: float = 0.0
     formulas: list[str] = field(default_factory=list)
+    placement: Placed | None = None  # the offer it is priced on (decide/placement.py); None = catalog or quote
+    placements: tuple[Placed, ...] = ()  # best first
+    market: tuple[float, float, float, int, int] | None = None  # on-demand (min, median, max, offers, providers)
+    offer_stale: bool = False
+    has_offers: bool = False
+    offers_loaded: bool = False
+    # The rent buying is weighed against, whole configuration $/h, and where it comes from: own (this
+    # configuration's rent), catalog (the rules' reference rent in the compared tier) or market (the median offer).
+    break_even_rent: float = 0.0
+    break_even_basis: str = "own"
 
     @classmethod
     def blank(cls, gpu: Gpu, compared_tier: str) -> Sizing:
@@ -134,8 +159,20 @@ def compute_tflops(gpu: Gpu, precision: str) -> float:
     return gpu.tflops_bf16
 
 
+# Work that can stop and resume from a checkpoint without anyone waiting on it: spot capacity suits it.
+INTERRUPTIBLE_WORKLOADS = ("BATCH_INFERENCE", "EVALUATION", "EMBEDDING", "PRETRAINING", "FULL_FINETUNE",
+                           "ADAPTER_FINETUNE")
+
+
 def compared_tier(brief: Brief) -> str:
-    return brief.economics.price_tier if brief.economics.price_tier != UNSPECIFIED else DEFAULT_PRICE_TIER
+    """The tier every candidate's rent is compared at, so the ranking is like for like: the brief's; else spot
+    for interruptible work the brief lets run there (and that is not always on); else on-demand."""
+    if brief.economics.price_tier != UNSPECIFIED:
+        return brief.economics.price_tier
+    if (brief.placement.interruptible_ok and brief.workload in INTERRUPTIBLE_WORKLOADS
+            and brief.run_cycle != "ALWAYS_ON"):
+        return "SPOT"
+    return DEFAULT_PRICE_TIER
 
 
 def gpu_rent_price(
@@ -180,7 +217,11 @@ def size_unit_cost(s: Sizing, brief: Brief, shape: Shape, a: Assumptions) -> Non
         s.usd_per_unit = money.usd_per_accepted_unit(s.usd_per_hour, s.units_per_hour, acceptance)
 
 
-def size_ownership(s: Sizing, brief: Brief, a: Assumptions) -> None:
+def size_ownership(s: Sizing, brief: Brief, a: Assumptions, rent: float | None = None, basis: str = "own") -> None:
+    """Power, owned cost and buy-vs-rent break-even; `rent` ($/h, whole configuration) is what buying is weighed
+    against: this configuration's rent unless the caller names another (placement.py: a reference rent)."""
+    rent = s.usd_per_hour if rent is None else rent
+    s.break_even_rent, s.break_even_basis = rent, basis
     e = brief.economics
     util = e.utilization or a.num("default_utilization")
     kwh = e.electricity_usd_per_kwh or a.num("electricity_usd_per_kwh")
@@ -196,8 +237,8 @@ def size_ownership(s: Sizing, brief: Brief, a: Assumptions) -> None:
     s.running_usd_per_busy_hour = running
     s.ownership_utilization = util
     s.owned_usd_per_hour = own.owned_usd_per_hour(purchase, years, 0.0, running, util)
-    if s.usd_per_hour > 0:
-        s.break_even_hours = own.break_even_hours(purchase, s.usd_per_hour, running)
+    if rent > 0:
+        s.break_even_hours = own.break_even_hours(purchase, rent, running)
         if math.isfinite(s.break_even_hours):
             s.break_even_months = own.break_even_months(s.break_even_hours, util, a.num("hours_per_month"))
         else:

@@ -279,6 +279,7 @@ class RequestSizer:
         goes to the plain version, which raises."""
         c = self.c
         n = s.count
+        s.break_even_rent, s.break_even_basis = s.usd_per_hour, "own"
         power_w = s.gpu.tdp_w * n
         if not (self.own_ok and power_w >= 0):
             size_ownership(s, self.brief, self.a)

@@ -1,0 +1,236 @@
+"""Placement: each sized GPU on the instance shapes a team can rent (rules/offers/*.csv).
+
+A sizing says how many GPUs of a type the work needs and how they group (GPUs per model copy, copies). An offer
+rents them by the instance: 1, 2, 4 or 8 GPUs of one provider, region and tier. A placement is whole instances
+of one offer: a model copy's tensor-parallel group stays inside one instance (a copy wider than an instance takes
+whole nodes, as pipeline stages), copies and data-parallel groups spread over instances. The GPUs an instance
+brings beyond the need are not wasted: they serve more copies (inference) or shorten the run (training), and
+the cost is the instances'.
+
+Which offers a brief may use is decided twice: by the brief's own allow-lists (placement.providers, regions,
+countries), and by the rules with `fact: offer` (rules/placement.yaml), one fact per scope (provider, country,
+tier), so an author can rule out a tier or a provider for some work without Python. Their verdicts depend only
+on a few brief fields and the scopes, so they are kept per rules version and brief shape.
+
+Candidates are compared at one tier (sizing.common.compared_tier): the cheapest placement in that tier prices
+the candidate; when the GPU has no allowed offer in that tier the next tier stands in (as for catalog prices)
+and the answer says so; with no allowed offer at all the catalog prices it, and a caveat says that too.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from datetime import date
+from typing import Any
+
+from ..domain.brief import UNSPECIFIED, Brief
+from ..domain.catalog import tier_preference
+from ..domain.offers import EU_MEMBERS, Offer, OfferTable
+from ..money import cost as money
+from ..physics import memory as mem
+from .sizing.common import Placed, Sizing, size_ownership, size_unit_cost
+from .sizing.shape import Shape
+
+# Offer tables name tiers in lower case, as rule authors write them; the answer uses the PriceTier names.
+TIER_OF_OFFER = {"on_demand": "ON_DEMAND", "reserved": "RESERVED", "spot": "SPOT", "marketplace": "MARKETPLACE"}
+MAX_PROVIDERS_SHOWN = 3  # besides the cheapest placement of each tier: the cheapest of a few other providers
+SCAN = 64  # offers of one shape looked at for other providers: the cheapest few suffice
+
+Scope = tuple[str, str, str]  # (provider, country, tier as in the offer tables)
+
+
+def scopes_of(table: OfferTable, day: date) -> tuple[Scope, ...]:
+    """Distinct (provider, country, tier) among the offers valid on `day`: what placement rules decide on."""
+    return tuple(sorted({(o.provider, o.country, o.tier) for rows in table.shapes(day).values() for o in rows}))
+
+
+def offer_fact(brief: Brief, scope: Scope, index: int) -> dict[str, Any]:
+    provider, country, tier = scope
+    return {
+        "id": f"offer:{index}",
+        "workload": brief.workload,
+        "run_cycle": brief.run_cycle,
+        "boundary": brief.boundary,
+        "is_training": brief.workload in ("PRETRAINING", "FULL_FINETUNE", "ADAPTER_FINETUNE"),
+        "latency_target": brief.latency.p95_ms > 0 or brief.latency.p99_ms > 0 or brief.latency.ttft_ms > 0,
+        "interruptible_ok": brief.placement.interruptible_ok,
+        "provider": provider,
+        "country": country,
+        "country_known": bool(country),
+        "in_eu": country in EU_MEMBERS,
+        "tier": TIER_OF_OFFER.get(tier, UNSPECIFIED),
+    }
+
+
+def brief_key(brief: Brief) -> tuple[Any, ...]:
+    """The brief fields an offer fact holds: briefs alike in these get the same verdicts."""
+    f = offer_fact(brief, ("", "", ""), 0)
+    return tuple(v for k, v in f.items() if k not in ("id", "provider", "country", "country_known", "in_eu", "tier"))
+
+
+def allow_list(brief: Brief) -> Callable[[Offer], bool]:
+    """The brief's own filters: providers (any case), regions, countries ("EU" = the member states)."""
+    p = brief.placement
+    providers = {x.lower() for x in p.providers}
+    regions = set(p.regions)
+    countries: set[str] = set()
+    for c in p.countries:
+        countries |= EU_MEMBERS if c.upper() == "EU" else {c.upper()}
+
+    def ok(o: Offer) -> bool:
+        return ((not providers or o.provider.lower() in providers) and (not regions or o.region in regions)
+                and (not countries or o.country in countries))
+
+    return ok
+
+
+def instances_needed(s: Sizing, gpi: int, training: bool) -> int | None:
+    """Whole instances of `gpi` GPUs that hold this configuration, or None when the shape cannot: a model copy's
+    tensor-parallel group must fit inside one instance; a copy wider than the scale-up domain (pipeline stages)
+    or a training job beyond one instance takes whole nodes."""
+    node = max(1, s.gpu.gpus_per_node)
+    if training:
+        if s.count <= gpi:
+            return 1
+        return math.ceil(s.count / gpi) if gpi >= min(node, 8) else None
+    per = max(1, s.per_replica)
+    if per <= gpi:
+        return math.ceil(max(1, s.replicas) / (gpi // per))
+    if per % gpi == 0 and gpi >= node:
+        return max(1, s.replicas) * (per // gpi)
+    return None
+
+
+def options(
+    s: Sizing, table: OfferTable, day: date, allowed: Callable[[Offer], bool], tiers: tuple[str, ...],
+    training: bool,
+) -> tuple[dict[str, Placed], list[Placed]]:
+    """The cheapest placement per offer tier, and per provider (any allowed tier, cheapest first)."""
+    shapes = table.shapes(day)
+    best: dict[str, Placed] = {}
+    per_provider: dict[str, Placed] = {}
+    for tier in tiers:
+        for gpi in (1, 2, 4, 8, 16, 36, 72):
+            rows = shapes.get((s.gpu.id, tier, gpi))
+            if not rows:
+                continue
+            n = instances_needed(s, gpi, training)
+            if n is None:
+                continue
+            first = True
+            for o in rows[:SCAN]:
+                if not allowed(o):
+                    continue
+                placed = Placed(o, n, n * o.usd_per_hour, TIER_OF_OFFER[tier])
+                if first:
+                    cur = best.get(tier)
+                    if cur is None or _cheaper(placed, cur):
+                        best[tier] = placed
+                    first = False
+                cur = per_provider.get(o.provider)
+                if cur is None or _cheaper(placed, cur):
+                    per_provider[o.provider] = placed
+    return best, sorted(per_provider.values(), key=_order)
+
+
+def _order(p: Placed) -> tuple[float, int, str, str, str]:
+    return (p.usd_per_hour, p.gpus, p.offer.provider, p.offer.instance_type, p.offer.region)
+
+
+def _cheaper(a: Placed, b: Placed) -> bool:
+    return _order(a) < _order(b)
+
+
+def place(
+    s: Sizing, brief: Brief, shape: Shape, a: Any, table: OfferTable, day: date,  # noqa: ANN401 - Assumptions
+    allowed: Callable[[Offer], bool], max_age_days: int,
+) -> None:
+    """Price `s` on its cheapest placement in the compared tier (else the next tier that has one) and list the
+    placements a team could take; a caller's quote keeps pricing it. Nothing changes without an allowed offer."""
+    training = brief.workload in ("PRETRAINING", "FULL_FINETUNE", "ADAPTER_FINETUNE")
+    s.offers_loaded = bool(len(table))
+    s.has_offers = bool(table.for_gpu(s.gpu.id))
+    spread = table.market(s.gpu.id, "on_demand", day)
+    s.market = spread
+    if not s.has_offers or not s.fits or s.count <= 0:
+        return
+    best, by_provider = options(s, table, day, allowed, tuple(TIER_OF_OFFER), training)
+    if not best:
+        return
+    chosen = best.get(_offer_tier(s.compared_tier))
+    if chosen is None and not (s.price is not None and s.price_tier == s.compared_tier):
+        # No offer in the compared tier and no catalog row in it either: the next tier's offer stands in (the
+        # answer says so, as for catalog prices). A catalog row in the compared tier is like for like: it stays.
+        for tier in tier_preference(s.compared_tier):
+            chosen = best.get(_offer_tier(tier))
+            if chosen is not None:
+                break
+    shown = [chosen] if chosen is not None else []
+    for tier in tier_preference(s.compared_tier):
+        p = best.get(_offer_tier(tier))
+        if p is not None and p not in shown:
+            shown.append(p)
+    for p in by_provider:
+        if len(shown) >= len(best) + MAX_PROVIDERS_SHOWN:
+            break
+        if p not in shown and all(q.offer.provider != p.offer.provider for q in shown):
+            shown.append(p)
+    s.placements = tuple(shown)
+    if s.quote is not None or chosen is None:
+        # The caller's quote (answer.py lists it first) or the catalog row prices it; the offers are for reference.
+        return
+    _reprice(s, chosen, brief, shape, a, training, spread)
+    s.placement = chosen
+    s.offer_stale = (day - chosen.offer.as_of).days > max_age_days
+
+
+def _offer_tier(tier: str) -> str:
+    return tier.lower()
+
+
+def _reprice(
+    s: Sizing, p: Placed, brief: Brief, shape: Shape, a: Any, training: bool,  # noqa: ANN401
+    table_market: tuple[float, float, float, int, int] | None,
+) -> None:
+    """The sizing on whole instances: the count the instances bring, the copies (or the run time) it allows, the
+    instances' price, and every figure that follows from count and price."""
+    new = p.gpus
+    old = s.count
+    gpi = p.offer.gpus_per_instance
+    if training:
+        if s.train_hours > 0 and new != old:
+            s.train_hours *= old / new  # run time is FLOPs / (GPUs x TFLOPS x MFU): linear in the count
+        s.per_replica = new
+    elif s.per_replica <= gpi and new != old:
+        replicas = p.instances * (gpi // max(1, s.per_replica))
+        if s.memory is not None and s.replicas > 0:
+            s.memory = mem.MemoryBreakdown(tuple((c, v / s.replicas * replicas) for c, v in s.memory.components))
+        s.replicas = replicas
+    s.count = new
+    s.nodes = p.instances if gpi >= max(1, s.gpu.gpus_per_node) or p.instances > 1 else 1
+    s.capacity_gb = s.count * s.gpu.memory_gb
+    need = s.memory.total_gb if s.memory else 0.0
+    s.headroom = 1.0 - need / s.capacity_gb if s.capacity_gb > 0 else 0.0
+    s.usd_per_hour = p.usd_per_hour
+    s.usd_per_gpu_hour = p.usd_per_hour / s.count
+    s.price_tier = p.offer_tier
+    s.usd_per_tflop_hour = (
+        money.usd_per_tflop_hour(s.usd_per_gpu_hour, s.gpu.tflops_bf16) if s.gpu.tflops_bf16 else 0.0
+    )
+    s.units_per_hour = s.usd_per_unit = 0.0
+    size_unit_cost(s, brief, shape, a)
+    s.break_even_hours = s.break_even_months = 0.0
+    rent, basis = _reference_rent(s, table_market)
+    size_ownership(s, brief, a, rent, basis)
+
+
+def _reference_rent(s: Sizing, market: tuple[float, float, float, int, int] | None) -> tuple[float, str]:
+    """What buying is weighed against, for the whole configuration: the rules' reference rent in the compared
+    tier (the catalog row, with its source), else the market's median offer in that tier, else this offer. Not
+    simply the cheapest offer: one cheap listing is not the rent a team can count on for years."""
+    if s.price is not None and s.price.tier == s.compared_tier and s.price.usd > 0:
+        return s.price.usd * s.count, "catalog"
+    if market is not None and s.compared_tier == "ON_DEMAND":
+        return market[1] * s.count, "market"
+    return s.usd_per_hour, "own"
