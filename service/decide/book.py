@@ -8,6 +8,7 @@ from typing import Any
 
 from ..domain.assumptions import Assumptions
 from ..domain.catalog import Gpu
+from ..domain.models import EMPTY, Registry
 from ..engine.ir import Program
 from ..engine.load import Problem
 from .facts import SCHEMA
@@ -47,6 +48,8 @@ class Rulebook:
     benchmark_plan: tuple[Stage, ...]
     checklist: tuple[Section, ...]
     files: tuple[str, ...]
+    # The model registry: id → entry (rules/models/*.yaml).
+    models: Registry = field(default_factory=lambda: EMPTY, compare=False)
     warnings: tuple[Problem, ...] = field(default_factory=tuple)
     # Answers' parts that depend only on these rules, the locale and the workload (the benchmark plan and the
     # checklist), kept once rendered: (kind, locale, workload) → parts. Bounded by locales x workloads.
@@ -60,4 +63,5 @@ class Rulebook:
         out["messages_zh_CN"] = len(self.messages.get("zh-CN", {}))
         out["benchmark_stages"] = len(self.benchmark_plan)
         out["checklist_sections"] = len(self.checklist)
+        out["models"] = len(self.models)
         return out

@@ -1,7 +1,7 @@
 """Load a rules folder into one immutable Rulebook, or report every problem with file:line:col.
 
 A rules folder holds YAML documents of these kinds (the `kind:` key says which):
-catalog, assumptions, rules, decision_table, benchmark_plan, checklist, messages. `schema/` holds their JSON
+catalog, assumptions, rules, decision_table, benchmark_plan, checklist, messages, models. `schema/` holds their JSON
 Schemas and `tests/` the rule authors' golden cases; neither is part of the logic. Nothing in a rules folder is
 executed: actions are a fixed vocabulary and messages are templates filled from facts.
 """
@@ -21,6 +21,7 @@ from ..decide.facts import SCHEMA
 from ..domain.assumptions import Assumptions, missing_keys
 from ..domain.brief import ROUTE_KINDS
 from ..domain.catalog import Gpu, Price
+from ..domain.models import registry_of
 from ..engine.ir import Program
 from ..engine.load import Doc, Problem, load_yaml, plain, pos
 from ..engine.parse import compile_docs, did_you_mean
@@ -34,8 +35,9 @@ from .checks import (
     question_problems,
 )
 from .files import RuleFile, read_folder, walk
+from .model_files import model_entries
 
-KINDS = ("catalog", "assumptions", "rules", "decision_table", "benchmark_plan", "checklist", "messages")
+KINDS = ("catalog", "assumptions", "rules", "decision_table", "benchmark_plan", "checklist", "messages", "models")
 LOCALES = ("en", "zh-CN")
 SKIP_DIRS = ("schema", "tests")
 CHANGED_WHILE_CHECKED = "the folder changed while it was being checked: not loaded (the next reload reads it again)"
@@ -308,6 +310,9 @@ def load_rulebook(
         for s in d.data.get("sections", [])
     )
 
+    models, model_problems = model_entries(by_kind["models"])
+    problems += model_problems
+
     rules, rule_problems = compile_docs(docs, SCHEMA, ROUTE_KINDS)
     problems += rule_problems
     content_keys = (
@@ -340,6 +345,7 @@ def load_rulebook(
         message_locations=locations,
         benchmark_plan=stages,
         checklist=sections,
+        models=registry_of(models),
         files=tuple(f"{root.name}/{f.rel}" for f in yaml_files),
         warnings=tuple(p for p in problems if p.severity != "error"),
     )
