@@ -49,10 +49,10 @@ def mcp(server: Any) -> Any:
     return mcp_server.build_server(server.addr, timeout=30)
 
 
-def test_lists_three_tools_with_generated_schemas(mcp: Any) -> None:
+def test_lists_four_tools_with_generated_schemas(mcp: Any) -> None:
     tools = run(mcp, lambda c: c.list_tools(), mode="legacy").tools
     by_name = {t.name: t for t in tools}
-    assert set(by_name) == {"recommend_gpus", "list_gpus", "explain_recommendation"}
+    assert set(by_name) == {"recommend_gpus", "list_gpus", "list_models", "explain_recommendation"}
     schema = by_name["recommend_gpus"].input_schema
     brief = schema["properties"]["brief"]["properties"]
     # Structure, enum choices, units, bounds and comments all come from the proto (and validate.py's limits).
@@ -200,7 +200,7 @@ def test_streamable_http(server: Any) -> None:
             return await c.list_tools(), await c.call_tool("recommend_gpus", brief_args())
 
         listed, result = run(f"http://127.0.0.1:{port}/mcp", go)
-        assert len(listed.tools) == 3
+        assert len(listed.tools) == 4
         assert not result.is_error and result.structured_content["candidates"]
     finally:
         web.should_exit = True
@@ -231,3 +231,12 @@ def test_cli_serves_streamable_http(server: Any) -> None:
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+def test_list_models_filters_like_the_service(mcp: Any, stub: Any) -> None:
+    result = run(mcp, lambda c: c.call_tool("list_models", {"kind": "MODEL_KIND_EMBEDDING"}), mode="legacy")
+    assert not result.is_error
+    ids = [m["id"] for m in result.structured_content["models"]]
+    served = stub.ListModels(pb.ListModelsRequest(kind=pb.MODEL_KIND_EMBEDDING), timeout=30).models
+    assert ids == [m.id for m in served] and "bge-m3" in ids and "llama-3.3-70b-instruct" not in ids
+    assert all(f"`{i}`" in text_of(result) for i in ids)

@@ -1,5 +1,6 @@
-"""The decision for one request, in the order `advise` reads: size every GPU -> facts -> brief rules -> candidate
-rules -> rank -> plan and outcome rules (the route) -> render. One call, no I/O, no shared mutable state.
+"""The decision for one request, in the order `advise` reads: the named model's registry fields -> size every GPU
+-> facts -> brief rules -> candidate rules -> rank -> plan and outcome rules (the route) -> render. One call, no
+I/O, no shared mutable state.
 
 The engine decides which rules match which fact; hit policies, scoring and ranking are plain Python over the
 matches, so they read the same whatever engine sits behind `Evaluator`.
@@ -8,7 +9,7 @@ matches, so they read the same whatever engine sits behind `Evaluator`.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date
 from typing import Any
 
@@ -23,6 +24,7 @@ from ..domain.advice import (
 )
 from ..domain.assumptions import Assumptions
 from ..domain.brief import AdviceRequest, Brief
+from ..domain.models import find
 from ..domain.offers import Offer
 from ..engine.ir import Action
 from ..render.messages import compact
@@ -31,6 +33,7 @@ from . import facts as F
 from .answer import benchmark, candidate_of, checklist, dedupe_warnings, once, said_texts
 from .book import Rulebook
 from .cancel import StillWanted, checkpoint
+from .models import filled_fields, resolve
 from .placement import Scope, allow_list, brief_key, offer_fact, place, scopes_of
 from .provisional import route_depends_on
 from .run import Evaluator, Run, Scored, effects_of
@@ -99,7 +102,9 @@ def advise(
 ) -> Advice:
     """The decision in the order it is made; `still_wanted` (optional) is asked between stages, and when it says
     no, `Cancelled` is raised."""
+    req, said = _named_model(book, req)
     run = Run(book, engine, req)
+    run.notes += [Reason("models.registry", run.text("note.model_registry", said))] if said else []
     day = req.as_of or today or date.today()
     checkpoint(still_wanted, "sizing")
     shape, sizings = _size_every_gpu(book, req, day)
@@ -135,6 +140,19 @@ class _Ranked:
 class _Routed:
     route: Route
     depends_on: tuple[str, ...]
+
+
+def _named_model(book: Rulebook, req: AdviceRequest) -> tuple[AdviceRequest, dict[str, str]]:
+    """Stage 0: the registry's architecture for a brief that names a model; what the note says about it (empty
+    when nothing came from the registry)."""
+    entry = find(book.models, req.brief.model.name)
+    filled = filled_fields(req.brief.model, entry) if entry else {}
+    if not entry or not filled:
+        return req, {}
+    values = ", ".join(f"{k} {v:,}" if isinstance(v, int) else f"{k} {v:g}" if isinstance(v, float) else f"{k} {v}"
+                       for k, v in filled.items())
+    said = {"model": entry.name, "source": entry.source, "as_of": entry.as_of, "filled": values}
+    return replace(req, brief=resolve(req.brief, book.models)), said
 
 
 def _size_every_gpu(book: Rulebook, req: AdviceRequest, day: date) -> tuple[Shape | None, list[Sizing]]:

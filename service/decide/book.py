@@ -8,6 +8,7 @@ from typing import Any
 
 from ..domain.assumptions import Assumptions
 from ..domain.catalog import Gpu
+from ..domain.models import EMPTY, Registry
 from ..domain.offers import OfferTable
 from ..engine.ir import Program
 from ..engine.load import Problem
@@ -48,6 +49,8 @@ class Rulebook:
     benchmark_plan: tuple[Stage, ...]
     checklist: tuple[Section, ...]
     files: tuple[str, ...]
+    # The model registry: id → entry (rules/models/*.yaml).
+    models: Registry = field(default_factory=lambda: EMPTY, compare=False)
     warnings: tuple[Problem, ...] = field(default_factory=tuple)
     # What a team can rent (rules/offers/*.csv), indexed by GPU and instance shape.
     offers: OfferTable = field(default_factory=lambda: OfferTable(()), compare=False, repr=False)
@@ -64,4 +67,5 @@ class Rulebook:
         out["messages_zh_CN"] = len(self.messages.get("zh-CN", {}))
         out["benchmark_stages"] = len(self.benchmark_plan)
         out["checklist_sections"] = len(self.checklist)
+        out["models"] = len(self.models)
         return out

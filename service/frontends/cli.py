@@ -32,6 +32,7 @@ from ruamel.yaml.error import YAMLError
 from ..serving.credentials import ConfigError, admin_token, channel_credentials
 from ..wire.api import enum_name, pb, pb_grpc
 from .explain import Filters, print_explanation
+from .models_cli import add_parser as add_models_parser
 
 DEFAULT_ADDR = "127.0.0.1:50051"
 EXIT_OK, EXIT_FAIL, EXIT_INPUT = 0, 1, 2
@@ -350,6 +351,8 @@ def build_parser() -> argparse.ArgumentParser:
     gpus = sub.add_parser("gpus", parents=[common], help="list the GPU catalog with dated prices")
     gpus.add_argument("--as-of", help="YYYY-MM-DD: the prices valid on that day (default today)")
     gpus.set_defaults(run=_gpus)
+
+    add_models_parser(sub, common, _stub)
 
     rs = sub.add_parser("ruleset", parents=[common], help="show the active rules version")
     rs.set_defaults(run=_ruleset)

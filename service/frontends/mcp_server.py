@@ -3,10 +3,11 @@
     gpu-advisor mcp                                   # stdio, for a desktop assistant
     gpu-advisor mcp --transport http --listen 127.0.0.1:8765   # streamable HTTP at /mcp
 
-Tools: `recommend_gpus` (the request as a JSON Schema generated from the proto), `list_gpus`,
-`explain_recommendation` (the rule trace). Prompt: `gpu_brief`, which walks a person through the brief by asking
-the open questions highest priority first. Every tool result carries the markdown for the person and the
-protobuf-JSON answer as structured content, checked by the client against the tool's generated output schema.
+Tools: `recommend_gpus` (the request as a JSON Schema generated from the proto), `list_gpus`, `list_models` (the
+model registry: the names `model.name` takes), `explain_recommendation` (the rule trace). Prompt: `gpu_brief`,
+which walks a person through the brief by asking the open questions highest priority first. Every tool result
+carries the markdown for the person and the protobuf-JSON answer as structured content, checked by the client
+against the tool's generated output schema.
 
 The gRPC service stays the only place that decides: this module maps JSON to the request and the response back,
 and turns the service's refusals (INVALID_ARGUMENT with the fields) into tool errors an assistant can correct.
@@ -36,6 +37,7 @@ from ..domain.brief import LOCALES
 from ..wire import validate
 from ..wire.api import pb, pb_grpc
 from ..wire.proto_schema import message_schema
+from .models_cli import model_rows
 
 NAME = "gpu-advisor"
 # Fields the MCP tools set themselves (explain asks for the trace; recommend does not need it).
@@ -89,6 +91,16 @@ def gpus_response_schema() -> dict[str, Any]:
     return message_schema(pb.ListGpusResponse.DESCRIPTOR, output=True)
 
 
+@functools.cache
+def models_request_schema() -> dict[str, Any]:
+    return message_schema(pb.ListModelsRequest.DESCRIPTOR, hook=_bounds)
+
+
+@functools.cache
+def models_response_schema() -> dict[str, Any]:
+    return message_schema(pb.ListModelsResponse.DESCRIPTOR, output=True)
+
+
 def tools() -> list[types.Tool]:
     read_only = types.ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
     return [
@@ -112,6 +124,18 @@ def tools() -> list[types.Tool]:
             description="The catalog as loaded: specs, dated prices with their sources, $ per dense TFLOP-hour.",
             input_schema=gpus_request_schema(),
             output_schema=gpus_response_schema(),
+            annotations=read_only,
+        ),
+        types.Tool(
+            name="list_models",
+            title="List the model registry",
+            description=(
+                "The open models the advisor knows by name, with their published architecture and its source. "
+                "Put an id (or alias) in brief.model.name and leave the architecture out: the registry fills it. "
+                "Filter by kind (MODEL_KIND_LLM, _EMBEDDING, _SPEECH, _IMAGE) or a query substring."
+            ),
+            input_schema=models_request_schema(),
+            output_schema=models_response_schema(),
             annotations=read_only,
         ),
         types.Tool(
@@ -187,6 +211,15 @@ def gpus_markdown(resp: Any) -> str:
             f"{f'{rent.usd:.2f}' if rent else '-'} | "
             f"{f'{g.usd_per_tflop_hour:.4f}' if g.usd_per_tflop_hour else '-'} | {rent.as_of if rent else '-'} |"
         )
+    if resp.HasField("ruleset"):
+        lines.append(f"\n(rules {resp.ruleset.revision})")
+    return "\n".join(lines)
+
+
+def models_markdown(resp: Any) -> str:
+    rows = model_rows(resp.models)
+    lines = ["| " + " | ".join(rows[0]) + " |", "|" + "---|" * len(rows[0])]
+    lines += ["| `" + r[0] + "` | " + " | ".join(_cell(c) for c in r[1:]) + " |" for r in rows[1:]]
     if resp.HasField("ruleset"):
         lines.append(f"\n(rules {resp.ruleset.revision})")
     return "\n".join(lines)
@@ -339,9 +372,16 @@ async def _gpus(b: Backend, args: dict[str, Any]) -> types.CallToolResult:
     return _result(gpus_markdown(resp), _structured(resp))
 
 
+async def _models(b: Backend, args: dict[str, Any]) -> types.CallToolResult:
+    _check(args, models_request_schema())
+    resp = await _call(b.stub.ListModels, _parse(args, pb.ListModelsRequest()), b.timeout)
+    return _result(models_markdown(resp), _structured(resp))
+
+
 _TOOLS: dict[str, Callable[[Backend, dict[str, Any]], Awaitable[types.CallToolResult]]] = {
     "recommend_gpus": _recommend,
     "list_gpus": _gpus,
+    "list_models": _models,
     "explain_recommendation": _explain,
 }
 

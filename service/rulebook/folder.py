@@ -1,7 +1,7 @@
 """Load a rules folder into one immutable Rulebook, or report every problem with file:line:col.
 
 A rules folder holds YAML documents of these kinds (the `kind:` key says which):
-catalog, assumptions, rules, decision_table, benchmark_plan, checklist, messages. `schema/` holds their JSON
+catalog, assumptions, rules, decision_table, benchmark_plan, checklist, messages, models. `schema/` holds their JSON
 Schemas and `tests/` the rule authors' golden cases; neither is part of the logic. Nothing in a rules folder is
 executed: actions are a fixed vocabulary and messages are templates filled from facts.
 """
@@ -21,6 +21,7 @@ from ..decide.facts import SCHEMA
 from ..domain.assumptions import Assumptions, missing_keys
 from ..domain.brief import ROUTE_KINDS
 from ..domain.catalog import Gpu, Price
+from ..domain.models import registry_of
 from ..domain.offers import Offer, OfferTable
 from ..engine.ir import Program
 from ..engine.load import Doc, Problem, load_yaml, plain, pos
@@ -36,10 +37,11 @@ from .checks import (
     question_problems,
 )
 from .files import RuleFile, read_folder, walk
+from .model_files import model_entries
 from .offer_checks import check_offers
 from .offer_files import read_offers
 
-KINDS = ("catalog", "assumptions", "rules", "decision_table", "benchmark_plan", "checklist", "messages")
+KINDS = ("catalog", "assumptions", "rules", "decision_table", "benchmark_plan", "checklist", "messages", "models")
 LOCALES = ("en", "zh-CN")
 SKIP_DIRS = ("schema", "tests")
 CHANGED_WHILE_CHECKED = "the folder changed while it was being checked: not loaded (the next reload reads it again)"
@@ -341,6 +343,9 @@ def load_rulebook(
         for s in d.data.get("sections", [])
     )
 
+    models, model_problems = model_entries(by_kind["models"])
+    problems += model_problems
+
     rules, rule_problems = compile_docs(docs, SCHEMA, ROUTE_KINDS)
     problems += rule_problems
     content_keys = (
@@ -376,6 +381,7 @@ def load_rulebook(
         message_locations=locations,
         benchmark_plan=stages,
         checklist=sections,
+        models=registry_of(models),
         files=tuple(f"{root.name}/{f.rel}" for f in yaml_files),
         warnings=tuple(p for p in problems if p.severity != "error"),
         offers=offers,

@@ -16,6 +16,7 @@ from ..decide.cancel import StillWanted
 from ..domain.advice import Advice
 from ..domain.brief import AdviceRequest
 from ..domain.catalog import Gpu
+from ..domain.models import ModelEntry
 from ..engine.durable import DurableEngine
 from .folder import load_rulebook
 
@@ -30,6 +31,7 @@ class Bundle:
         self.revision = book.revision
         self.content_hash = book.content_hash
         self.catalog: tuple[Gpu, ...] = book.catalog
+        self._model_names = frozenset(n for e in book.models.values() for n in e.names())
         self.loaded_at = loaded_at
         self.engine = DurableEngine(book.program.rules)
         self._lock = threading.Lock()
@@ -40,6 +42,13 @@ class Bundle:
 
     def known_gpu_ids(self) -> frozenset[str]:
         return frozenset(g.id for g in self.catalog)
+
+    def known_model_names(self) -> frozenset[str]:
+        """Every id and alias of the model registry (a brief's model.name must be one, in any case)."""
+        return self._model_names
+
+    def models(self) -> tuple[ModelEntry, ...]:
+        return tuple(self.book.models.values())
 
     def advise(self, request: AdviceRequest, still_wanted: StillWanted | None = None) -> Advice:
         with self._lock:

@@ -29,7 +29,7 @@ from ..rulebook.store import RulesetStatus, RuleStore
 from ..rulebook.version import Bundle
 from ..wire import api
 from ..wire.api import pb, pb_grpc
-from ..wire.validate import MAX_REQUEST_BYTES, validate
+from ..wire.validate import MAX_REQUEST_BYTES, validate, validate_list_models
 from . import cache, fanout, metrics, paging, processes
 from .credentials import ConfigError, admin_token, server_credentials
 from .errors import abort_invalid as _invalid
@@ -121,7 +121,7 @@ class Servicer(pb_grpc.GpuAdvisorServicer):
     def Recommend(self, request: pb.RecommendRequest, context: grpc.ServicerContext) -> pb.RecommendResponse:  # noqa: N802
         bundle = self._bundle(context)
         _stop_unless_wanted(context, "validate")
-        violations = validate(request, bundle.known_gpu_ids())
+        violations = validate(request, bundle.known_gpu_ids(), bundle.known_model_names())
         if violations:
             _invalid(context, violations)
         try:
@@ -153,6 +153,16 @@ class Servicer(pb_grpc.GpuAdvisorServicer):
             _invalid(context, [("page_token", "is not a token this listing gave (or the rules changed since)")])
         return pb.ListOffersResponse(
             offers=[api.offer_to_proto(o) for o in page], next_page_token=next_token, total=len(rows),
+            ruleset=pb.RulesetRef(revision=bundle.revision, content_hash=bundle.content_hash),
+        )
+
+    def ListModels(self, request: pb.ListModelsRequest, context: grpc.ServicerContext) -> pb.ListModelsResponse:  # noqa: N802
+        bundle = self._bundle(context)
+        violations = validate_list_models(request)
+        if violations:
+            _invalid(context, violations)
+        return pb.ListModelsResponse(
+            models=api.models_matching(bundle.models(), request),
             ruleset=pb.RulesetRef(revision=bundle.revision, content_hash=bundle.content_hash),
         )
 

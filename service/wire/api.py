@@ -39,11 +39,12 @@ from ..domain.brief import (  # noqa: E402
     Training,
 )
 from ..domain.catalog import Gpu, tier_preference  # noqa: E402
+from ..domain.models import ModelEntry  # noqa: E402
 from ..domain.offers import Offer, OfferQuery, OfferTable  # noqa: E402
 from .proto_schema import field_at, json_type  # noqa: E402
 
 __all__ = ["pb", "pb_grpc", "request_from_proto", "request_to_proto", "advice_to_proto", "gpu_to_proto",
-           "response_to_dict", "enum_name", "enum_number", "SERVICE_NAME"]
+           "model_to_proto", "models_matching", "response_to_dict", "enum_name", "enum_number", "SERVICE_NAME"]
 
 SERVICE_NAME = pb.DESCRIPTOR.services_by_name["GpuAdvisor"].full_name
 
@@ -60,6 +61,7 @@ _PREFIX = {
     "PriceTier": "PRICE_TIER_",
     "CostUnit": "COST_UNIT_",
     "MetricKind": "METRIC_KIND_",
+    "ModelKind": "MODEL_KIND_",
 }
 
 
@@ -414,6 +416,31 @@ def gpu_to_proto(g: Gpu, day: date, offers: OfferTable | None = None) -> pb.GpuI
             info.offer_min_usd_per_gpu_hour = rows[0].usd_per_gpu_hour
             info.offer_max_usd_per_gpu_hour = rows[-1].usd_per_gpu_hour
     return info
+
+
+def model_to_proto(m: ModelEntry) -> pb.ModelInfo:
+    return pb.ModelInfo(
+        id=m.id, name=m.name, aliases=list(m.aliases), kind=enum_number("ModelKind", m.kind.upper()),
+        params_billion=m.params_billion, active_params_billion=m.active_params_billion, layers=m.layers,
+        kv_heads=m.kv_heads, head_dim=m.head_dim, hidden_size=m.hidden_size,
+        attention=enum_number("AttentionKind", m.attention), kv_lora_rank=m.kv_lora_rank,
+        rope_head_dim=m.rope_head_dim, context_window_tokens=m.context_window_tokens,
+        sliding_window_tokens=m.sliding_window_tokens, sliding_window_layers=m.sliding_window_layers,
+        experts=m.experts, experts_per_token=m.experts_per_token, shared_params_billion=m.shared_params_billion,
+        # A precision the enum does not have yet maps to 0 (unspecified); native_precision keeps the source's word.
+        precision=enum_number("Precision", m.native_precision) if m.native_precision else 0,
+        native_precision=m.native_precision, source=m.source, as_of=m.as_of, notes=m.notes,
+    )
+
+
+def models_matching(entries: Iterable[ModelEntry], r: pb.ListModelsRequest) -> list[pb.ModelInfo]:
+    """ListModels' filters: the kind (unspecified = any) and a case-insensitive substring of id, name or alias."""
+    kind = enum_name("ModelKind", r.kind).lower() if r.kind else ""
+    query = r.query.strip().lower()
+    return [
+        model_to_proto(m) for m in entries
+        if (not kind or m.kind == kind) and (not query or any(query in n.lower() for n in (*m.names(), m.name)))
+    ]
 
 
 def response_to_dict(msg: Any) -> dict[str, Any]:

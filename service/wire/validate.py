@@ -15,6 +15,7 @@ from typing import Any
 from google.protobuf.message import Message
 
 from ..domain.brief import LOCALES
+from ..domain.models import nearest
 
 Violation = tuple[str, str]
 
@@ -174,11 +175,28 @@ def _date_ok(text: str) -> bool:
     return True
 
 
-def validate(request: Any, known_gpus: Iterable[str] = ()) -> list[Violation]:
-    """Every structural problem of a RecommendRequest, as (field path, description)."""
+def _model_name(name: str, known_models: Iterable[str] | None) -> list[Violation]:
+    """An unknown model name, with the nearest known ones. `known_models` (ids and aliases; case does not matter)
+    None: not checked."""
+    if not name or known_models is None or len(name) > MAX_STRING:
+        return []
+    known = list(known_models)
+    if name.strip().lower() in {k.lower() for k in known}:  # a few hundred names: cheap per request
+        return []
+    close = nearest(known, name)
+    hint = f"; nearest: {', '.join(close)}" if close else ""
+    return [("brief.model.name", f"unknown model '{_echo(name)}'{hint} (ListModels lists the registry)")]
+
+
+def validate(
+    request: Any, known_gpus: Iterable[str] = (), known_models: Iterable[str] | None = None,  # noqa: ANN401
+) -> list[Violation]:
+    """Every structural problem of a RecommendRequest, as (field path, description). `known_models`: the registry's
+    ids and aliases (a brief's model.name must be one); None leaves names unchecked."""
     out: list[Violation] = []
     brief = request.brief
     _check_message(brief, "brief", out)
+    out += _model_name(brief.model.name, known_models)
     lat = brief.latency
     if lat.p95_ms > 0 and lat.p99_ms > 0 and lat.p99_ms < lat.p95_ms:
         out.append(("brief.latency.p99_ms",
@@ -237,4 +255,15 @@ def validate(request: Any, known_gpus: Iterable[str] = ()) -> list[Violation]:
         out.append(("max_candidates", f"must be between 0 and {MAX_CANDIDATES}"))
     if request.as_of and not _date_ok(request.as_of):
         out.append(("as_of", "must be a date YYYY-MM-DD"))
+    return out
+
+
+def validate_list_models(request: Any) -> list[Violation]:  # noqa: ANN401
+    """A ListModels request: a known kind and a bounded query."""
+    out: list[Violation] = []
+    kinds = request.DESCRIPTOR.fields_by_name["kind"].enum_type.values_by_number
+    if request.kind not in kinds:
+        out.append(("kind", f"unknown ModelKind value {request.kind}"))
+    if len(request.query) > MAX_STRING:
+        out.append(("query", f"must be at most {MAX_STRING} characters"))
     return out
