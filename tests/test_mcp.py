@@ -52,7 +52,7 @@ def mcp(server: Any) -> Any:
 def test_lists_four_tools_with_generated_schemas(mcp: Any) -> None:
     tools = run(mcp, lambda c: c.list_tools(), mode="legacy").tools
     by_name = {t.name: t for t in tools}
-    assert set(by_name) == {"recommend_gpus", "list_gpus", "list_models", "explain_recommendation"}
+    assert set(by_name) == {"recommend_gpus", "list_gpus", "list_models", "list_offers", "explain_recommendation"}
     schema = by_name["recommend_gpus"].input_schema
     brief = schema["properties"]["brief"]["properties"]
     # Structure, enum choices, units, bounds and comments all come from the proto (and validate.py's limits).
@@ -200,7 +200,7 @@ def test_streamable_http(server: Any) -> None:
             return await c.list_tools(), await c.call_tool("recommend_gpus", brief_args())
 
         listed, result = run(f"http://127.0.0.1:{port}/mcp", go)
-        assert len(listed.tools) == 4
+        assert len(listed.tools) == 5
         assert not result.is_error and result.structured_content["candidates"]
     finally:
         web.should_exit = True

@@ -33,8 +33,11 @@ REQUEST = pb.RecommendRequest(
 
 
 def h100_price(stub) -> float:
-    response = stub.Recommend(REQUEST)
-    return next(c.cost.usd_per_hour for c in response.candidates if c.gpu == "h100-sxm")
+    """The H100's current on-demand catalog rent as served (answers price it from its offers, which these tests
+    leave alone: a catalog edit is what they reload)."""
+    gpus = stub.ListGpus(pb.ListGpusRequest()).gpus
+    h100 = next(g for g in gpus if g.id == "h100-sxm")
+    return next(p.usd for p in h100.prices if p.kind == "rent" and p.current and p.tier == pb.PRICE_TIER_ON_DEMAND)
 
 
 def set_h100_rent(rules: Path, usd: float) -> None:

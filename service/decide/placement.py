@@ -176,10 +176,11 @@ def place(
             break
         if p not in shown and all(q.offer.provider != p.offer.provider for q in shown):
             shown.append(p)
+    if chosen is None:
+        return  # the catalog's row in the compared tier prices it, like for like; a caveat says no offer did
     s.placements = tuple(shown)
-    if s.quote is not None or chosen is None:
-        # The caller's quote (answer.py lists it first) or the catalog row prices it; the offers are for reference.
-        return
+    if s.quote is not None:
+        return  # the caller's quote prices it (answer.py lists it first); the offers are there for reference
     _reprice(s, chosen, brief, shape, a, training, spread)
     s.placement = chosen
     s.offer_stale = (day - chosen.offer.as_of).days > max_age_days

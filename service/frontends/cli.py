@@ -33,6 +33,7 @@ from ..serving.credentials import ConfigError, admin_token, channel_credentials
 from ..wire.api import enum_name, pb, pb_grpc
 from .explain import Filters, print_explanation
 from .models_cli import add_parser as add_models_parser
+from .offers_cli import add_parser as add_offers_parser
 
 DEFAULT_ADDR = "127.0.0.1:50051"
 EXIT_OK, EXIT_FAIL, EXIT_INPUT = 0, 1, 2
@@ -353,6 +354,7 @@ def build_parser() -> argparse.ArgumentParser:
     gpus.set_defaults(run=_gpus)
 
     add_models_parser(sub, common, _stub)
+    add_offers_parser(sub, common, _stub)
 
     rs = sub.add_parser("ruleset", parents=[common], help="show the active rules version")
     rs.set_defaults(run=_ruleset)

@@ -3,8 +3,9 @@
     gpu-advisor mcp                                   # stdio, for a desktop assistant
     gpu-advisor mcp --transport http --listen 127.0.0.1:8765   # streamable HTTP at /mcp
 
-Tools: `recommend_gpus` (the request as a JSON Schema generated from the proto), `list_gpus`, `list_models` (the
-model registry: the names `model.name` takes), `explain_recommendation` (the rule trace). Prompt: `gpu_brief`,
+Tools: `recommend_gpus` (the request as a JSON Schema generated from the proto), `list_gpus`, `list_offers` (what a
+team can rent: provider, shape, region, tier, price), `list_models` (the model registry: the names `model.name`
+takes), `explain_recommendation` (the rule trace). Prompt: `gpu_brief`,
 which walks a person through the brief by asking the open questions highest priority first. Every tool result
 carries the markdown for the person and the protobuf-JSON answer as structured content, checked by the client
 against the tool's generated output schema.
@@ -38,6 +39,7 @@ from ..wire import validate
 from ..wire.api import pb, pb_grpc
 from ..wire.proto_schema import message_schema
 from .models_cli import model_rows
+from .offers_cli import offer_rows
 
 NAME = "gpu-advisor"
 # Fields the MCP tools set themselves (explain asks for the trace; recommend does not need it).
@@ -92,6 +94,16 @@ def gpus_response_schema() -> dict[str, Any]:
 
 
 @functools.cache
+def offers_request_schema() -> dict[str, Any]:
+    return message_schema(pb.ListOffersRequest.DESCRIPTOR, hook=_bounds)
+
+
+@functools.cache
+def offers_response_schema() -> dict[str, Any]:
+    return message_schema(pb.ListOffersResponse.DESCRIPTOR, output=True)
+
+
+@functools.cache
 def models_request_schema() -> dict[str, Any]:
     return message_schema(pb.ListModelsRequest.DESCRIPTOR, hook=_bounds)
 
@@ -124,6 +136,19 @@ def tools() -> list[types.Tool]:
             description="The catalog as loaded: specs, dated prices with their sources, $ per dense TFLOP-hour.",
             input_schema=gpus_request_schema(),
             output_schema=gpus_response_schema(),
+            annotations=read_only,
+        ),
+        types.Tool(
+            name="list_offers",
+            title="List the offers a team can rent",
+            description=(
+                "Rentable GPU offers: provider, instance type, GPUs per instance, region, country, tier (on-demand, "
+                "reserved, spot, marketplace), $ per instance-hour and per GPU-hour, with date and source; cheapest "
+                "per GPU-hour first. Filter by gpu (catalog id), provider, country (ISO code or EU), tier; page with "
+                "page_size and page_token. Recommendations place each candidate on these (candidate.placements)."
+            ),
+            input_schema=offers_request_schema(),
+            output_schema=offers_response_schema(),
             annotations=read_only,
         ),
         types.Tool(
@@ -213,6 +238,15 @@ def gpus_markdown(resp: Any) -> str:
         )
     if resp.HasField("ruleset"):
         lines.append(f"\n(rules {resp.ruleset.revision})")
+    return "\n".join(lines)
+
+
+def offers_markdown(resp: Any) -> str:
+    rows = offer_rows(resp.offers)
+    lines = ["| " + " | ".join(rows[0]) + " |", "|" + "---|" * len(rows[0])]
+    lines += ["| " + " | ".join(_cell(c) for c in r) + " |" for r in rows[1:]]
+    lines.append(f"\n{len(resp.offers)} of {resp.total} offers"
+                 + (f"; next page_token: `{resp.next_page_token}`" if resp.next_page_token else ""))
     return "\n".join(lines)
 
 
@@ -372,6 +406,12 @@ async def _gpus(b: Backend, args: dict[str, Any]) -> types.CallToolResult:
     return _result(gpus_markdown(resp), _structured(resp))
 
 
+async def _offers(b: Backend, args: dict[str, Any]) -> types.CallToolResult:
+    _check(args, offers_request_schema())
+    resp = await _call(b.stub.ListOffers, _parse(args, pb.ListOffersRequest()), b.timeout)
+    return _result(offers_markdown(resp), _structured(resp))
+
+
 async def _models(b: Backend, args: dict[str, Any]) -> types.CallToolResult:
     _check(args, models_request_schema())
     resp = await _call(b.stub.ListModels, _parse(args, pb.ListModelsRequest()), b.timeout)
@@ -382,6 +422,7 @@ _TOOLS: dict[str, Callable[[Backend, dict[str, Any]], Awaitable[types.CallToolRe
     "recommend_gpus": _recommend,
     "list_gpus": _gpus,
     "list_models": _models,
+    "list_offers": _offers,
     "explain_recommendation": _explain,
 }
 

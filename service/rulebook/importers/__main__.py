@@ -3,7 +3,7 @@
     python -m service.rulebook.importers offers import --from skypilot DIR --out FILE [--as-of DATE] [--provider P ...]
     python -m service.rulebook.importers offers import --from gpuhunt FILE --out FILE ...
 
-(`gpu-advisor offers import` will call `main` with the same arguments.)
+(`gpu-advisor offers import` takes the same arguments.)
 """
 
 from __future__ import annotations
@@ -30,6 +30,12 @@ def catalog_ids(rules: Path = RULES) -> set[str]:
 
 def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="gpu-advisor offers import", description=__doc__.splitlines()[0])
+    add_arguments(ap)
+    return ap
+
+
+def add_arguments(ap: argparse.ArgumentParser) -> None:
+    """The import's arguments, for this module's own parser and for `gpu-advisor offers import`."""
     ap.add_argument("--from", dest="kind", choices=("skypilot", "gpuhunt"), required=True)
     ap.add_argument("path", type=Path, help="SkyPilot catalog folder or vms.csv; gpuhunt CSV file")
     ap.add_argument("--out", type=Path, required=True, help="the offers CSV to write")
@@ -38,15 +44,16 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--accelerators", type=Path, default=RULES / "offers" / "accelerators.csv")
     ap.add_argument("--source", default=None,
                     help="source stamp; {provider} and (skypilot) {version} are filled in")
-    return ap
 
 
 def main(argv: list[str] | None = None) -> int:
     args_in = list(sys.argv[1:] if argv is None else argv)
     while args_in[:1] in (["offers"], ["import"]):  # `offers import ...` as the future CLI subcommand spells it
         args_in = args_in[1:]
-    ap = _parser()
-    args = ap.parse_args(args_in)
+    return run(_parser().parse_args(args_in))
+
+
+def run(args: argparse.Namespace) -> int:
     if not args.path.exists():
         print(f"{args.path}: no such file or folder", file=sys.stderr)
         return 2
