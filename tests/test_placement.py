@@ -248,3 +248,33 @@ def test_cli_lists_offers_and_imports(stub: Any, server: Any, tmp_path: Path, ca
                      "--out", str(target), "--as-of", "2026-12-01"])
     assert code == 0 and target.read_text(encoding="utf-8").startswith("provider,")
     assert "rows read" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("workload", ["BATCH_INFERENCE", "REALTIME_INFERENCE", "FULL_FINETUNE"])
+@pytest.mark.parametrize("k", [1, 2, 8])
+def test_rescaled_ownership_is_what_size_ownership_makes(workload: str, k: int):
+    import copy
+
+    from service.decide.placement import _rescale_ownership
+    from service.decide.sizing.common import size_ownership
+    from service.decide.sizing.per_gpu import size_all
+    from service.decide.sizing.shape import shape_of
+    from service.domain.brief import Brief, Model, Traffic, Training
+
+    book, _ = load_rulebook(RULES, today=TODAY)
+    assert book is not None
+    a = book.assumptions
+    brief = Brief(workload=workload, model=Model(13, precision="BF16", context_tokens=4096),
+                  traffic=Traffic(batch_size=8, concurrent_sessions=8), training=Training(tokens_billion=1))
+    shape = shape_of(brief, a)
+    for s in size_all(book.catalog, brief, shape, a, (), TODAY):
+        fast, ref = copy.copy(s), copy.copy(s)
+        for x in (fast, ref):
+            x.count = s.count * k
+        rent = 2.5 * fast.count
+        _rescale_ownership(fast, k, rent, "market", a)
+        size_ownership(ref, brief, a, rent, "market")
+        for name in ("annual_power_usd", "running_usd_per_busy_hour", "owned_usd_per_hour", "break_even_hours",
+                     "break_even_months", "break_even_rent"):
+            assert getattr(fast, name) == pytest.approx(getattr(ref, name), rel=1e-9), (s.gpu.id, name)
+        assert fast.break_even_basis == ref.break_even_basis

@@ -10,6 +10,9 @@ compare the ratios, not the absolute numbers).
    (the RPC's cost without the answer's), and Recommend rps with 1 vs 2 processes.
    `--load-only` runs just this; `--baseline DIR` runs the same load against another checkout (e.g. ../main)
    first, for before/after in one run.
+6. offers scale: the same answers with no offers, the 1,842-row reference table and 50,000 synthetic rows
+   (CPU per answer and its ratio to no offers), the time to load 50,000 rows cold and by live reload, RSS.
+   `--offers` runs just this.
 
 `--overload` runs only service/bench/overload.py instead: health Check p50/p99 while Recommend is flooded at 250
 streams on one connection and spread over several, old settings next to the defaults (with `--baseline`, that
@@ -66,6 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--streams", type=int, default=4, help="concurrent streams per connection")
     parser.add_argument("--baseline", default="", help="another checkout to load the same way first")
     parser.add_argument("--overload", action="store_true", help="only health under a Recommend flood")
+    parser.add_argument("--offers", action="store_true", help="only section 6 (offers scale)")
     args = parser.parse_args(argv)
     if args.overload:
         return _overload(args.load_seconds, args.baseline)
@@ -100,6 +104,12 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"rules {book.revision}: {len(book.program.rules)} rules, {len(book.catalog)} GPUs; {len(requests)} cases"
     )
+    if args.offers:
+        from .offers_scale import run_offers_scale
+
+        run_offers_scale(requests)
+        bundle.retire(None)
+        return 0
 
     print("1. advise() in-process, all cases per sample")
     plain = show(
@@ -187,6 +197,9 @@ def main(argv: list[str] | None = None) -> int:
         f"RSS {before:.1f} MB → {after:.1f} MB ({after - before:+.1f} MB)"
     )
     bundle.retire(None)
+    from .offers_scale import run_offers_scale
+
+    run_offers_scale(requests)
     from .loadgen import run_load
 
     return run_load(args.load_seconds, args.briefs, args.streams, args.baseline)

@@ -34,7 +34,7 @@ from .answer import benchmark, candidate_of, checklist, dedupe_warnings, once, s
 from .book import Rulebook
 from .cancel import StillWanted, checkpoint
 from .models import filled_fields, resolve
-from .placement import Scope, allow_list, brief_key, offer_fact, place, scopes_of
+from .placement import Scope, allow_list, brief_key, leaders_of, offer_fact, place, scopes_of
 from .provisional import route_depends_on
 from .run import Evaluator, Run, Scored, effects_of
 from .sizing.common import Sizing, compared_tier
@@ -169,13 +169,21 @@ def _place_every_gpu(run: Run, shape: Shape | None, sizings: list[Sizing], day: 
     a, brief = run.book.assumptions, run.req.brief
     scopes = _allowed_scopes(run, day)
     by_brief = allow_list(brief)
+    p = brief.placement
+    key = (scopes, day, p.providers, p.regions, p.countries)
+    leaders = run.shared.leaders.get(key)
+    if leaders is None:
 
-    def allowed(o: Offer) -> bool:
-        return (o.provider, o.country, o.tier) in scopes and by_brief(o)
+        def allowed(o: Offer) -> bool:
+            return (o.provider, o.country, o.tier) in scopes and by_brief(o)
 
+        leaders = leaders_of(table, day, allowed)
+        if len(run.shared.leaders) >= 64:
+            run.shared.leaders.clear()
+        run.shared.leaders[key] = leaders
     max_age = int(a.values.get("max_offer_age_days", a.values.get("max_price_age_days", 540)))
     for s in sizings:
-        place(s, brief, shape, a, table, day, allowed, max_age)
+        place(s, brief, shape, a, table, day, leaders, max_age)
 
 
 def _allowed_scopes(run: Run, day: date) -> frozenset[Scope]:

@@ -28,14 +28,14 @@ from ..domain.brief import UNSPECIFIED, Brief
 from ..domain.catalog import tier_preference
 from ..domain.offers import EU_MEMBERS, Offer, OfferTable
 from ..money import cost as money
+from ..money import ownership as own
 from ..physics import memory as mem
-from .sizing.common import Placed, Sizing, size_ownership, size_unit_cost
+from .sizing.common import Placed, Sizing, size_unit_cost
 from .sizing.shape import Shape
 
 # Offer tables name tiers in lower case, as rule authors write them; the answer uses the PriceTier names.
 TIER_OF_OFFER = {"on_demand": "ON_DEMAND", "reserved": "RESERVED", "spot": "SPOT", "marketplace": "MARKETPLACE"}
 MAX_PROVIDERS_SHOWN = 3  # besides the cheapest placement of each tier: the cheapest of a few other providers
-SCAN = 64  # offers of one shape looked at for other providers: the cheapest few suffice
 
 Scope = tuple[str, str, str]  # (provider, country, tier as in the offer tables)
 
@@ -64,9 +64,10 @@ def offer_fact(brief: Brief, scope: Scope, index: int) -> dict[str, Any]:
 
 
 def brief_key(brief: Brief) -> tuple[Any, ...]:
-    """The brief fields an offer fact holds: briefs alike in these get the same verdicts."""
-    f = offer_fact(brief, ("", "", ""), 0)
-    return tuple(v for k, v in f.items() if k not in ("id", "provider", "country", "country_known", "in_eu", "tier"))
+    """The brief fields an offer fact holds (offer_fact): briefs alike in these get the same verdicts."""
+    lat = brief.latency
+    return (brief.workload, brief.run_cycle, brief.boundary, lat.p95_ms > 0 or lat.p99_ms > 0 or lat.ttft_ms > 0,
+            brief.placement.interruptible_ok)
 
 
 def allow_list(brief: Brief) -> Callable[[Offer], bool]:
@@ -102,49 +103,75 @@ def instances_needed(s: Sizing, gpi: int, training: bool) -> int | None:
     return None
 
 
-def options(
-    s: Sizing, table: OfferTable, day: date, allowed: Callable[[Offer], bool], tiers: tuple[str, ...],
-    training: bool,
-) -> tuple[dict[str, Placed], list[Placed]]:
-    """The cheapest placement per offer tier, and per provider (any allowed tier, cheapest first)."""
-    shapes = table.shapes(day)
-    best: dict[str, Placed] = {}
-    per_provider: dict[str, Placed] = {}
-    for tier in tiers:
-        for gpi in (1, 2, 4, 8, 16, 36, 72):
-            rows = shapes.get((s.gpu.id, tier, gpi))
-            if not rows:
+# Per instance shape, the first offer of each provider (in price order) that the brief may use: the cheapest
+# placement of a shape is its first, and only a few providers of the compared tier are shown: if a provider is not
+# among a shape's first LEADERS, that many cheaper providers are, so it would not be shown anyway.
+LEADERS = MAX_PROVIDERS_SHOWN + 1  # the tier's cheapest, and a few more providers
+Leaders = dict[str, tuple[tuple[int, tuple[Offer, ...]], ...]]  # gpu -> ((gpus per instance, leaders), ...) by tier
+GPIS = (1, 2, 4, 8, 16, 36, 72)
+
+
+def leaders_of(table: OfferTable, day: date, allowed: Callable[[Offer], bool]) -> dict[tuple[str, str], Leaders]:
+    """(gpu, tier) -> per shape the allowed providers' cheapest offers, cheapest first. Built once per rules
+    version, day and allowed scope (advisor.py keeps it), so an answer's cost does not grow with the table."""
+    out: dict[tuple[str, str], list[tuple[int, tuple[Offer, ...]]]] = {}
+    for (gpu, tier, gpi), rows in table.shapes(day).items():
+        seen: set[str] = set()
+        kept: list[Offer] = []
+        for o in rows:
+            if o.provider in seen or not allowed(o):
                 continue
+            seen.add(o.provider)
+            kept.append(o)
+            if len(kept) >= LEADERS:
+                break
+        if kept:
+            out.setdefault((gpu, tier), []).append((gpi, tuple(kept)))
+    return {k: tuple(sorted(v, key=lambda x: x[0])) for k, v in out.items()}  # type: ignore[misc]
+
+
+def options(
+    s: Sizing, leaders: dict[tuple[str, str], Any], training: bool,
+) -> tuple[dict[str, Placed], list[Placed]]:
+    """The cheapest placement per offer tier, and the cheapest of each of the first few providers in the tier
+    compared (like for like), cheapest first. Keys order by (whole configuration $/h, GPUs, provider, instance
+    type, region)."""
+    best: dict[str, tuple[Any, ...]] = {}
+    fits: dict[str, list[tuple[int, int, tuple[Offer, ...]]]] = {}  # tier -> (gpus per instance, instances, offers)
+    gpu = s.gpu.id
+    for tier in TIER_OF_OFFER:
+        for gpi, offers in leaders.get((gpu, tier), ()):
             n = instances_needed(s, gpi, training)
             if n is None:
                 continue
-            first = True
-            for o in rows[:SCAN]:
-                if not allowed(o):
-                    continue
-                placed = Placed(o, n, n * o.usd_per_hour, TIER_OF_OFFER[tier])
-                if first:
-                    cur = best.get(tier)
-                    if cur is None or _cheaper(placed, cur):
-                        best[tier] = placed
-                    first = False
-                cur = per_provider.get(o.provider)
-                if cur is None or _cheaper(placed, cur):
-                    per_provider[o.provider] = placed
-    return best, sorted(per_provider.values(), key=_order)
+            o = offers[0]  # a shape's cheapest is its first
+            key = (n * o.usd_per_hour, n * gpi, o.provider, o.instance_type, o.region, o, n)
+            cur = best.get(tier)
+            if cur is None or key[:5] < cur[:5]:
+                best[tier] = key
+            fits.setdefault(tier, []).append((gpi, n, offers))
+    compared = next((t.lower() for t in tier_preference(s.compared_tier) if t.lower() in fits), "")
+    keys = sorted(((n * o.usd_per_hour, n * gpi, o.provider, o.instance_type, o.region, o, n)
+                   for gpi, n, offers in fits.get(compared, ()) for o in offers), key=lambda k: k[:5])
+    seen: set[str] = set()
+    providers: list[Placed] = []
+    for k in keys:
+        if k[2] not in seen:
+            seen.add(k[2])
+            providers.append(_placed(k))
+            if len(providers) >= LEADERS:
+                break
+    return {t: _placed(k) for t, k in best.items()}, providers
 
 
-def _order(p: Placed) -> tuple[float, int, str, str, str]:
-    return (p.usd_per_hour, p.gpus, p.offer.provider, p.offer.instance_type, p.offer.region)
-
-
-def _cheaper(a: Placed, b: Placed) -> bool:
-    return _order(a) < _order(b)
+def _placed(key: tuple[float, int, str, str, str, Offer, int]) -> Placed:
+    o, n = key[5], key[6]
+    return Placed(o, n, key[0], TIER_OF_OFFER[o.tier])
 
 
 def place(
     s: Sizing, brief: Brief, shape: Shape, a: Any, table: OfferTable, day: date,  # noqa: ANN401 - Assumptions
-    allowed: Callable[[Offer], bool], max_age_days: int,
+    leaders: dict[tuple[str, str], Any], max_age_days: int,
 ) -> None:
     """Price `s` on its cheapest placement in the compared tier (else the next tier that has one) and list the
     placements a team could take; a caller's quote keeps pricing it. Nothing changes without an allowed offer."""
@@ -155,7 +182,7 @@ def place(
     s.market = spread
     if not s.has_offers or not s.fits or s.count <= 0:
         return
-    best, by_provider = options(s, table, day, allowed, tuple(TIER_OF_OFFER), training)
+    best, by_provider = options(s, leaders, training)
     if not best:
         return
     chosen = best.get(_offer_tier(s.compared_tier))
@@ -221,9 +248,27 @@ def _reprice(
     )
     s.units_per_hour = s.usd_per_unit = 0.0
     size_unit_cost(s, brief, shape, a)
-    s.break_even_hours = s.break_even_months = 0.0
     rent, basis = _reference_rent(s, table_market)
-    size_ownership(s, brief, a, rent, basis)
+    _rescale_ownership(s, new / old if old > 0 else 1.0, rent, basis, a)
+
+
+def _rescale_ownership(s: Sizing, k: float, rent: float, basis: str, a: Any) -> None:  # noqa: ANN401
+    """size_ownership for `k` times the GPUs, from the figures it already made: power, running and owned cost
+    are linear in the count, only the break-even needs the new rent (tests/test_placement.py holds the two
+    equal)."""
+    s.annual_power_usd *= k
+    s.break_even_rent, s.break_even_basis = rent, basis
+    s.break_even_hours = s.break_even_months = 0.0
+    if s.purchase is None:
+        return
+    s.running_usd_per_busy_hour *= k
+    s.owned_usd_per_hour *= k
+    if rent > 0:
+        s.break_even_hours = own.break_even_hours(s.purchase.usd * s.count, rent, s.running_usd_per_busy_hour)
+        s.break_even_months = (
+            own.break_even_months(s.break_even_hours, s.ownership_utilization, a.num("hours_per_month"))
+            if math.isfinite(s.break_even_hours) else math.inf
+        )
 
 
 def _reference_rent(s: Sizing, market: tuple[float, float, float, int, int] | None) -> tuple[float, str]:

@@ -129,6 +129,8 @@ class Compiled:
         self.effects: dict[int, Effects] = {}  # id(rule) → effects; the rules live as long as the book
         # (brief fields an offer fact holds, day) → the placement scopes no offer rule excludes
         self.scopes: dict[tuple[Any, ...], frozenset[tuple[str, str, str]]] = {}
+        # (allowed scopes, day, the brief's allow-lists) → per GPU and tier, each shape's cheapest offers
+        self.leaders: dict[tuple[Any, ...], dict[tuple[str, str], Any]] = {}
 
 
 def compiled(book: Rulebook) -> Compiled:
