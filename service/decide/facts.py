@@ -77,6 +77,13 @@ BRIEF_FIELDS: dict[str, FieldSpec] = {
     "sized": FieldSpec("bool", "the model size is known, so GPUs could be sized"),
     "fits_any": FieldSpec("bool", "at least one GPU type can hold the work"),
     "min_gpus": FieldSpec("int", "fewest GPUs any candidate needs (0 = not sized)"),
+    "lightest_need_gb": FieldSpec(
+        "number", "memory one model copy needs on the GPU type that needs least, GB (0 = not sized)"
+    ),
+    "lightest_capacity_gb": FieldSpec(
+        "number", "memory of that GPU type's largest configuration tried for one copy, GB (0 = not sized)"
+    ),
+    "lightest_gpus": FieldSpec("int", "GPUs in that configuration (0 = not sized)"),
     "latency_met_any": FieldSpec("bool", "some GPU type that fits meets the latency target"),
     "best_latency_ms": FieldSpec("number", "fastest estimated latency of a GPU type that fits, ms (0 = no target)"),
     "global_batch_tokens": FieldSpec("int", "training tokens per optimizer step over all GPUs (0 = not given)"),
@@ -222,12 +229,30 @@ def brief_fact(
         "sized": shape is not None,
         "fits_any": bool(fitting),
         "min_gpus": min((s.count for s in fitting), default=0),
+        **_lightest(sizings),
         "latency_met_any": any(s.latency_target and s.meets_latency for s in fitting),
         "best_latency_ms": round(
             min((s.est_latency_ms for s in fitting if s.latency_target and s.est_latency_ms > 0), default=0.0), 1
         ),
         "global_batch_tokens": int(tr.global_batch_tokens),
     }
+
+
+def _lightest(sizings: list[Sizing]) -> dict[str, Any]:
+    """The configuration of one model copy that comes closest to fitting (least need over capacity): what an
+    answer in which nothing fits says it would take."""
+    best: tuple[float, float, int] | None = None
+    for s in sizings:
+        if s.memory is None or s.capacity_gb <= 0:
+            continue
+        copies = max(1, s.replicas)
+        need, capacity = s.memory.total_gb / copies, s.capacity_gb / copies
+        if best is None or need / capacity < best[0] / best[1]:
+            best = (need, capacity, max(1, s.count // copies))
+    if best is None:
+        return {"lightest_need_gb": 0.0, "lightest_capacity_gb": 0.0, "lightest_gpus": 0}
+    return {"lightest_need_gb": round(best[0], 1), "lightest_capacity_gb": round(best[1], 1),
+            "lightest_gpus": best[2]}
 
 
 def _finite(x: float, never: float = -1.0) -> float:
