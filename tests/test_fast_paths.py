@@ -424,7 +424,7 @@ def _outcome_of(fn) -> str:  # noqa: ANN001
         {"tflops_bf16": math.nan},
         {"tdp_w": -700.0},
         {"tdp_w": math.nan},
-        {"memory_gb": math.nan},
+        {"memory_gb": math.nan, "memory_reported_gb": math.nan},
         {"gpus_per_node": 0, "nvlink_domain": 0},
         {"gpu_class": "consumer", "interconnect_kind": "pcie"},
     ],

@@ -168,6 +168,19 @@ def lora_trainable_params_billion(arch: Architecture, rank: int, targets_per_lay
     return arch.layers * targets_per_layer * rank * 2 * arch.hidden_size / 1e9
 
 
+def serving_activation_gb(
+    step_tokens: int, sequences: int, hidden: int, vocab_size: int, bytes_per_token_hidden: float,
+    sampler_bytes_per_vocab_entry: float, tensor_parallel: int = 1,
+) -> float:
+    """Per GPU, the serving engine's activation workspace, which scales with the work: one layer's live tensors
+    for the tokens of one step (`bytes_per_token_hidden` x hidden per token, split by tensor parallelism), and the
+    sampler's fp32 logits, probabilities and sorted copy for every running sequence (vLLM profiles exactly these
+    two: a forward of max_num_batched_tokens and a sampler run of max_num_seqs)."""
+    _check(step_tokens=step_tokens, sequences=sequences, hidden=hidden, vocab_size=vocab_size)
+    forward = step_tokens * hidden * bytes_per_token_hidden / max(1, tensor_parallel)
+    return (forward + sequences * vocab_size * sampler_bytes_per_vocab_entry) / GB
+
+
 @dataclass(frozen=True)
 class MemoryBreakdown:
     components: tuple[tuple[str, float], ...]  # (name, GB) in display order
@@ -182,8 +195,8 @@ def inference_memory(
     kv_bytes: float, activation_peak_gb: float, engine_overhead_gb: float, tensor_parallel: int = 1,
 ) -> MemoryBreakdown:
     """Serving memory of one model copy over `tensor_parallel` GPUs: weights (sharded, summed), KV cache at the
-    sized context and concurrency, the engine's peak activation workspace per GPU (vLLM measures it at about
-    5 GB for dense models, independent of max_model_len: llm-d) and the CUDA context / non-torch memory per GPU."""
+    sized context and concurrency, the engine's peak activation workspace per GPU (serving_activation_gb) and the
+    CUDA context / non-torch memory per GPU."""
     tp = max(1, tensor_parallel)
     return MemoryBreakdown((
         ("weights", weights_gb(params_billion, bytes_per_param)),

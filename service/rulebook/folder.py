@@ -182,6 +182,7 @@ def _gpus(doc: Doc, problems: list[Problem]) -> list[Gpu]:
                 spec_as_of=str(_jsonable(g.get("spec_as_of", ""))),
                 prices=tuple(prices),
                 location=f"{doc.path}:{line}",
+                memory_reported_gb=float(g.get("memory_reported_gb", 0) or 0),
             )
         )
     return out

@@ -111,8 +111,10 @@ def tp_group_sizes(gpu: Gpu, a: Assumptions) -> tuple[int, ...]:
                         int(a.num("max_inference_nodes")))
 
 
-def usable_gb(gpu: Gpu, a: Assumptions) -> float:
-    return gpu.memory_gb * (1.0 - a.num("safety_headroom"))
+def usable_gb(gpu: Gpu, a: Assumptions, training: bool = False) -> float:
+    """Memory the work may fill: the driver's total less the serving engine's headroom (vLLM keeps 8-10% free);
+    training has no serving engine and keeps only `training_safety_headroom`."""
+    return gpu.capacity_gb * (1.0 - a.num("training_safety_headroom" if training else "safety_headroom"))
 
 
 def parallel_efficiency(gpu: Gpu, n: int, a: Assumptions) -> float:

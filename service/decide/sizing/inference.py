@@ -44,13 +44,23 @@ def inference_need(gpu: Gpu, brief: Brief, shape: Shape, a: Assumptions, n: int)
         shape.tokens_per_sequence,
         shape.sequences,
         a.num("kv_cache_bytes"),
-        a.num("inference_activation_peak_gb"),
+        activation_per_gpu_gb(shape, a, tp),
         a.num("engine_overhead_gb"),
         tensor_parallel=tp,
     )
     per_gpu = ("activations", "engine")
     return mem.MemoryBreakdown(
         tuple((c, v * n / tp if c in per_gpu else v) for c, v in one_stage_set.components)
+    )
+
+
+def activation_per_gpu_gb(shape: Shape, a: Assumptions, tp: int) -> float:
+    """The engine's workspace for this work: a step holds at most the engine's token budget (chunked prefill),
+    and fewer when the sessions' whole contexts are smaller than that."""
+    step = min(int(a.num("serving_max_batched_tokens")), shape.sequences * shape.tokens_per_sequence)
+    return mem.serving_activation_gb(
+        step, shape.sequences, shape.arch.hidden_size, shape.arch.vocab_size,
+        a.num("activation_bytes_per_token_hidden"), a.num("sampler_bytes_per_vocab_entry"), tp,
     )
 
 

@@ -47,7 +47,7 @@ def size(
         size_adapter(s, brief, shape, a)
     else:
         size_inference(s, brief, shape, a, memo)
-    s.capacity_gb = s.count * gpu.memory_gb
+    s.capacity_gb = s.count * gpu.capacity_gb
     need = s.memory.total_gb if s.memory else 0.0
     s.headroom = 1.0 - need / s.capacity_gb if s.capacity_gb > 0 else 0.0
     s.nodes = max(1, math.ceil(s.count / max(1, gpu.gpus_per_node)))

@@ -48,8 +48,8 @@ class RequestSizer:
         self.weights = mem.weights_gb(shape.params_billion, shape.bytes_per_param) if inference else 0.0
         # Every part of an inference breakdown but the weights is >= 0 when these are, so a width whose usable
         # memory is below the weights alone cannot fit and need not be worked out.
-        self.weights_bound = min(c.kv_cache_bytes, c.inference_activation_peak_gb, c.engine_overhead_gb,
-                                 c.media_activation_peak_gb) >= 0
+        self.weights_bound = min(c.kv_cache_bytes, c.activation_bytes_per_token_hidden, c.engine_overhead_gb,
+                                 c.sampler_bytes_per_vocab_entry, c.media_activation_peak_gb) >= 0
         lat = brief.latency
         self.latency = lat
         self.latency_target = lat.p95_ms > 0 or lat.ttft_ms > 0
@@ -106,7 +106,7 @@ class RequestSizer:
             size_adapter(s, self.brief, self.shape, self.a)
         else:
             self.size_inference(s, gt)
-        s.capacity_gb = s.count * gpu.memory_gb
+        s.capacity_gb = s.count * gpu.capacity_gb
         need = s.memory.total_gb if s.memory else 0.0
         s.headroom = 1.0 - need / s.capacity_gb if s.capacity_gb > 0 else 0.0
         s.nodes = max(1, math.ceil(s.count / gt.per_node))

@@ -82,7 +82,7 @@ def shape_of(brief: Brief, a: Assumptions) -> Shape | None:
         params_billion=m.params_billion,
         active_params_billion=active,
         precision=precision,
-        bytes_per_param=a.bytes_per_param(precision),
+        bytes_per_param=weight_bytes_per_param(brief.workload, precision, a),
         arch=arch,
         tokens_per_sequence=size_tokens,
         avg_tokens_per_sequence=avg_tokens,
@@ -91,6 +91,14 @@ def shape_of(brief: Brief, a: Assumptions) -> Shape | None:
         output_tokens=out,
         defaults_used=tuple(defaults),
     )
+
+
+def weight_bytes_per_param(workload: str, precision: str, a: Assumptions) -> float:
+    """A 4-bit base under adapter fine-tuning is QLoRA's NF4 with double quantization (4.127 bits), not a
+    serving format's 4-bit with per-group scales."""
+    if workload == "ADAPTER_FINETUNE" and precision == "INT4":
+        return a.num("qlora_bytes_per_param")
+    return a.bytes_per_param(precision)
 
 
 # Defaults a workload never reads: noting them would claim an assumption that changed nothing.

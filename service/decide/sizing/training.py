@@ -33,7 +33,7 @@ def size_full_training(
             memo[key] = full_training_need(shape, a, recompute, n, sequences)
         return memo[key]
 
-    usable = usable_gb(gpu, a)
+    usable = usable_gb(gpu, a, training=True)
     # Model states shard over GPUs (ZeRO-3/FSDP) and activations split over data-parallel replicas, so the
     # whole-configuration total must fit in n x usable memory; what grows per GPU is only the engine overhead.
     n = 1
@@ -143,7 +143,7 @@ def size_adapter(s: Sizing, brief: Brief, shape: Shape, a: Assumptions) -> None:
         a.text("recompute_adapter"),
         a.num("engine_overhead_gb"),
     )
-    usable = usable_gb(gpu, a)
+    usable = usable_gb(gpu, a, training=True)
     n = next(
         (
             k
