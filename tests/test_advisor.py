@@ -66,6 +66,12 @@ def brief_strategy():
             layers=st.one_of(st.just(0), st.integers(1, 128)),
             kv_heads=st.one_of(st.just(0), st.integers(1, 64)),
             head_dim=st.one_of(st.just(0), st.sampled_from([64, 128, 256])),
+            active_params_billion=st.one_of(st.just(0.0), st.floats(0.1, 100)),
+            experts=st.one_of(st.just(0), st.integers(1, 256)),
+            experts_per_token=st.one_of(st.just(0), st.integers(1, 16)),
+            shared_params_billion=st.one_of(st.just(0.0), st.floats(0.01, 50)),
+            sliding_window_tokens=st.one_of(st.just(0), st.integers(128, 8192)),
+            sliding_window_layers=st.one_of(st.just(0), st.integers(1, 128)),
         ),
         traffic=st.builds(
             Traffic,

@@ -293,12 +293,13 @@ def reference_speed(s: common.Sizing, brief: Brief, shape: Shape, a: Assumptions
         s.tflops, shape.sequences * shape.tokens_per_sequence, arch.hidden_size, a.num("kernel_saturation_ms")
     )
     s.effective_tflops = s.tflops * mfu * busy
-    weights = mem.weights_gb(shape.params_billion, shape.bytes_per_param)
     c, s_in, s_out = shape.sequences, shape.input_tokens, shape.output_tokens
     kv_read = mem.kv_cache_gb(arch, shape.avg_tokens_per_sequence, c, a.num("kv_cache_bytes"))
     # While one sequence decodes, the other c - 1 start new requests: their prompts are prefilled in the same
     # steps (chunked prefill), (c - 1) x input / output prompt tokens per step on average.
     prefill_per_step = (c - 1) * s_in / max(1, s_out)
+    # An MoE step reads the shared weights and the experts its c + prefill_per_step tokens touch.
+    weights = mem.weights_gb(shape.params_read_billion(c + prefill_per_step), shape.bytes_per_param)
     active = shape.active_params_billion * 1e9
     overhead = a.num("decode_step_floor_ms") / 1000 + inference.parallel_overhead_s(gpu, n, arch.layers, a)
     # Pipeline stages beyond the scale-up domain each read their weights once per micro-batch, so a token

@@ -32,6 +32,7 @@ from .book import Rulebook
 from .cancel import StillWanted, checkpoint
 from .provisional import route_depends_on
 from .run import Evaluator, Run, Scored, effects_of
+from .shape_notes import shape_notes
 from .sizing.common import Sizing, compared_tier
 from .sizing.inference import prefill_batch_sequences
 from .sizing.per_gpu import size_all
@@ -186,6 +187,8 @@ def _brief_rules(run: Run, base: dict[str, Any], shape: Shape | None) -> _Asks:
                     ),
                 )
             )
+        for rule_id, key, params in shape_notes(brief, shape):
+            run.notes.append(Reason(rule_id, run.text(key, params)))
     return _Asks(questions, metric, assumed)
 
 

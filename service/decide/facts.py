@@ -53,6 +53,10 @@ BRIEF_FIELDS: dict[str, FieldSpec] = {
     "active_params_billion": FieldSpec("number", "parameters used per token (MoE), billions"),
     "context_tokens": FieldSpec("int", "context window used (0 = not given)"),
     "architecture_given": FieldSpec("bool", "layers and KV heads were given: the KV cache is exact"),
+    "moe_routed": FieldSpec("bool", "MoE with its routing given (experts and experts_per_token)"),
+    "experts_touched": FieldSpec(
+        "number", "share of routed experts one decode step at the brief's sequences reads (1 = dense or unknown)"
+    ),
     "concurrent_sessions": FieldSpec("int", "concurrent sessions (0 = not given)"),
     "batch_size": FieldSpec("int", "batch size (0 = not given)"),
     "avg_input_tokens": FieldSpec("int", "average input tokens"),
@@ -205,6 +209,8 @@ def brief_fact(
         "active_params_billion": float(m.active_params_billion or m.params_billion),
         "context_tokens": int(m.context_tokens),
         "architecture_given": bool(shape and shape.arch.exact),
+        "moe_routed": bool(shape and shape.routed),
+        "experts_touched": round(_experts_touched(shape), 4),
         "concurrent_sessions": int(t.concurrent_sessions),
         "batch_size": int(t.batch_size),
         "avg_input_tokens": int(t.avg_input_tokens),
@@ -236,6 +242,15 @@ def brief_fact(
         ),
         "global_batch_tokens": int(tr.global_batch_tokens),
     }
+
+
+def _experts_touched(shape: Shape | None) -> float:
+    if shape is None or not shape.routed:
+        return 1.0
+    routed = shape.params_billion - shape.shared_params_billion
+    if routed <= 0:
+        return 1.0
+    return (shape.params_read_billion(max(1, shape.sequences)) - shape.shared_params_billion) / routed
 
 
 def _lightest(sizings: list[Sizing]) -> dict[str, Any]:

@@ -92,6 +92,36 @@ def time_to_first_token(prefill_s: float, step_s: float, others: int, others_pre
     return ttft
 
 
+def experts_touched_fraction(experts: int, experts_per_token: int, tokens: float) -> float:
+    """Share of a layer's routed experts that `tokens` tokens routed top-k touch: each expert is missed by one
+    token with probability 1 - k/E, so by all of them with (1 - k/E)^tokens (uniform routing). One token reads
+    k of E; a large batch reads them all."""
+    if experts <= 0 or experts_per_token <= 0:
+        return 1.0
+    k = min(experts_per_token, experts)
+    return 1.0 - (1.0 - k / experts) ** max(1.0, tokens)
+
+
+def moe_shared_params_billion(params_billion: float, active_params_billion: float, experts: int,
+                              experts_per_token: int) -> float:
+    """Parameters every token uses (attention, embeddings, shared experts), from total P and active A with top-k
+    of E routed experts: A = S + (P - S)·k/E, so S = (A - P·k/E) / (1 - k/E), clamped to [0, A]."""
+    if experts <= 0 or experts_per_token <= 0 or experts_per_token >= experts:
+        return active_params_billion
+    r = experts_per_token / experts
+    return min(active_params_billion, max(0.0, (active_params_billion - params_billion * r) / (1.0 - r)))
+
+
+def moe_params_read_billion(params_billion: float, shared_params_billion: float, experts: int,
+                            experts_per_token: int, tokens: float) -> float:
+    """Parameters one forward step over `tokens` tokens reads: the shared ones, and of the routed ones the share
+    the tokens touch (a dense model, or one whose routing is unknown, reads everything)."""
+    if experts <= 0 or experts_per_token <= 0:
+        return params_billion
+    routed = max(0.0, params_billion - shared_params_billion)
+    return shared_params_billion + routed * experts_touched_fraction(experts, experts_per_token, tokens)
+
+
 def decode_step_seconds(
     weights_gb: float, kv_read_gb: float, bandwidth_tbs_total: float, mbu: float, parallel_efficiency: float = 1.0
 ) -> float:

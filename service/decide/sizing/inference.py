@@ -178,9 +178,13 @@ def inference_speed(s: Sizing, brief: Brief, shape: Shape, a: Assumptions, n: in
     )
     s.effective_tflops = s.tflops * mfu * busy
     c, s_in, s_out = shape.sequences, shape.input_tokens, shape.output_tokens
+    # While one sequence decodes, the other c - 1 start new requests: their prompts are prefilled in the same
+    # steps (chunked prefill), (c - 1) x input / output prompt tokens per step on average.
+    prefill_per_step = (c - 1) * s_in / max(1, s_out)
     if ("decode_read",) not in memo:
         memo[("decode_read",)] = (
-            mem.weights_gb(shape.params_billion, shape.bytes_per_param),
+            # An MoE step reads the shared weights and the experts its tokens touch (every weight when dense).
+            mem.weights_gb(shape.params_read_billion(c + prefill_per_step), shape.bytes_per_param),
             mem.kv_cache_gb(arch, shape.avg_tokens_per_sequence, c, a.num("kv_cache_bytes")),
         )
     weights, kv_read = memo[("decode_read",)]
@@ -191,9 +195,6 @@ def inference_speed(s: Sizing, brief: Brief, shape: Shape, a: Assumptions, n: in
             memo[key] = compute.attention_flops(arch.layers, tokens, arch.hidden_size, arch.window)
         return memo[key]
 
-    # While one sequence decodes, the other c - 1 start new requests: their prompts are prefilled in the same
-    # steps (chunked prefill), (c - 1) x input / output prompt tokens per step on average.
-    prefill_per_step = (c - 1) * s_in / max(1, s_out)
     active = shape.active_params_billion * 1e9
     overhead = a.num("decode_step_floor_ms") / 1000 + parallel_overhead_s(gpu, n, arch.layers, a)
     # Pipeline stages beyond the scale-up domain each read their weights once per micro-batch, so a token

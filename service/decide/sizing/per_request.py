@@ -72,6 +72,8 @@ class RequestSizer:
         seqs, s_in, s_out = shape.sequences, shape.input_tokens, shape.output_tokens
         self.kv_read = mem.kv_cache_gb(arch, shape.avg_tokens_per_sequence, seqs, c.kv_cache_bytes)
         prefill_per_step = (seqs - 1) * s_in / max(1, s_out)
+        # inference_speed's read: the experts a step's tokens touch (every weight when dense)
+        self.read_weights = mem.weights_gb(shape.params_read_billion(seqs + prefill_per_step), shape.bytes_per_param)
         active = shape.active_params_billion * 1e9
         self.linear_flops = 2 * active * (seqs + prefill_per_step)
         attn_in = compute.attention_flops(arch.layers, s_in, arch.hidden_size, arch.window)
@@ -220,7 +222,7 @@ class RequestSizer:
         else:
             comm = (self.tp_layers * width.allreduce_us / 1e6 if width.tp > 1 else 0.0) + width.pipeline_s
         overhead = self.floor_s + comm
-        linear = max(self.weights * width.stages * 1e9 / bw, self.linear_flops / linear_den)
+        linear = max(self.read_weights * width.stages * 1e9 / bw, self.linear_flops / linear_den)
         attention = self.step_attn_flops / attn_den if self.step_attn_flops > 0 else 0.0
         return overhead + linear + self.kv_read * 1e9 / bw + attention, linear_den, attn_den
 

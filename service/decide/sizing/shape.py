@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from ...domain.assumptions import Assumptions
 from ...domain.brief import Brief
+from ...physics import compute
 from ...physics import memory as mem
 from .. import tables as tb
 
@@ -27,6 +28,22 @@ class Shape:
     input_tokens: int
     output_tokens: int
     defaults_used: tuple[str, ...]  # brief fields we had to assume
+    # MoE routing (0 = dense or unknown: every step reads every weight). shared = params every token reads.
+    experts: int = 0
+    experts_per_token: int = 0
+    shared_params_billion: float = 0.0
+    shared_estimated: bool = False  # shared_params_billion came from total and active, not from the brief
+
+    @property
+    def routed(self) -> bool:
+        return self.experts > 0 and 0 < self.experts_per_token <= self.experts
+
+    def params_read_billion(self, tokens: float) -> float:
+        """Parameters a forward step over `tokens` tokens reads (MoE: shared + the routed experts touched)."""
+        if not self.routed:
+            return self.params_billion
+        return compute.moe_params_read_billion(self.params_billion, self.shared_params_billion, self.experts,
+                                               self.experts_per_token, tokens)
 
 
 def shape_of(brief: Brief, a: Assumptions) -> Shape | None:
@@ -78,6 +95,14 @@ def shape_of(brief: Brief, a: Assumptions) -> Shape | None:
     unused = _UNUSED_DEFAULTS.get(brief.workload, ())
     defaults = [d for d in defaults if d not in unused]
     active = m.active_params_billion if 0 < m.active_params_billion <= m.params_billion else m.params_billion
+    experts = m.experts if 0 < m.experts_per_token <= m.experts else 0
+    k = m.experts_per_token if experts else 0
+    shared, estimated = 0.0, False
+    if experts:
+        if 0 < m.shared_params_billion <= m.params_billion:
+            shared = m.shared_params_billion
+        else:
+            shared, estimated = compute.moe_shared_params_billion(m.params_billion, active, experts, k), True
     return Shape(
         params_billion=m.params_billion,
         active_params_billion=active,
@@ -90,6 +115,10 @@ def shape_of(brief: Brief, a: Assumptions) -> Shape | None:
         input_tokens=inp,
         output_tokens=out,
         defaults_used=tuple(defaults),
+        experts=experts,
+        experts_per_token=k,
+        shared_params_billion=shared,
+        shared_estimated=estimated,
     )
 
 
