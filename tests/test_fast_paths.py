@@ -283,7 +283,7 @@ def reference_speed(s: common.Sizing, brief: Brief, shape: Shape, a: Assumptions
         s.effective_tflops = s.tflops * mfu * busy
         seq = shape.input_tokens if brief.workload == "EMBEDDING" else shape.tokens_per_sequence
         per_token = 2 * shape.active_params_billion * 1e9 + compute.attention_flops(
-            arch.layers, seq, arch.hidden_size, arch.window
+            arch.layers, seq, arch.hidden_size, arch.window, arch.window_layers
         ) / max(1, seq)
         s.tokens_per_second = s.tflops * n * 1e12 * mfu * busy * common.parallel_efficiency(gpu, n, a) / per_token
         s.step_ms = s.itl_ms = 0.0
@@ -308,7 +308,8 @@ def reference_speed(s: common.Sizing, brief: Brief, shape: Shape, a: Assumptions
     step = compute.step_seconds(
         weights * stages, kv_read, gpu.bandwidth_tbs * n, common.decode_mbu(gpu, a),
         linear_flops=2 * active * (c + prefill_per_step), tflops_total=s.tflops * n, mfu=mfu,
-        attn_flops=prefill_per_step * compute.attention_flops(arch.layers, s_in, arch.hidden_size, arch.window)
+        attn_flops=prefill_per_step * compute.attention_flops(arch.layers, s_in, arch.hidden_size, arch.window,
+                                                              arch.window_layers)
         / max(1, s_in),
         attention_tflops_total=attn_tflops, overhead_s=overhead,
     )
@@ -316,7 +317,8 @@ def reference_speed(s: common.Sizing, brief: Brief, shape: Shape, a: Assumptions
     def prefill(tokens: int) -> float:
         return compute.prefill_seconds(
             shape.active_params_billion, tokens, s.tflops * n, mfu,
-            compute.attention_flops(arch.layers, tokens, arch.hidden_size, arch.window), attn_tflops,
+            compute.attention_flops(arch.layers, tokens, arch.hidden_size, arch.window, arch.window_layers),
+            attn_tflops,
         )
 
     avg_prefill = prefill(s_in)

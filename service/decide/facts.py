@@ -53,6 +53,8 @@ BRIEF_FIELDS: dict[str, FieldSpec] = {
     "active_params_billion": FieldSpec("number", "parameters used per token (MoE), billions"),
     "context_tokens": FieldSpec("int", "context window used (0 = not given)"),
     "architecture_given": FieldSpec("bool", "layers and KV heads were given: the KV cache is exact"),
+    "sliding_window_tokens": FieldSpec("int", "tokens a windowed layer attends to (0 = full attention)"),
+    "sliding_window_layers": FieldSpec("int", "layers that use the window (0 = not given)"),
     "moe_routed": FieldSpec("bool", "MoE with its routing given (experts and experts_per_token)"),
     "experts_touched": FieldSpec(
         "number", "share of routed experts one decode step at the brief's sequences reads (1 = dense or unknown)"
@@ -209,6 +211,8 @@ def brief_fact(
         "active_params_billion": float(m.active_params_billion or m.params_billion),
         "context_tokens": int(m.context_tokens),
         "architecture_given": bool(shape and shape.arch.exact),
+        "sliding_window_tokens": int(m.sliding_window_tokens),
+        "sliding_window_layers": int(m.sliding_window_layers),
         "moe_routed": bool(shape and shape.routed),
         "experts_touched": round(_experts_touched(shape), 4),
         "concurrent_sessions": int(t.concurrent_sessions),

@@ -34,4 +34,7 @@ def shape_notes(brief: Brief, shape: Shape) -> list[Note]:
     ):
         out.append(("sizing.moe", "note.moe_routing_unknown",
                     {"params_billion": m.params_billion, "active_params_billion": m.active_params_billion}))
+    if shape.window_layers_unknown:
+        out.append(("sizing.window", "note.window_layers_unknown",
+                    {"window": m.sliding_window_tokens, "layers": shape.arch.layers}))
     return out

@@ -29,12 +29,16 @@ def gpus_for_deadline(flops: float, tflops_per_gpu: float, mfu: float, days: flo
     return max(1, math.ceil(flops / (tflops_per_gpu * 1e12 * mfu * days * 86400)))
 
 
-def attention_flops(layers: int, tokens: int, hidden: int, window: int = 0) -> float:
+def attention_flops(layers: int, tokens: int, hidden: int, window: int = 0, window_layers: int = -1) -> float:
     """Forward attention FLOPs of a causal prefill of S tokens: QK^T and softmax·V are 2·S²·d each per layer,
     halved by the causal mask (FlashAttention skips the masked blocks): 2·L·S²·d (Kaplan et al. count
-    2·n_layer·n_ctx·d_attn per token). A sliding window W caps each token's span: 2·L·S·min(S, W)·d."""
-    span = min(tokens, window) if window > 0 else tokens
-    return 2.0 * layers * max(0, tokens) * max(0, span) * hidden
+    2·n_layer·n_ctx·d_attn per token). A sliding window W caps each windowed layer's span: 2·S·min(S, W)·d;
+    `window_layers` of the layers use it (-1 = all), the others attend fully."""
+    s = max(0, tokens)
+    if window <= 0:
+        return 2.0 * layers * s * s * hidden
+    windowed = layers if window_layers < 0 else min(window_layers, layers)
+    return 2.0 * s * hidden * ((layers - windowed) * s + windowed * min(s, window))
 
 
 def prefill_seconds(

@@ -167,7 +167,7 @@ def inference_speed(s: Sizing, brief: Brief, shape: Shape, a: Assumptions, n: in
         s.effective_tflops = s.tflops * mfu * busy
         seq = shape.input_tokens if brief.workload == "EMBEDDING" else shape.tokens_per_sequence
         per_token = 2 * shape.active_params_billion * 1e9 + compute.attention_flops(
-            arch.layers, seq, arch.hidden_size, arch.window
+            arch.layers, seq, arch.hidden_size, arch.window, arch.window_layers
         ) / max(1, seq)
         s.tokens_per_second = s.tflops * n * 1e12 * mfu * busy * parallel_efficiency(gpu, n, a) / per_token
         s.step_ms = s.itl_ms = 0.0
@@ -192,7 +192,8 @@ def inference_speed(s: Sizing, brief: Brief, shape: Shape, a: Assumptions, n: in
     def attention(tokens: int) -> float:
         key = ("attention", tokens)
         if key not in memo:
-            memo[key] = compute.attention_flops(arch.layers, tokens, arch.hidden_size, arch.window)
+            memo[key] = compute.attention_flops(arch.layers, tokens, arch.hidden_size, arch.window,
+                                                arch.window_layers)
         return memo[key]
 
     active = shape.active_params_billion * 1e9

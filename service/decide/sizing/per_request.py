@@ -76,7 +76,7 @@ class RequestSizer:
         self.read_weights = mem.weights_gb(shape.params_read_billion(seqs + prefill_per_step), shape.bytes_per_param)
         active = shape.active_params_billion * 1e9
         self.linear_flops = 2 * active * (seqs + prefill_per_step)
-        attn_in = compute.attention_flops(arch.layers, s_in, arch.hidden_size, arch.window)
+        attn_in = compute.attention_flops(arch.layers, s_in, arch.hidden_size, arch.window, arch.window_layers)
         self.step_attn_flops = prefill_per_step * attn_in / max(1, s_in)
         self.layer_flops = 24.0 * (seqs * shape.tokens_per_sequence) * arch.hidden_size * arch.hidden_size
         self.floor_s = c.decode_step_floor_ms / 1000
@@ -86,7 +86,7 @@ class RequestSizer:
         p95_in = self.brief.traffic.p95_input_tokens or s_in
         self.prompt_p95 = None if p95_in == s_in else (
             2 * shape.active_params_billion * 1e9 * max(0, p95_in),
-            compute.attention_flops(arch.layers, p95_in, arch.hidden_size, arch.window),
+            compute.attention_flops(arch.layers, p95_in, arch.hidden_size, arch.window, arch.window_layers),
         )
 
     def size(self, gt: tb.GpuTable) -> Sizing:

@@ -33,6 +33,7 @@ class Shape:
     experts_per_token: int = 0
     shared_params_billion: float = 0.0
     shared_estimated: bool = False  # shared_params_billion came from total and active, not from the brief
+    window_layers_unknown: bool = False  # a window was given without sliding_window_layers: sized as all full
 
     @property
     def routed(self) -> bool:
@@ -59,6 +60,9 @@ def shape_of(brief: Brief, a: Assumptions) -> Shape | None:
         m.params_billion, m.layers, m.kv_heads, m.head_dim, m.hidden_size, tb.bands(a), kind=m.attention,
         kv_lora_rank=m.kv_lora_rank, rope_head_dim=m.rope_head_dim, window=m.sliding_window_tokens,
         mla_default=(int(a.num("mla_kv_lora_rank")), int(a.num("mla_rope_head_dim"))),
+        # A window without the layers that use it: hybrid models (Gemma 3, gpt-oss, Llama 4) window only some,
+        # so the worst case for memory is that none does (a note says so and a question asks).
+        window_layers=m.sliding_window_layers if m.sliding_window_layers > 0 else 0,
     )
     context = m.context_tokens
     if context <= 0:
@@ -119,6 +123,7 @@ def shape_of(brief: Brief, a: Assumptions) -> Shape | None:
         experts_per_token=k,
         shared_params_billion=shared,
         shared_estimated=estimated,
+        window_layers_unknown=m.sliding_window_tokens > 0 and m.sliding_window_layers <= 0,
     )
 
 
