@@ -222,7 +222,7 @@ def test_advice_to_proto_carries_every_field():
         {"field": "model.params_billion", "text": "how big?", "rule_id": "ask.params", "type": "number"},
         {"field": "model.precision", "text": "which?", "rule_id": "ask.precision", "type": "enum",
          "allowed_values": ["PRECISION_FP32", "PRECISION_BF16", "PRECISION_FP16", "PRECISION_FP8", "PRECISION_INT8",
-                            "PRECISION_INT4"], "assumed": "PRECISION_BF16", "priority": 80},
+                            "PRECISION_INT4", "PRECISION_FP4"], "assumed": "PRECISION_BF16", "priority": 80},
         {"field": "traffic.avg_output_tokens", "text": "how many?", "rule_id": "ask.output-tokens",
          "type": "integer", "unit": "tokens", "assumed": "512", "priority": 70},
         {"field": "economics.has_platform_team", "text": "a team?", "rule_id": "ask.platform-team",

@@ -546,6 +546,7 @@ def reference_candidate_fact(base: dict[str, Any], s: common.Sizing) -> dict[str
         "bandwidth_tbs": float(g.bandwidth_tbs),
         "tflops_bf16": float(g.tflops_bf16),
         "fp8_native": g.tflops_fp8 > 0,
+        "fp4_native": g.tflops_fp4 > 0,
         "interconnect": g.interconnect_kind,
         "fast_interconnect": g.fast_interconnect,
         "mig": int(g.mig),

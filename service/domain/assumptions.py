@@ -28,6 +28,8 @@ REQUIRED_NUMBERS = (
     "serving_max_batched_tokens",
     "training_safety_headroom",
     "qlora_bytes_per_param",
+    "fp8_training_speedup",
+    "moe_training_efficiency",
     "kv_cache_bytes",
     "adam_state_bytes_per_param",
     "lora_rank",

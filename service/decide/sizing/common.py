@@ -130,9 +130,13 @@ def decode_mbu(gpu: Gpu, a: Assumptions) -> float:
 
 
 def compute_tflops(gpu: Gpu, precision: str) -> float:
-    """Dense TFLOPS used for compute: FP8 where the GPU has it and the model runs in 8 bits, else BF16/FP16."""
+    """Dense TFLOPS used for compute: FP8 where the GPU has it and the model runs in 8 bits, FP4 where it has FP4
+    tensor cores and the weights are FP4, else BF16/FP16 (FP4 weights without FP4 cores are dequantized: the
+    memory win stays, the compute is 16-bit; a caveat says so)."""
     if precision in ("FP8", "INT8") and gpu.tflops_fp8 > 0:
         return gpu.tflops_fp8
+    if precision == "FP4" and gpu.tflops_fp4 > 0:
+        return gpu.tflops_fp4
     return gpu.tflops_bf16
 
 
