@@ -25,6 +25,7 @@ from service.domain.brief import (
     Brief,
     Economics,
     Latency,
+    Media,
     Model,
     Quote,
     Traffic,
@@ -90,6 +91,14 @@ def brief_strategy():
             Training,
             tokens_billion=amount(20000),
             target_days=st.one_of(st.just(0.0), st.floats(0.01, 365)),
+        ),
+        media=st.builds(
+            Media,
+            denoising_steps=st.one_of(st.just(0), st.integers(1, 100)),
+            width_px=st.one_of(st.just(0), st.integers(64, 4096)),
+            height_px=st.one_of(st.just(0), st.integers(64, 4096)),
+            guidance_scale=st.one_of(st.just(0.0), st.floats(1, 15)),
+            frames=st.one_of(st.just(0), st.integers(1, 240)),
         ),
         economics=st.builds(
             Economics,

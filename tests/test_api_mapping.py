@@ -43,6 +43,7 @@ FULL_BRIEF = {
                   "budget_usd_per_hour": 80, "electricity_usd_per_kwh": 0.12, "needs_hardware_control": False,
                   "demand": "DEMAND_STEADY", "has_platform_team": True, "acceptance_rate": 0.93,
                   "price_tier": "PRICE_TIER_MARKETPLACE"},
+    "media": {"denoising_steps": 30, "width_px": 1344, "height_px": 768, "guidance_scale": 5.5, "frames": 121},
 }
 FULL_REQUEST = {
     "brief": FULL_BRIEF,
@@ -73,6 +74,7 @@ def test_full_request_to_domain():
     assert b.traffic == B.Traffic(64, 16, 2000, 9000, 400, 7.5)
     assert b.latency == B.Latency(2000, 3500, 400)
     assert b.training == B.Training(1.5, 3, 4194304)
+    assert b.media == B.Media(30, 1344, 768, 5.5, 121)
     assert b.toolchain == ("vllm", "kubernetes")
     e = b.economics
     assert (e.hours_per_month, e.horizon_months, e.utilization, e.budget_usd_per_hour) == (730, 24, 0.65, 80)

@@ -18,7 +18,7 @@ from service.bench.loadgen import distinct_briefs
 from service.decide import answer, tables
 from service.decide import facts as F
 from service.decide import run as run_state
-from service.decide.sizing import common, inference, per_request, training
+from service.decide.sizing import common, inference, media, per_request, training
 from service.decide.sizing.per_gpu import size, size_all
 from service.decide.sizing.shape import Shape, shape_of
 from service.decide.tables import MAX_TENSOR_PARALLEL, scale_up
@@ -273,15 +273,22 @@ def reference_speed(s: common.Sizing, brief: Brief, shape: Shape, a: Assumptions
     arch = shape.arch
     mfu = a.num("mfu_prefill")
     attn_tflops = (gpu.tflops_bf16 or s.tflops) * n  # 16-bit KV: attention runs on BF16 tensor cores
-    if brief.workload in ("EMBEDDING", "MEDIA_GENERATION"):
+    if brief.workload == "MEDIA_GENERATION":
+        # Denoising: outputs/s = TFLOPS x MFU / FLOPs per output (steps x passes x 2·N per latent token).
+        s.effective_tflops = s.tflops * mfu
+        flops = media.media_shape(brief, shape, a).flops_per_output
+        per_gpu = s.tflops * 1e12 * mfu / flops if flops > 0 else 0.0
+        s.tokens_per_second = per_gpu * n * common.parallel_efficiency(gpu, n, a)
+        s.step_ms = s.itl_ms = 0.0
+        s.est_ttft_ms = s.est_latency_ms = 0.0
+        return
+    if brief.workload == "EMBEDDING":
         # Prefill-only work is throughput-bound by its input tokens: every token costs 2·N FLOPs plus its
         # attention over the sequence, at the utilization a batch of this size reaches.
-        tokens = inference.prefill_only_tokens(brief, shape, a) if brief.workload == "EMBEDDING" else (
-            shape.sequences * shape.tokens_per_sequence
-        )
+        tokens = inference.prefill_only_tokens(brief, shape, a)
         busy = common.saturation(s.tflops, tokens, arch.hidden_size, a.num("kernel_saturation_ms"))
         s.effective_tflops = s.tflops * mfu * busy
-        seq = shape.input_tokens if brief.workload == "EMBEDDING" else shape.tokens_per_sequence
+        seq = shape.input_tokens
         per_token = 2 * shape.active_params_billion * 1e9 + compute.attention_flops(
             arch.layers, seq, arch.hidden_size, arch.window, arch.window_layers
         ) / max(1, seq)

@@ -171,7 +171,7 @@ def _brief_rules(run: Run, base: dict[str, Any], shape: Shape | None) -> _Asks:
             if f in stated:
                 key, params = "note.assumed_value", {"field": f, "value": stated[f]}
             run.notes.append(Reason("sizing.defaults", run.text(key, params)))
-        if not shape.arch.exact:
+        if not shape.arch.exact and brief.workload != "MEDIA_GENERATION":  # a denoiser keeps no KV cache
             run.notes.append(
                 Reason(
                     "sizing.architecture",
@@ -187,7 +187,7 @@ def _brief_rules(run: Run, base: dict[str, Any], shape: Shape | None) -> _Asks:
                     ),
                 )
             )
-        for rule_id, key, params in shape_notes(brief, shape):
+        for rule_id, key, params in shape_notes(brief, shape, a):
             run.notes.append(Reason(rule_id, run.text(key, params)))
     return _Asks(questions, metric, assumed)
 

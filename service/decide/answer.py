@@ -50,7 +50,8 @@ def candidate_of(c: Scored, run: Run) -> Candidate:
     if s.train_hours > 0:
         throughput = run.text("throughput.training", params)
     elif s.tokens_per_second > 0:
-        key = "throughput.embedding" if c.fact["workload"] == "EMBEDDING" else "throughput.inference"
+        key = {"EMBEDDING": "throughput.embedding", "MEDIA_GENERATION": "throughput.media"}.get(
+            c.fact["workload"], "throughput.inference")
         throughput = run.text(key, params)
     formula = run.text("score.formula", {"score": c.score, "points": c.points, "basis": c.basis})
     return build(

@@ -55,6 +55,8 @@ BRIEF_FIELDS: dict[str, FieldSpec] = {
     "architecture_given": FieldSpec("bool", "layers and KV heads were given: the KV cache is exact"),
     "sliding_window_tokens": FieldSpec("int", "tokens a windowed layer attends to (0 = full attention)"),
     "sliding_window_layers": FieldSpec("int", "layers that use the window (0 = not given)"),
+    "media_denoising_steps": FieldSpec("int", "denoising steps per image or video (0 = not given)"),
+    "media_width_px": FieldSpec("int", "output width in pixels (0 = not given)"),
     "moe_routed": FieldSpec("bool", "MoE with its routing given (experts and experts_per_token)"),
     "experts_touched": FieldSpec(
         "number", "share of routed experts one decode step at the brief's sequences reads (1 = dense or unknown)"
@@ -214,6 +216,8 @@ def brief_fact(
         "architecture_given": bool(shape and shape.arch.exact),
         "sliding_window_tokens": int(m.sliding_window_tokens),
         "sliding_window_layers": int(m.sliding_window_layers),
+        "media_denoising_steps": int(brief.media.denoising_steps),
+        "media_width_px": int(brief.media.width_px),
         "moe_routed": bool(shape and shape.routed),
         "experts_touched": round(_experts_touched(shape), 4),
         "concurrent_sessions": int(t.concurrent_sessions),
@@ -351,7 +355,9 @@ def plan_fact(
     """`tokens_per_output_token`: (input + output) / output, since API prices are per token in and out."""
     horizon = base["horizon_months"]
     be = _finite(top.break_even_months) if top and top.break_even_months else -1.0
-    gpu_per_m = gpu_usd_per_million_output_tokens(top, base["utilization"])
+    # Images are not priced per token: no token comparison with a model API for media generation.
+    media = base["workload"] == "MEDIA_GENERATION"
+    gpu_per_m = -1.0 if media else gpu_usd_per_million_output_tokens(top, base["utilization"])
     api_per_m = api_usd_per_million_tokens * tokens_per_output_token
     return {
         **base,

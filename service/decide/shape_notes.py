@@ -5,13 +5,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..domain.assumptions import Assumptions
 from ..domain.brief import Brief
+from .sizing.media import media_shape
 from .sizing.shape import Shape
 
 Note = tuple[str, str, dict[str, Any]]
 
 
-def shape_notes(brief: Brief, shape: Shape) -> list[Note]:
+def shape_notes(brief: Brief, shape: Shape, a: Assumptions) -> list[Note]:
     m = brief.model
     out: list[Note] = []
     if shape.routed:
@@ -34,6 +36,14 @@ def shape_notes(brief: Brief, shape: Shape) -> list[Note]:
     ):
         out.append(("sizing.moe", "note.moe_routing_unknown",
                     {"params_billion": m.params_billion, "active_params_billion": m.active_params_billion}))
+    if brief.workload == "MEDIA_GENERATION":
+        ms = media_shape(brief, shape, a)
+        out.append(("sizing.media", "note.media_sized", {
+            "steps": ms.steps, "passes": ms.passes, "width": ms.width, "height": ms.height,
+            "frames": max(1, ms.frames), "tokens": round(ms.pixels / ms.pixels_per_token),
+            "tflops_per_output": ms.flops_per_output / 1e12,
+            "assumed": ", ".join(ms.defaults_used) or "-",
+        }))
     if shape.window_layers_unknown:
         out.append(("sizing.window", "note.window_layers_unknown",
                     {"window": m.sliding_window_tokens, "layers": shape.arch.layers}))

@@ -29,6 +29,10 @@ REQUIRED_NUMBERS = (
     "training_safety_headroom",
     "qlora_bytes_per_param",
     "fp8_training_speedup",
+    "media_default_steps",
+    "media_default_width_px",
+    "media_default_height_px",
+    "media_default_guidance_scale",
     "moe_training_efficiency",
     "kv_cache_bytes",
     "adam_state_bytes_per_param",
@@ -92,6 +96,7 @@ def missing_keys(values: dict[str, Any]) -> list[str]:
         *REQUIRED_NUMBERS,
         "bytes_per_param",
         "architecture_bands",
+        "media_denoiser_bands",
         "recompute_full_finetune",
         "recompute_adapter",
     ]

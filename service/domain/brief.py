@@ -130,6 +130,15 @@ class Economics:
 
 
 @dataclass(frozen=True)
+class Media:
+    denoising_steps: int = 0  # 0 = the rules' default
+    width_px: int = 0
+    height_px: int = 0
+    guidance_scale: float = 0.0  # 0 = default, 1 = none, > 1 = classifier-free guidance (two passes per step)
+    frames: int = 0  # video; 0 = an image
+
+
+@dataclass(frozen=True)
 class Brief:
     workload: str = UNSPECIFIED
     model: Model = field(default_factory=Model)
@@ -141,6 +150,7 @@ class Brief:
     toolchain: tuple[str, ...] = ()
     training: Training = field(default_factory=Training)
     economics: Economics = field(default_factory=Economics)
+    media: Media = field(default_factory=Media)
 
 
 # Brief fields that take an enum, by path (values without their proto prefix, as rules write them).

@@ -96,6 +96,18 @@ def time_to_first_token(prefill_s: float, step_s: float, others: int, others_pre
     return ttft
 
 
+def denoising_flops(params_billion: float, pixels: float, pixels_per_token: float, steps: int, passes: int,
+                    frames: int = 0) -> float:
+    """FLOPs of one generated image (or video): every denoiser pass runs 2·N FLOPs per latent token, tokens =
+    pixels / pixels_per_token (a DiT: 2x2 patches of the 8x-downsampled latent, 256 pixels a token; a UNet's
+    parameters mostly sit at a further 4x downsampling, 1,024), for steps x passes passes (classifier-free
+    guidance runs the conditional and unconditional pass: 2), for every frame of a video."""
+    if params_billion < 0 or pixels < 0 or pixels_per_token <= 0 or steps < 0 or passes < 0:
+        raise ValueError("denoising figures must be non-negative (pixels_per_token positive)")
+    tokens = pixels / pixels_per_token
+    return 2.0 * params_billion * 1e9 * tokens * steps * passes * max(1, frames)
+
+
 def experts_touched_fraction(experts: int, experts_per_token: int, tokens: float) -> float:
     """Share of a layer's routed experts that `tokens` tokens routed top-k touch: each expert is missed by one
     token with probability 1 - k/E, so by all of them with (1 - k/E)^tokens (uniform routing). One token reads

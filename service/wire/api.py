@@ -32,6 +32,7 @@ from ..domain.brief import (  # noqa: E402
     Brief,
     Economics,
     Latency,
+    Media,
     Model,
     Quote,
     Traffic,
@@ -137,6 +138,8 @@ def request_from_proto(r: pb.RecommendRequest) -> AdviceRequest:
             acceptance_rate=e.acceptance_rate,
             price_tier=enum_name("PriceTier", e.price_tier),
         ),
+        media=Media(denoising_steps=b.media.denoising_steps, width_px=b.media.width_px, height_px=b.media.height_px,
+                    guidance_scale=b.media.guidance_scale, frames=b.media.frames),
     )
     return AdviceRequest(
         brief=brief,
@@ -189,6 +192,11 @@ def request_to_proto(r: AdviceRequest) -> pb.RecommendRequest:
                              global_batch_tokens=tr.global_batch_tokens),
         economics=econ,
     )
+    if b.media != Media():  # an unset message stays unset
+        brief.media.CopyFrom(pb.Media(
+            denoising_steps=b.media.denoising_steps, width_px=b.media.width_px, height_px=b.media.height_px,
+            guidance_scale=b.media.guidance_scale, frames=b.media.frames,
+        ))
     return pb.RecommendRequest(
         brief=brief,
         quotes=[pb.PriceQuote(gpu=q.gpu, usd_per_hour=q.usd_per_hour, provider=q.provider, as_of=q.as_of,

@@ -87,6 +87,11 @@ LIMITS: dict[str, float] = {
     "brief.economics.budget_usd_per_hour": 100_000_000,
     "brief.economics.electricity_usd_per_kwh": 100,
     "brief.economics.acceptance_rate": 1,
+    "brief.media.denoising_steps": 10_000,
+    "brief.media.width_px": 100_000,
+    "brief.media.height_px": 100_000,
+    "brief.media.guidance_scale": 1_000,
+    "brief.media.frames": 1_000_000,
 }
 
 

@@ -168,7 +168,12 @@ def size_unit_cost(s: Sizing, brief: Brief, shape: Shape, a: Assumptions) -> Non
         if s.train_hours > 0 and unit_kind in ("TRAINING_RUN", "CHECKPOINT"):
             s.units_per_hour = 1.0 / s.train_hours
     elif brief.workload == "MEDIA_GENERATION":
-        pass  # images and video seconds per hour depend on the pipeline (steps, resolution): benchmark stage 2
+        # Outputs per second from the denoising FLOPs; priced per image (a video's seconds need its frame rate).
+        if unit_kind == "IMAGE" and s.tokens_per_second > 0 and brief.media.frames <= 0:
+            util = brief.economics.utilization or a.num("default_utilization")
+            offered = brief.traffic.requests_per_second
+            capacity = s.tokens_per_second * s.replicas
+            s.units_per_hour = (min(offered, capacity) if offered > 0 else capacity * util) * 3600
     elif s.tokens_per_second > 0:
         # An embedding record is its input; a generated output is its output tokens.
         out = shape.input_tokens if brief.workload == "EMBEDDING" else shape.output_tokens

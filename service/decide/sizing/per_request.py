@@ -15,7 +15,7 @@ from ...physics import compute
 from ...physics import memory as mem
 from .. import tables as tb
 from .common import Memo, Sizing, compared_tier, compute_tflops, meets_latency, size_ownership
-from .inference import inference_need, inference_speed, replicate_for_load
+from .inference import inference_need, inference_speed, pipeline_sizes, replicate_for_load
 from .shape import Shape
 from .training import full_training_need, size_adapter, size_full_training
 
@@ -57,7 +57,10 @@ class RequestSizer:
         self.util = e.utilization or c.default_utilization
         unit = brief.success_unit
         self.unit = unit if unit != "UNSPECIFIED" else ("TRAINING_RUN" if w in TRAINING_WORKLOADS else "TOKEN")
-        self.unit_tokens = shape.input_tokens if w == "EMBEDDING" else shape.output_tokens  # one unit's tokens
+        # one unit's tokens (media: one output)
+        self.unit_tokens = shape.input_tokens if w == "EMBEDDING" else (
+            1 if w == "MEDIA_GENERATION" else shape.output_tokens
+        )
         self.kwh = e.electricity_usd_per_kwh or c.electricity_usd_per_kwh
         # The ownership functions' own checks, of the inputs every GPU shares.
         self.own_ok = (
@@ -147,7 +150,7 @@ class RequestSizer:
 
     def size_inference(self, s: Sizing, gt: tb.GpuTable) -> None:
         usable = gt.usable_gb
-        sizes = gt.sizes
+        sizes = pipeline_sizes(self.brief, gt.sizes)
         n = 0
         for k in sizes:
             if self.weights_bound and self.weights > k * usable:
@@ -259,7 +262,10 @@ class RequestSizer:
             if s.train_hours > 0 and self.unit in ("TRAINING_RUN", "CHECKPOINT"):
                 s.units_per_hour = 1.0 / s.train_hours
         elif w == "MEDIA_GENERATION":
-            pass
+            if self.unit == "IMAGE" and s.tokens_per_second > 0 and self.brief.media.frames <= 0:
+                offered = self.brief.traffic.requests_per_second
+                capacity = s.tokens_per_second * s.replicas
+                s.units_per_hour = (min(offered, capacity) if offered > 0 else capacity * self.util) * 3600
         elif s.tokens_per_second > 0:
             out = self.unit_tokens
             offered = self.brief.traffic.requests_per_second

@@ -144,4 +144,6 @@ _UNUSED_DEFAULTS: dict[str, tuple[str, ...]] = {
     "FULL_FINETUNE": _TRAFFIC_SHAPE,
     "ADAPTER_FINETUNE": _TRAFFIC_SHAPE,
     "EMBEDDING": ("traffic.avg_output_tokens",),  # an embedding is its input
+    # A diffusion pipeline is sized from media.* (steps, resolution, guidance), not from tokens.
+    "MEDIA_GENERATION": ("model.context_tokens", *_TRAFFIC_SHAPE, "traffic.batch_size"),
 }
