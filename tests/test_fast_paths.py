@@ -188,7 +188,10 @@ def _ref_performance(p: advice_types.Performance | None) -> pb.Performance | Non
         ttft_ms=p.ttft_ms, itl_ms=p.itl_ms, e2e_p95_ms=p.e2e_p95_ms,
         tokens_per_second_per_replica=p.tokens_per_second_per_replica, tensor_parallel=p.tensor_parallel,
         replicas=p.replicas, nodes=p.nodes, training_days=p.training_days, gpu_hours=p.gpu_hours,
-        cost_per_run_usd=p.cost_per_run_usd,
+        cost_per_run_usd=p.cost_per_run_usd, power_kw_per_node=p.power_kw_per_node,
+        power_kw_per_rack=p.power_kw_per_rack, racks=p.racks, spare_nodes=p.spare_nodes,
+        restart_overhead_days=p.restart_overhead_days, scale_out_gbs_per_gpu=p.scale_out_gbs_per_gpu,
+        images_per_second_per_replica=p.images_per_second_per_replica,
     )
 
 

@@ -67,6 +67,8 @@ def _params(s: Sizing, fact: dict[str, Any], unit_text: str) -> dict[str, Any]:
         break_even_hours=s.break_even_hours,
         owned_usd_per_hour=s.owned_usd_per_hour,
         interconnect_gbs=s.gpu.interconnect_gbs,
+        scale_out_gbs=s.gpu.scale_out_gbs,
+        domain_gpus=max(1, s.gpu.nvlink_domain if s.gpu.fast_interconnect else 1, s.gpu.gpus_per_node),
         tflops=s.tflops,
     )
     return p

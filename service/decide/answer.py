@@ -45,6 +45,11 @@ def candidate_of(c: Scored, run: Run) -> Candidate:
     interconnect = ""
     if s.count > 1:
         key = "interconnect.training" if c.fact["is_training"] else "interconnect.inference"
+        if c.fact["is_training"] and s.count > params["domain_gpus"]:
+            # Beyond the NVLink domain the GPUs talk over the cluster network, not NVLink; an MoE run's experts
+            # exchange every token there (all-to-all), a dense run's gradients (all-reduce).
+            moe = c.fact["active_params_billion"] < c.fact["params_billion"]
+            key = "interconnect.training_cluster_moe" if moe else "interconnect.training_cluster"
         interconnect = run.text(key, params)
     throughput = ""
     if s.train_hours > 0:
@@ -96,7 +101,7 @@ def candidate_of(c: Scored, run: Run) -> Candidate:
             ScoreBreakdown, basis=c.basis_kind, cost=sig(c.basis), best_cost=sig(c.best),
             cost_points=c.cost_points, rules=tuple(c.parts),
         ),
-        performance=performance(s),
+        performance=performance(s, c.fact["workload"] == "MEDIA_GENERATION"),
     )
 
 
@@ -118,7 +123,7 @@ def said_texts(items: list[Said], c: Scored, run: Run) -> tuple[Reason, ...]:
                   for item in items])
 
 
-def performance(s: Sizing) -> Performance:
+def performance(s: Sizing, media: bool = False) -> Performance:
     """The estimates a program needs, as numbers (their units are in the proto's Performance comments)."""
     training = s.train_hours > 0
     return build(
@@ -134,6 +139,13 @@ def performance(s: Sizing) -> Performance:
         training_days=round(s.train_hours / 24, 2) if training else 0.0,
         gpu_hours=round(s.gpu_hours, 1) if training else 0.0,
         cost_per_run_usd=round(s.usd_per_run, 2) if training else 0.0,
+        power_kw_per_node=round(s.power_kw_per_node, 2),
+        power_kw_per_rack=round(s.power_kw_per_rack, 1),
+        racks=s.racks,
+        spare_nodes=s.spare_nodes,
+        restart_overhead_days=round(s.restart_overhead_days, 2),
+        scale_out_gbs_per_gpu=s.gpu.scale_out_gbs if s.nodes > 1 or s.gpu.rack_gpus else 0.0,
+        images_per_second_per_replica=round(s.tokens_per_second, 3) if media else 0.0,
     )
 
 

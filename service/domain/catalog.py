@@ -57,6 +57,9 @@ class Gpu:
     prices: tuple[Price, ...] = ()
     location: str = ""
     memory_reported_gb: float = 0.0  # total as the driver reports it, 1e9 bytes; 0 = not given (memory_gb)
+    node_power_kw: float = 0.0  # one server at full load; 0 = estimate from TDP
+    scale_out_gbs: float = 0.0  # per-GPU network beyond the NVLink domain, GB/s each way; 0 = none
+    rack_gpus: int = 0  # > 0: sold and rented only by the rack of this many GPUs (GB200 NVL72: 72)
 
     @property
     def capacity_gb(self) -> float:

@@ -62,6 +62,11 @@ class Sizing:
     break_even_months: float = 0.0
     running_usd_per_busy_hour: float = 0.0  # power x PUE + maintenance, per busy hour, whole configuration
     ownership_utilization: float = 0.0
+    racks: int = 0
+    power_kw_per_node: float = 0.0
+    power_kw_per_rack: float = 0.0
+    spare_nodes: int = 0  # training: nodes to keep for the ones under repair
+    restart_overhead_days: float = 0.0  # training: wall-clock days its interruptions cost, beyond train_hours
     formulas: list[str] = field(default_factory=list)
 
     @classmethod

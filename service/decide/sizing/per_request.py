@@ -14,6 +14,7 @@ from ...money import ownership as own
 from ...physics import compute
 from ...physics import memory as mem
 from .. import tables as tb
+from .cluster import size_cluster, whole_racks
 from .common import Memo, Sizing, compared_tier, compute_tflops, meets_latency, size_ownership
 from .inference import inference_need, inference_speed, pipeline_sizes, replicate_for_load
 from .shape import Shape
@@ -111,10 +112,12 @@ class RequestSizer:
             size_adapter(s, self.brief, self.shape, self.a)
         else:
             self.size_inference(s, gt)
+        whole_racks(s)
         s.capacity_gb = s.count * gpu.capacity_gb
         need = s.memory.total_gb if s.memory else 0.0
         s.headroom = 1.0 - need / s.capacity_gb if s.capacity_gb > 0 else 0.0
         s.nodes = max(1, math.ceil(s.count / gt.per_node))
+        size_cluster(s, self.a, w in TRAINING_WORKLOADS)
         s.usd_per_hour = s.usd_per_gpu_hour * s.count
         if not gpu.tflops_bf16:
             s.usd_per_tflop_hour = 0.0
