@@ -144,6 +144,24 @@ def bundle() -> Iterator[Bundle]:
 
 
 @pytest.fixture(scope="session")
+def catalog_rules(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """rules/ without its offer tables: every GPU priced from the catalog and counted as sized."""
+    rules = tmp_path_factory.mktemp("catalog-rules") / "rules"
+    shutil.copytree(RULES, rules, ignore=shutil.ignore_patterns("offers"))
+    (rules / "tests" / "placement.yaml").unlink()  # its cases are about placement on offers
+    return rules
+
+
+@pytest.fixture(scope="session")
+def catalog_stub(catalog_rules: Path) -> Iterator[pb_grpc.GpuAdvisorStub]:
+    """A server on the catalog-only rules, for tests of sizing figures (counts before placement on instances)."""
+    running = Running(catalog_rules, watch=False)
+    assert running.store.active() is not None, running.store.status().last_error
+    yield running.stub
+    running.stop()
+
+
+@pytest.fixture(scope="session")
 def catalog_bundle(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Bundle]:
     """The repo's rules without their offer tables: every GPU priced from the catalog, for tests of the catalog's
     own price rows (tiers, fallbacks, replayed dates) apart from the offers that price candidates today."""

@@ -45,6 +45,7 @@ FULL_BRIEF = {
                   "price_tier": "PRICE_TIER_MARKETPLACE"},
     "placement": {"providers": ["aws", "Lambda"], "regions": ["eu-central-1"], "countries": ["EU", "ch"],
                   "interruptible_ok": True},
+    "media": {"denoising_steps": 30, "width_px": 1344, "height_px": 768, "guidance_scale": 5.5, "frames": 121},
 }
 FULL_REQUEST = {
     "brief": FULL_BRIEF,
@@ -75,6 +76,7 @@ def test_full_request_to_domain():
     assert b.traffic == B.Traffic(64, 16, 2000, 9000, 400, 7.5)
     assert b.latency == B.Latency(2000, 3500, 400)
     assert b.training == B.Training(1.5, 3, 4194304)
+    assert b.media == B.Media(30, 1344, 768, 5.5, 121)
     assert b.toolchain == ("vllm", "kubernetes")
     e = b.economics
     assert (e.hours_per_month, e.horizon_months, e.utilization, e.budget_usd_per_hour) == (730, 24, 0.65, 80)
@@ -225,7 +227,7 @@ def test_advice_to_proto_carries_every_field():
         {"field": "model.params_billion", "text": "how big?", "rule_id": "ask.params", "type": "number"},
         {"field": "model.precision", "text": "which?", "rule_id": "ask.precision", "type": "enum",
          "allowed_values": ["PRECISION_FP32", "PRECISION_BF16", "PRECISION_FP16", "PRECISION_FP8", "PRECISION_INT8",
-                            "PRECISION_INT4"], "assumed": "PRECISION_BF16", "priority": 80},
+                            "PRECISION_INT4", "PRECISION_FP4"], "assumed": "PRECISION_BF16", "priority": 80},
         {"field": "traffic.avg_output_tokens", "text": "how many?", "rule_id": "ask.output-tokens",
          "type": "integer", "unit": "tokens", "assumed": "512", "priority": 70},
         {"field": "economics.has_platform_team", "text": "a team?", "rule_id": "ask.platform-team",

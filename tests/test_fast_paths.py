@@ -18,7 +18,7 @@ from service.bench.loadgen import distinct_briefs
 from service.decide import answer, tables
 from service.decide import facts as F
 from service.decide import run as run_state
-from service.decide.sizing import common, inference, per_request, training
+from service.decide.sizing import common, inference, media, per_request, training
 from service.decide.sizing.per_gpu import size, size_all
 from service.decide.sizing.shape import Shape, shape_of
 from service.decide.tables import MAX_TENSOR_PARALLEL, scale_up
@@ -195,7 +195,10 @@ def _ref_performance(p: advice_types.Performance | None) -> pb.Performance | Non
         ttft_ms=p.ttft_ms, itl_ms=p.itl_ms, e2e_p95_ms=p.e2e_p95_ms,
         tokens_per_second_per_replica=p.tokens_per_second_per_replica, tensor_parallel=p.tensor_parallel,
         replicas=p.replicas, nodes=p.nodes, training_days=p.training_days, gpu_hours=p.gpu_hours,
-        cost_per_run_usd=p.cost_per_run_usd,
+        cost_per_run_usd=p.cost_per_run_usd, power_kw_per_node=p.power_kw_per_node,
+        power_kw_per_rack=p.power_kw_per_rack, racks=p.racks, spare_nodes=p.spare_nodes,
+        restart_overhead_days=p.restart_overhead_days, scale_out_gbs_per_gpu=p.scale_out_gbs_per_gpu,
+        images_per_second_per_replica=p.images_per_second_per_replica,
     )
 
 
@@ -287,17 +290,24 @@ def reference_speed(s: common.Sizing, brief: Brief, shape: Shape, a: Assumptions
     arch = shape.arch
     mfu = a.num("mfu_prefill")
     attn_tflops = (gpu.tflops_bf16 or s.tflops) * n  # 16-bit KV: attention runs on BF16 tensor cores
-    if brief.workload in ("EMBEDDING", "MEDIA_GENERATION"):
+    if brief.workload == "MEDIA_GENERATION":
+        # Denoising: outputs/s = TFLOPS x MFU / FLOPs per output (steps x passes x 2·N per latent token).
+        s.effective_tflops = s.tflops * mfu
+        flops = media.media_shape(brief, shape, a).flops_per_output
+        per_gpu = s.tflops * 1e12 * mfu / flops if flops > 0 else 0.0
+        s.tokens_per_second = per_gpu * n * common.parallel_efficiency(gpu, n, a)
+        s.step_ms = s.itl_ms = 0.0
+        s.est_ttft_ms = s.est_latency_ms = 0.0
+        return
+    if brief.workload == "EMBEDDING":
         # Prefill-only work is throughput-bound by its input tokens: every token costs 2·N FLOPs plus its
         # attention over the sequence, at the utilization a batch of this size reaches.
-        tokens = inference.prefill_only_tokens(brief, shape, a) if brief.workload == "EMBEDDING" else (
-            shape.sequences * shape.tokens_per_sequence
-        )
+        tokens = inference.prefill_only_tokens(brief, shape, a)
         busy = common.saturation(s.tflops, tokens, arch.hidden_size, a.num("kernel_saturation_ms"))
         s.effective_tflops = s.tflops * mfu * busy
-        seq = shape.input_tokens if brief.workload == "EMBEDDING" else shape.tokens_per_sequence
+        seq = shape.input_tokens
         per_token = 2 * shape.active_params_billion * 1e9 + compute.attention_flops(
-            arch.layers, seq, arch.hidden_size, arch.window
+            arch.layers, seq, arch.hidden_size, arch.window, arch.window_layers
         ) / max(1, seq)
         s.tokens_per_second = s.tflops * n * 1e12 * mfu * busy * common.parallel_efficiency(gpu, n, a) / per_token
         s.step_ms = s.itl_ms = 0.0
@@ -307,12 +317,13 @@ def reference_speed(s: common.Sizing, brief: Brief, shape: Shape, a: Assumptions
         s.tflops, shape.sequences * shape.tokens_per_sequence, arch.hidden_size, a.num("kernel_saturation_ms")
     )
     s.effective_tflops = s.tflops * mfu * busy
-    weights = mem.weights_gb(shape.params_billion, shape.bytes_per_param)
     c, s_in, s_out = shape.sequences, shape.input_tokens, shape.output_tokens
     kv_read = mem.kv_cache_gb(arch, shape.avg_tokens_per_sequence, c, a.num("kv_cache_bytes"))
     # While one sequence decodes, the other c - 1 start new requests: their prompts are prefilled in the same
     # steps (chunked prefill), (c - 1) x input / output prompt tokens per step on average.
     prefill_per_step = (c - 1) * s_in / max(1, s_out)
+    # An MoE step reads the shared weights and the experts its c + prefill_per_step tokens touch.
+    weights = mem.weights_gb(shape.params_read_billion(c + prefill_per_step), shape.bytes_per_param)
     active = shape.active_params_billion * 1e9
     overhead = a.num("decode_step_floor_ms") / 1000 + inference.parallel_overhead_s(gpu, n, arch.layers, a)
     # Pipeline stages beyond the scale-up domain each read their weights once per micro-batch, so a token
@@ -321,7 +332,8 @@ def reference_speed(s: common.Sizing, brief: Brief, shape: Shape, a: Assumptions
     step = compute.step_seconds(
         weights * stages, kv_read, gpu.bandwidth_tbs * n, common.decode_mbu(gpu, a),
         linear_flops=2 * active * (c + prefill_per_step), tflops_total=s.tflops * n, mfu=mfu,
-        attn_flops=prefill_per_step * compute.attention_flops(arch.layers, s_in, arch.hidden_size, arch.window)
+        attn_flops=prefill_per_step * compute.attention_flops(arch.layers, s_in, arch.hidden_size, arch.window,
+                                                              arch.window_layers)
         / max(1, s_in),
         attention_tflops_total=attn_tflops, overhead_s=overhead,
     )
@@ -329,7 +341,8 @@ def reference_speed(s: common.Sizing, brief: Brief, shape: Shape, a: Assumptions
     def prefill(tokens: int) -> float:
         return compute.prefill_seconds(
             shape.active_params_billion, tokens, s.tflops * n, mfu,
-            compute.attention_flops(arch.layers, tokens, arch.hidden_size, arch.window), attn_tflops,
+            compute.attention_flops(arch.layers, tokens, arch.hidden_size, arch.window, arch.window_layers),
+            attn_tflops,
         )
 
     avg_prefill = prefill(s_in)
@@ -438,7 +451,7 @@ def _outcome_of(fn) -> str:  # noqa: ANN001
         {"tflops_bf16": math.nan},
         {"tdp_w": -700.0},
         {"tdp_w": math.nan},
-        {"memory_gb": math.nan},
+        {"memory_gb": math.nan, "memory_reported_gb": math.nan},
         {"gpus_per_node": 0, "nvlink_domain": 0},
         {"gpu_class": "consumer", "interconnect_kind": "pcie"},
     ],
@@ -557,6 +570,7 @@ def reference_candidate_fact(base: dict[str, Any], s: common.Sizing) -> dict[str
         "bandwidth_tbs": float(g.bandwidth_tbs),
         "tflops_bf16": float(g.tflops_bf16),
         "fp8_native": g.tflops_fp8 > 0,
+        "fp4_native": g.tflops_fp4 > 0,
         "interconnect": g.interconnect_kind,
         "fast_interconnect": g.fast_interconnect,
         "mig": int(g.mig),

@@ -28,6 +28,13 @@ from google.protobuf.json_format import ParseDict
 from service.wire.api import pb, response_to_dict
 
 
+@pytest.fixture(scope="module")
+def stub(catalog_stub: Any) -> Any:  # noqa: ANN401
+    """Published figures are about the GPUs the work needs: sized counts, before placement rounds them up
+    to whole instances (tests/test_placement.py), on the catalog's prices."""
+    return catalog_stub
+
+
 def _ask(stub: Any, brief: dict[str, Any], **kw: Any) -> dict[str, Any]:
     request = ParseDict({"brief": brief, "max_candidates": 20, **kw}, pb.RecommendRequest())
     return response_to_dict(stub.Recommend(request, timeout=60))
@@ -177,12 +184,21 @@ def test_an_embedding_brief_states_the_batch_it_was_sized_at(stub):
 
 # --- item 5: latency under load (NIM Llama-3.3-70B FP8, 2 x H100 TP2, 5000 in / 500 out) ----------------------
 
-def _nim(concurrency: int, input_tokens: int = 5000, context: int = 5500) -> dict[str, Any]:
-    return {"workload": "WORKLOAD_TYPE_REALTIME_INFERENCE",
-            "model": {"params_billion": 70.6, "precision": "PRECISION_FP8", "context_tokens": context,
-                      "layers": 80, "kv_heads": 8, "head_dim": 128, "hidden_size": 8192},
-            "traffic": {"concurrent_sessions": concurrency, "avg_input_tokens": input_tokens,
-                        "avg_output_tokens": 500}}
+def _nim(concurrency: int, input_tokens: int = 5000, context: int = 5500, p95_ms: float = 0) -> dict[str, Any]:
+    brief = {"workload": "WORKLOAD_TYPE_REALTIME_INFERENCE",
+             "model": {"params_billion": 70.6, "precision": "PRECISION_FP8", "context_tokens": context,
+                       "layers": 80, "kv_heads": 8, "head_dim": 128, "hidden_size": 8192},
+             "traffic": {"concurrent_sessions": concurrency, "avg_input_tokens": input_tokens,
+                         "avg_output_tokens": 500}}
+    if p95_ms:
+        brief["latency"] = {"p95_ms": p95_ms}
+    return brief
+
+
+# With memory counted as nvidia-smi reports it (85.52e9 bytes per H100), 70.6 GB of FP8 weights and one 5.5k
+# session fit ONE H100; NIM's concurrency-1 figure is its latency profile on TP2. A brief that asks for that
+# latency (end to end 10.5 s, 8% above the measured 406.77 + 500 x 18.58 = 9,697 ms) gets TP2 and the figure.
+NIM_LATENCY_P95_MS = 10_500
 
 
 @pytest.mark.parametrize(
@@ -190,21 +206,24 @@ def _nim(concurrency: int, input_tokens: int = 5000, context: int = 5500) -> dic
     [(1, 18.58, 0.05, 406.77, 0.10), (5, 21.83, 0.15, 546.7, 0.20), (25, 38.75, 0.20, 688.69, 0.30)],
 )
 def test_nim_llama33_70b_on_2xh100(stub, concurrency, itl_ms, itl_rel, ttft_ms, ttft_rel):
-    perf = _candidate(_ask(stub, _nim(concurrency)), "h100-sxm")["performance"]
+    brief = _nim(concurrency, p95_ms=NIM_LATENCY_P95_MS if concurrency == 1 else 0)
+    perf = _candidate(_ask(stub, brief), "h100-sxm")["performance"]
     assert perf["tensor_parallel"] == 2
     assert _within(perf["itl_ms"], itl_ms, itl_rel), perf
     assert _within(perf["ttft_ms"], ttft_ms, ttft_rel), perf
 
 
 def test_itl_grows_with_load_and_throughput_follows_the_measurement(stub):
-    one, many = (_candidate(_ask(stub, _nim(c)), "h100-sxm")["performance"] for c in (1, 25))
+    one, many = (_candidate(_ask(stub, b), "h100-sxm")["performance"]
+                 for b in (_nim(1, p95_ms=NIM_LATENCY_P95_MS), _nim(25)))
     assert many["itl_ms"] > 1.5 * one["itl_ms"]  # measured 38.75 / 18.58 = 2.1x
     assert _within(one["tokens_per_second_per_replica"], 51.67, 0.10)
     assert _within(many["tokens_per_second_per_replica"], 623.4, 0.25)
 
 
 def test_a_126k_prompt_costs_attention_time_beyond_its_linear_share(stub):
-    short = _candidate(_ask(stub, _nim(1)), "h100-sxm")["performance"]["ttft_ms"]
+    # Both sized at the same 128k context, so on the same GPUs: only the prompt differs.
+    short = _candidate(_ask(stub, _nim(1, 5000, 131_072)), "h100-sxm")["performance"]["ttft_ms"]
     long = _candidate(_ask(stub, _nim(1, 126_000, 131_072)), "h100-sxm")["performance"]["ttft_ms"]
     # Linear work alone would be 126k / 5k = 25x; attention (2·L·S²·d at the BF16 rate) makes it ~3x that.
     assert long / short > 2.5 * 126_000 / 5000

@@ -142,6 +142,7 @@ BAD = {
     "utilization-1.5": (_set("brief.economics.utilization", 1.5), "brief.economics.utilization"),
     "acceptance-1.2": (_set("brief.economics.acceptance_rate", 1.2), "brief.economics.acceptance_rate"),
     "p99-below-p95": (_set("brief.latency.p99_ms", 1000.0), "brief.latency.p99_ms"),
+    "ttft-above-p95": (_set("brief.latency.ttft_ms", 2500.0), "brief.latency.ttft_ms"),  # contract, third round
     "unknown-workload": (_set("brief.workload", 99), "brief.workload"),
     "unknown-precision": (_set("brief.model.precision", 42), "brief.model.precision"),
     "unknown-demand": (_set("brief.economics.demand", -3), "brief.economics.demand"),

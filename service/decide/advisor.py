@@ -37,6 +37,7 @@ from .models import filled_fields, resolve
 from .placement import Scope, allow_list, brief_key, leaders_of, offer_fact, place, scopes_of
 from .provisional import route_depends_on
 from .run import Evaluator, Run, Scored, effects_of
+from .shape_notes import shape_notes
 from .sizing.common import Sizing, compared_tier
 from .sizing.inference import prefill_batch_sequences
 from .sizing.per_gpu import size_all
@@ -71,6 +72,8 @@ def _params(s: Sizing, fact: dict[str, Any], unit_text: str) -> dict[str, Any]:
         break_even_hours=s.break_even_hours,
         owned_usd_per_hour=s.owned_usd_per_hour,
         interconnect_gbs=s.gpu.interconnect_gbs,
+        scale_out_gbs=s.gpu.scale_out_gbs,
+        domain_gpus=max(1, s.gpu.nvlink_domain if s.gpu.fast_interconnect else 1, s.gpu.gpus_per_node),
         tflops=s.tflops,
     )
     return p
@@ -173,9 +176,13 @@ def _place_every_gpu(run: Run, shape: Shape | None, sizings: list[Sizing], day: 
     key = (scopes, day, p.providers, p.regions, p.countries)
     leaders = run.shared.leaders.get(key)
     if leaders is None:
+        # Host RAM below the GPUs' memory cannot hold what they load and save (a 48 GB card on a 4 GB host).
+        ratio = float(a.values.get("min_host_ram_per_gpu_memory", 0.0))
+        gib = {g.id: g.capacity_gb * 1e9 / 2**30 for g in run.book.catalog}
 
         def allowed(o: Offer) -> bool:
-            return (o.provider, o.country, o.tier) in scopes and by_brief(o)
+            host_ok = o.memory_gib is None or o.memory_gib >= ratio * gib.get(o.gpu, 0.0) * o.gpus_per_instance
+            return host_ok and (o.provider, o.country, o.tier) in scopes and by_brief(o)
 
         leaders = leaders_of(table, day, allowed)
         if len(run.shared.leaders) >= 64:
@@ -237,7 +244,7 @@ def _brief_rules(run: Run, base: dict[str, Any], shape: Shape | None) -> _Asks:
             if f in stated:
                 key, params = "note.assumed_value", {"field": f, "value": stated[f]}
             run.notes.append(Reason("sizing.defaults", run.text(key, params)))
-        if not shape.arch.exact:
+        if not shape.arch.exact and brief.workload != "MEDIA_GENERATION":  # a denoiser keeps no KV cache
             run.notes.append(
                 Reason(
                     "sizing.architecture",
@@ -253,6 +260,8 @@ def _brief_rules(run: Run, base: dict[str, Any], shape: Shape | None) -> _Asks:
                     ),
                 )
             )
+        for rule_id, key, params in shape_notes(brief, shape, a):
+            run.notes.append(Reason(rule_id, run.text(key, params)))
     return _Asks(questions, metric, assumed)
 
 

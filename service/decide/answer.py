@@ -60,12 +60,18 @@ def candidate_of(c: Scored, run: Run) -> Candidate:
     interconnect = ""
     if s.count > 1:
         key = "interconnect.training" if c.fact["is_training"] else "interconnect.inference"
+        if c.fact["is_training"] and s.count > params["domain_gpus"]:
+            # Beyond the NVLink domain the GPUs talk over the cluster network, not NVLink; an MoE run's experts
+            # exchange every token there (all-to-all), a dense run's gradients (all-reduce).
+            moe = c.fact["active_params_billion"] < c.fact["params_billion"]
+            key = "interconnect.training_cluster_moe" if moe else "interconnect.training_cluster"
         interconnect = run.text(key, params)
     throughput = ""
     if s.train_hours > 0:
         throughput = run.text("throughput.training", params)
     elif s.tokens_per_second > 0:
-        key = "throughput.embedding" if c.fact["workload"] == "EMBEDDING" else "throughput.inference"
+        key = {"EMBEDDING": "throughput.embedding", "MEDIA_GENERATION": "throughput.media"}.get(
+            c.fact["workload"], "throughput.inference")
         throughput = run.text(key, params)
     formula = run.text("score.formula", {"score": c.score, "points": c.points, "basis": c.basis})
     return build(
@@ -110,7 +116,7 @@ def candidate_of(c: Scored, run: Run) -> Candidate:
             ScoreBreakdown, basis=c.basis_kind, cost=sig(c.basis), best_cost=sig(c.best),
             cost_points=c.cost_points, rules=tuple(c.parts),
         ),
-        performance=performance(s),
+        performance=performance(s, c.fact["workload"] == "MEDIA_GENERATION"),
         placements=placements_of(s),
         market=market_of(s),
     )
@@ -118,7 +124,7 @@ def candidate_of(c: Scored, run: Run) -> Candidate:
 
 def placements_of(s: Sizing) -> tuple[Placement, ...]:
     """Best first: a caller's quote (it prices the candidate) as an offer of its own, then the offers."""
-    out = [build(Placement, offer=p.offer, instances=p.instances, usd_per_hour=round(p.usd_per_hour, 4))
+    out = [build(Placement, offer=p.offer, instances=p.instances, usd_per_hour=p.usd_per_hour)
            for p in s.placements]
     if s.quote is not None:
         q = s.quote
@@ -164,7 +170,7 @@ def said_texts(items: list[Said], c: Scored, run: Run) -> tuple[Reason, ...]:
                   for item in items])
 
 
-def performance(s: Sizing) -> Performance:
+def performance(s: Sizing, media: bool = False) -> Performance:
     """The estimates a program needs, as numbers (their units are in the proto's Performance comments)."""
     training = s.train_hours > 0
     return build(
@@ -180,6 +186,13 @@ def performance(s: Sizing) -> Performance:
         training_days=round(s.train_hours / 24, 2) if training else 0.0,
         gpu_hours=round(s.gpu_hours, 1) if training else 0.0,
         cost_per_run_usd=round(s.usd_per_run, 2) if training else 0.0,
+        power_kw_per_node=round(s.power_kw_per_node, 2),
+        power_kw_per_rack=round(s.power_kw_per_rack, 1),
+        racks=s.racks,
+        spare_nodes=s.spare_nodes,
+        restart_overhead_days=round(s.restart_overhead_days, 2),
+        scale_out_gbs_per_gpu=s.gpu.scale_out_gbs if s.nodes > 1 or s.gpu.rack_gpus else 0.0,
+        images_per_second_per_replica=round(s.tokens_per_second, 3) if media else 0.0,
     )
 
 

@@ -57,6 +57,14 @@ BRIEF_FIELDS: dict[str, FieldSpec] = {
     "active_params_billion": FieldSpec("number", "parameters used per token (MoE), billions"),
     "context_tokens": FieldSpec("int", "context window used (0 = not given)"),
     "architecture_given": FieldSpec("bool", "layers and KV heads were given: the KV cache is exact"),
+    "sliding_window_tokens": FieldSpec("int", "tokens a windowed layer attends to (0 = full attention)"),
+    "sliding_window_layers": FieldSpec("int", "layers that use the window (0 = not given)"),
+    "media_denoising_steps": FieldSpec("int", "denoising steps per image or video (0 = not given)"),
+    "media_width_px": FieldSpec("int", "output width in pixels (0 = not given)"),
+    "moe_routed": FieldSpec("bool", "MoE with its routing given (experts and experts_per_token)"),
+    "experts_touched": FieldSpec(
+        "number", "share of routed experts one decode step at the brief's sequences reads (1 = dense or unknown)"
+    ),
     "concurrent_sessions": FieldSpec("int", "concurrent sessions (0 = not given)"),
     "batch_size": FieldSpec("int", "batch size (0 = not given)"),
     "avg_input_tokens": FieldSpec("int", "average input tokens"),
@@ -81,6 +89,13 @@ BRIEF_FIELDS: dict[str, FieldSpec] = {
     "sized": FieldSpec("bool", "the model size is known, so GPUs could be sized"),
     "fits_any": FieldSpec("bool", "at least one GPU type can hold the work"),
     "min_gpus": FieldSpec("int", "fewest GPUs any candidate needs (0 = not sized)"),
+    "lightest_need_gb": FieldSpec(
+        "number", "memory one model copy needs on the GPU type that needs least, GB (0 = not sized)"
+    ),
+    "lightest_capacity_gb": FieldSpec(
+        "number", "memory of that GPU type's largest configuration tried for one copy, GB (0 = not sized)"
+    ),
+    "lightest_gpus": FieldSpec("int", "GPUs in that configuration (0 = not sized)"),
     "latency_met_any": FieldSpec("bool", "some GPU type that fits meets the latency target"),
     "best_latency_ms": FieldSpec("number", "fastest estimated latency of a GPU type that fits, ms (0 = no target)"),
     "global_batch_tokens": FieldSpec("int", "training tokens per optimizer step over all GPUs (0 = not given)"),
@@ -100,6 +115,7 @@ CANDIDATE_FIELDS: dict[str, FieldSpec] = {
     "bandwidth_tbs": FieldSpec("number", "memory bandwidth per GPU, TB/s"),
     "tflops_bf16": FieldSpec("number", "dense BF16/FP16 TFLOPS per GPU"),
     "fp8_native": FieldSpec("bool", "the GPU has FP8 tensor cores"),
+    "fp4_native": FieldSpec("bool", "the GPU has FP4 tensor cores (NVFP4/MXFP4)"),
     "interconnect": FieldSpec("enum", "scale-up link", ("nvlink", "xgmi", "pcie", "none")),
     "fast_interconnect": FieldSpec("bool", "NVLink or xGMI"),
     "mig": FieldSpec("int", "MIG partitions (0 = none)"),
@@ -228,6 +244,12 @@ def brief_fact(
         "active_params_billion": float(m.active_params_billion or m.params_billion),
         "context_tokens": int(m.context_tokens),
         "architecture_given": bool(shape and shape.arch.exact),
+        "sliding_window_tokens": int(m.sliding_window_tokens),
+        "sliding_window_layers": int(m.sliding_window_layers),
+        "media_denoising_steps": int(brief.media.denoising_steps),
+        "media_width_px": int(brief.media.width_px),
+        "moe_routed": bool(shape and shape.routed),
+        "experts_touched": round(_experts_touched(shape), 4),
         "concurrent_sessions": int(t.concurrent_sessions),
         "batch_size": int(t.batch_size),
         "avg_input_tokens": int(t.avg_input_tokens),
@@ -252,6 +274,7 @@ def brief_fact(
         "sized": shape is not None,
         "fits_any": bool(fitting),
         "min_gpus": min((s.count for s in fitting), default=0),
+        **_lightest(sizings),
         "latency_met_any": any(s.latency_target and s.meets_latency for s in fitting),
         "best_latency_ms": round(
             min((s.est_latency_ms for s in fitting if s.latency_target and s.est_latency_ms > 0), default=0.0), 1
@@ -260,6 +283,32 @@ def brief_fact(
         "countries_given": bool(brief.placement.countries),
         "interruptible_ok": brief.placement.interruptible_ok,
     }
+
+
+def _experts_touched(shape: Shape | None) -> float:
+    if shape is None or not shape.routed:
+        return 1.0
+    routed = shape.params_billion - shape.shared_params_billion
+    if routed <= 0:
+        return 1.0
+    return (shape.params_read_billion(max(1, shape.sequences)) - shape.shared_params_billion) / routed
+
+
+def _lightest(sizings: list[Sizing]) -> dict[str, Any]:
+    """The configuration of one model copy that comes closest to fitting (least need over capacity): what an
+    answer in which nothing fits says it would take."""
+    best: tuple[float, float, int] | None = None
+    for s in sizings:
+        if s.memory is None or s.capacity_gb <= 0:
+            continue
+        copies = max(1, s.replicas)
+        need, capacity = s.memory.total_gb / copies, s.capacity_gb / copies
+        if best is None or need / capacity < best[0] / best[1]:
+            best = (need, capacity, max(1, s.count // copies))
+    if best is None:
+        return {"lightest_need_gb": 0.0, "lightest_capacity_gb": 0.0, "lightest_gpus": 0}
+    return {"lightest_need_gb": round(best[0], 1), "lightest_capacity_gb": round(best[1], 1),
+            "lightest_gpus": best[2]}
 
 
 def _finite(x: float, never: float = -1.0) -> float:
@@ -278,6 +327,7 @@ def _gpu_fields(g: Gpu) -> dict[str, Any]:
         "bandwidth_tbs": float(g.bandwidth_tbs),
         "tflops_bf16": float(g.tflops_bf16),
         "fp8_native": g.tflops_fp8 > 0,
+        "fp4_native": g.tflops_fp4 > 0,
         "interconnect": g.interconnect_kind,
         "fast_interconnect": g.fast_interconnect,
         "mig": int(g.mig),
@@ -344,7 +394,9 @@ def plan_fact(
     """`tokens_per_output_token`: (input + output) / output, since API prices are per token in and out."""
     horizon = base["horizon_months"]
     be = _finite(top.break_even_months) if top and top.break_even_months else -1.0
-    gpu_per_m = gpu_usd_per_million_output_tokens(top, base["utilization"])
+    # Images are not priced per token: no token comparison with a model API for media generation.
+    media = base["workload"] == "MEDIA_GENERATION"
+    gpu_per_m = -1.0 if media else gpu_usd_per_million_output_tokens(top, base["utilization"])
     api_per_m = api_usd_per_million_tokens * tokens_per_output_token
     return {
         **base,

@@ -3,9 +3,9 @@
 A sizing says how many GPUs of a type the work needs and how they group (GPUs per model copy, copies). An offer
 rents them by the instance: 1, 2, 4 or 8 GPUs of one provider, region and tier. A placement is whole instances
 of one offer: a model copy's tensor-parallel group stays inside one instance (a copy wider than an instance takes
-whole nodes, as pipeline stages), copies and data-parallel groups spread over instances. The GPUs an instance
-brings beyond the need are not wasted: they serve more copies (inference) or shorten the run (training), and
-the cost is the instances'.
+whole nodes, as pipeline stages), copies and data-parallel groups spread over instances. The cost is the
+instances'. GPUs an instance brings beyond the need shorten a training run (data parallelism uses them all); for
+serving they stay spare capacity, so the memory need and the copies stay as sized.
 
 Which offers a brief may use is decided twice: by the brief's own allow-lists (placement.providers, regions,
 countries), and by the rules with `fact: offer` (rules/placement.yaml), one fact per scope (provider, country,
@@ -29,7 +29,6 @@ from ..domain.catalog import tier_preference
 from ..domain.offers import EU_MEMBERS, Offer, OfferTable
 from ..money import cost as money
 from ..money import ownership as own
-from ..physics import memory as mem
 from .sizing.common import Placed, Sizing, size_unit_cost
 from .sizing.shape import Shape
 
@@ -230,14 +229,9 @@ def _reprice(
         if s.train_hours > 0 and new != old:
             s.train_hours *= old / new  # run time is FLOPs / (GPUs x TFLOPS x MFU): linear in the count
         s.per_replica = new
-    elif s.per_replica <= gpi and new != old:
-        replicas = p.instances * (gpi // max(1, s.per_replica))
-        if s.memory is not None and s.replicas > 0:
-            s.memory = mem.MemoryBreakdown(tuple((c, v / s.replicas * replicas) for c, v in s.memory.components))
-        s.replicas = replicas
     s.count = new
     s.nodes = p.instances if gpi >= max(1, s.gpu.gpus_per_node) or p.instances > 1 else 1
-    s.capacity_gb = s.count * s.gpu.memory_gb
+    s.capacity_gb = s.count * s.gpu.capacity_gb
     need = s.memory.total_gb if s.memory else 0.0
     s.headroom = 1.0 - need / s.capacity_gb if s.capacity_gb > 0 else 0.0
     s.usd_per_hour = p.usd_per_hour

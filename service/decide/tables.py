@@ -32,7 +32,8 @@ class Constants:
     tp_allreduce_latency_us_fast_link: float
     tp_allreduce_latency_us_slow_link: float
     kv_cache_bytes: float
-    inference_activation_peak_gb: float
+    activation_bytes_per_token_hidden: float
+    sampler_bytes_per_vocab_entry: float
     engine_overhead_gb: float
     media_activation_peak_gb: float
     max_inference_nodes: float
@@ -126,7 +127,7 @@ def gpu_table(gpu: Gpu, c: Constants) -> GpuTable:
         tp_domain=domain,
         sizes=sizes,
         widths={n: _width(gpu, n, domain, c) for n in sizes},
-        usable_gb=gpu.memory_gb * (1.0 - c.safety_headroom),
+        usable_gb=gpu.capacity_gb * (1.0 - c.safety_headroom),
         mbu=c.mbu_decode_consumer if gpu.gpu_class == "consumer" else c.mbu_decode,
         per_node=max(1, gpu.gpus_per_node),
         rent_rows=_newest_first([p for p in gpu.prices if p.kind == "rent"]),

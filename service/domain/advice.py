@@ -66,6 +66,13 @@ class Performance:
     training_days: float = 0.0
     gpu_hours: float = 0.0
     cost_per_run_usd: float = 0.0
+    power_kw_per_node: float = 0.0
+    power_kw_per_rack: float = 0.0
+    racks: int = 0
+    spare_nodes: int = 0
+    restart_overhead_days: float = 0.0
+    scale_out_gbs_per_gpu: float = 0.0
+    images_per_second_per_replica: float = 0.0
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ WORKLOADS = (
     "NOTEBOOK",
 )
 TRAINING_WORKLOADS = ("PRETRAINING", "FULL_FINETUNE", "ADAPTER_FINETUNE")
-PRECISIONS = ("FP32", "BF16", "FP16", "FP8", "INT8", "INT4")
+PRECISIONS = ("FP32", "BF16", "FP16", "FP8", "INT8", "INT4", "FP4")
 ATTENTION_KINDS = ("MHA", "GQA", "MQA", "MLA")
 RUN_CYCLES = ("ALWAYS_ON", "SCHEDULED_BATCH", "BURST", "EXPERIMENTAL")
 BOUNDARIES = ("PUBLIC_CLOUD", "PRIVATE_NETWORK", "DEDICATED_CLUSTER", "ON_PREM", "DATA_RESIDENCY")
@@ -141,6 +141,15 @@ class Economics:
 
 
 @dataclass(frozen=True)
+class Media:
+    denoising_steps: int = 0  # 0 = the rules' default
+    width_px: int = 0
+    height_px: int = 0
+    guidance_scale: float = 0.0  # 0 = default, 1 = none, > 1 = classifier-free guidance (two passes per step)
+    frames: int = 0  # video; 0 = an image
+
+
+@dataclass(frozen=True)
 class Brief:
     workload: str = UNSPECIFIED
     model: Model = field(default_factory=Model)
@@ -153,6 +162,7 @@ class Brief:
     training: Training = field(default_factory=Training)
     economics: Economics = field(default_factory=Economics)
     placement: PlacementPolicy = field(default_factory=PlacementPolicy)
+    media: Media = field(default_factory=Media)
 
 
 # Brief fields that take an enum, by path (values without their proto prefix, as rules write them).

@@ -56,6 +56,16 @@ class Gpu:
     spec_as_of: str
     prices: tuple[Price, ...] = ()
     location: str = ""
+    memory_reported_gb: float = 0.0  # total as the driver reports it, 1e9 bytes; 0 = not given (memory_gb)
+    node_power_kw: float = 0.0  # one server at full load; 0 = estimate from TDP
+    scale_out_gbs: float = 0.0  # per-GPU network beyond the NVLink domain, GB/s each way; 0 = none
+    rack_gpus: int = 0  # > 0: sold and rented only by the rack of this many GPUs (GB200 NVL72: 72)
+
+    @property
+    def capacity_gb(self) -> float:
+        """Memory the work is fitted into: the driver's total (an "80 GB" H100 holds 85.52e9 bytes), else the
+        nominal figure."""
+        return self.memory_reported_gb if self.memory_reported_gb > 0 else self.memory_gb
 
     def price(self, kind: str, day: date, tier: str = "") -> Price | None:
         """The newest price row of `kind` (and `tier`, when given) valid on `day` (the latest valid_from wins)."""

@@ -29,12 +29,16 @@ def gpus_for_deadline(flops: float, tflops_per_gpu: float, mfu: float, days: flo
     return max(1, math.ceil(flops / (tflops_per_gpu * 1e12 * mfu * days * 86400)))
 
 
-def attention_flops(layers: int, tokens: int, hidden: int, window: int = 0) -> float:
+def attention_flops(layers: int, tokens: int, hidden: int, window: int = 0, window_layers: int = -1) -> float:
     """Forward attention FLOPs of a causal prefill of S tokens: QK^T and softmax·V are 2·S²·d each per layer,
     halved by the causal mask (FlashAttention skips the masked blocks): 2·L·S²·d (Kaplan et al. count
-    2·n_layer·n_ctx·d_attn per token). A sliding window W caps each token's span: 2·L·S·min(S, W)·d."""
-    span = min(tokens, window) if window > 0 else tokens
-    return 2.0 * layers * max(0, tokens) * max(0, span) * hidden
+    2·n_layer·n_ctx·d_attn per token). A sliding window W caps each windowed layer's span: 2·S·min(S, W)·d;
+    `window_layers` of the layers use it (-1 = all), the others attend fully."""
+    s = max(0, tokens)
+    if window <= 0:
+        return 2.0 * layers * s * s * hidden
+    windowed = layers if window_layers < 0 else min(window_layers, layers)
+    return 2.0 * s * hidden * ((layers - windowed) * s + windowed * min(s, window))
 
 
 def prefill_seconds(
@@ -90,6 +94,48 @@ def time_to_first_token(prefill_s: float, step_s: float, others: int, others_pre
             return nxt
         ttft = nxt
     return ttft
+
+
+def denoising_flops(params_billion: float, pixels: float, pixels_per_token: float, steps: int, passes: int,
+                    frames: int = 0) -> float:
+    """FLOPs of one generated image (or video): every denoiser pass runs 2·N FLOPs per latent token, tokens =
+    pixels / pixels_per_token (a DiT: 2x2 patches of the 8x-downsampled latent, 256 pixels a token; a UNet's
+    parameters mostly sit at a further 4x downsampling, 1,024), for steps x passes passes (classifier-free
+    guidance runs the conditional and unconditional pass: 2), for every frame of a video."""
+    if params_billion < 0 or pixels < 0 or pixels_per_token <= 0 or steps < 0 or passes < 0:
+        raise ValueError("denoising figures must be non-negative (pixels_per_token positive)")
+    tokens = pixels / pixels_per_token
+    return 2.0 * params_billion * 1e9 * tokens * steps * passes * max(1, frames)
+
+
+def experts_touched_fraction(experts: int, experts_per_token: int, tokens: float) -> float:
+    """Share of a layer's routed experts that `tokens` tokens routed top-k touch: each expert is missed by one
+    token with probability 1 - k/E, so by all of them with (1 - k/E)^tokens (uniform routing). One token reads
+    k of E; a large batch reads them all."""
+    if experts <= 0 or experts_per_token <= 0:
+        return 1.0
+    k = min(experts_per_token, experts)
+    return 1.0 - (1.0 - k / experts) ** max(1.0, tokens)
+
+
+def moe_shared_params_billion(params_billion: float, active_params_billion: float, experts: int,
+                              experts_per_token: int) -> float:
+    """Parameters every token uses (attention, embeddings, shared experts), from total P and active A with top-k
+    of E routed experts: A = S + (P - S)·k/E, so S = (A - P·k/E) / (1 - k/E), clamped to [0, A]."""
+    if experts <= 0 or experts_per_token <= 0 or experts_per_token >= experts:
+        return active_params_billion
+    r = experts_per_token / experts
+    return min(active_params_billion, max(0.0, (active_params_billion - params_billion * r) / (1.0 - r)))
+
+
+def moe_params_read_billion(params_billion: float, shared_params_billion: float, experts: int,
+                            experts_per_token: int, tokens: float) -> float:
+    """Parameters one forward step over `tokens` tokens reads: the shared ones, and of the routed ones the share
+    the tokens touch (a dense model, or one whose routing is unknown, reads everything)."""
+    if experts <= 0 or experts_per_token <= 0:
+        return params_billion
+    routed = max(0.0, params_billion - shared_params_billion)
+    return shared_params_billion + routed * experts_touched_fraction(experts, experts_per_token, tokens)
 
 
 def decode_step_seconds(

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 
 GB = 1e9
@@ -31,7 +31,15 @@ class Architecture:
     exact: bool  # True when the caller's architecture pins the KV cache; False when estimated from size
     kind: str = "GQA"  # MHA | GQA | MQA | MLA
     kv_latent: int = 0  # MLA: kv_lora_rank + rope_head_dim elements cached per layer and token
-    window: int = 0  # sliding-window attention: tokens each layer keeps (0 = full attention)
+    window: int = 0  # sliding-window attention: tokens a windowed layer keeps (0 = full attention)
+    window_layers: int = -1  # layers that use the window (Gemma 3 27B: 52 of 62); -1 = every layer
+
+    @property
+    def windowed_layers(self) -> int:
+        """Layers limited to the window; the others attend to the whole sequence."""
+        if self.window <= 0:
+            return 0
+        return self.layers if self.window_layers < 0 else min(self.window_layers, self.layers)
 
 
 @dataclass(frozen=True)
@@ -61,12 +69,23 @@ def estimate_architecture(params_billion: float, bands: Sequence[ArchitectureBan
 def resolve_architecture(
     params_billion: float, layers: int, kv_heads: int, head_dim: int, hidden_size: int,
     bands: Sequence[ArchitectureBand], kind: str = "UNSPECIFIED", kv_lora_rank: int = 0, rope_head_dim: int = 0,
-    window: int = 0, mla_default: tuple[int, int] = (512, 64),
+    window: int = 0, mla_default: tuple[int, int] = (512, 64), window_layers: int = -1,
 ) -> Architecture:
     """The caller's architecture when it pins the KV cache, else an estimate (exact=False) that still honours
     what was said. Pinned means: MLA with layers, kv_lora_rank and rope_head_dim; MHA with layers and
     hidden_size (one KV head per query head, so KV width = hidden); MQA with layers and a head size; otherwise
-    layers, KV heads and a head size. `mla_default` (kv_lora_rank, rope_head_dim) fills an MLA guess."""
+    layers, KV heads and a head size. `mla_default` (kv_lora_rank, rope_head_dim) fills an MLA guess;
+    `window_layers` says how many layers use the window (-1 = all)."""
+    arch = _resolve(params_billion, layers, kv_heads, head_dim, hidden_size, bands, kind, kv_lora_rank,
+                    rope_head_dim, window, mla_default)
+    return replace(arch, window_layers=window_layers) if window_layers >= 0 else arch
+
+
+def _resolve(
+    params_billion: float, layers: int, kv_heads: int, head_dim: int, hidden_size: int,
+    bands: Sequence[ArchitectureBand], kind: str, kv_lora_rank: int, rope_head_dim: int, window: int,
+    mla_default: tuple[int, int],
+) -> Architecture:
     est = estimate_architecture(params_billion, bands)
     n_layers = layers or est.layers
     hidden = hidden_size or est.hidden_size
@@ -109,9 +128,12 @@ def kv_bytes_per_token(arch: Architecture, kv_bytes: float = 2.0) -> float:
     return 2.0 * arch.layers * arch.kv_heads * arch.head_dim * kv_bytes
 
 
-def cached_tokens(arch: Architecture, tokens_per_sequence: int) -> int:
-    """Tokens a sequence keeps in the KV cache: a sliding window keeps at most the window (Mistral 7B)."""
-    return min(tokens_per_sequence, arch.window) if arch.window > 0 else tokens_per_sequence
+def cached_layer_tokens(arch: Architecture, tokens_per_sequence: int) -> int:
+    """Layer-tokens a sequence keeps in the KV cache: a windowed layer keeps at most the window (Mistral 7B: all
+    32 layers), the others every token (Gemma 3: 52 of 62 layers at 1,024, 10 global; gpt-oss: alternating)."""
+    windowed = arch.windowed_layers
+    full = arch.layers - windowed
+    return full * tokens_per_sequence + windowed * min(tokens_per_sequence, max(arch.window, 0))
 
 
 def kv_cache_gb(
@@ -122,13 +144,13 @@ def kv_cache_gb(
     MLA's latent is not split by heads; vLLM and SGLang serve MLA models with data-parallel attention, so each
     sequence's latent lives on one GPU and nothing is replicated."""
     _check(tokens_per_sequence=tokens_per_sequence, sequences=sequences, kv_bytes=kv_bytes)
-    tokens = cached_tokens(arch, tokens_per_sequence)
+    layer_tokens = cached_layer_tokens(arch, tokens_per_sequence)
     if arch.kind == "MLA":
-        return kv_bytes_per_token(arch, kv_bytes) * tokens * sequences / GB
+        return float(arch.kv_latent * kv_bytes) * layer_tokens * sequences / GB
     tp = max(1, tensor_parallel)
     heads_per_gpu = max(arch.kv_heads / tp, 1.0)
-    per_token_all_gpus = 2.0 * arch.layers * heads_per_gpu * tp * arch.head_dim * kv_bytes
-    return per_token_all_gpus * tokens * sequences / GB
+    per_layer_token_all_gpus = 2.0 * heads_per_gpu * tp * arch.head_dim * kv_bytes
+    return per_layer_token_all_gpus * layer_tokens * sequences / GB
 
 
 def adamw_mixed_precision_bytes_per_param(fp32_grads: bool = False) -> float:
@@ -168,6 +190,19 @@ def lora_trainable_params_billion(arch: Architecture, rank: int, targets_per_lay
     return arch.layers * targets_per_layer * rank * 2 * arch.hidden_size / 1e9
 
 
+def serving_activation_gb(
+    step_tokens: int, sequences: int, hidden: int, vocab_size: int, bytes_per_token_hidden: float,
+    sampler_bytes_per_vocab_entry: float, tensor_parallel: int = 1,
+) -> float:
+    """Per GPU, the serving engine's activation workspace, which scales with the work: one layer's live tensors
+    for the tokens of one step (`bytes_per_token_hidden` x hidden per token, split by tensor parallelism), and the
+    sampler's fp32 logits, probabilities and sorted copy for every running sequence (vLLM profiles exactly these
+    two: a forward of max_num_batched_tokens and a sampler run of max_num_seqs)."""
+    _check(step_tokens=step_tokens, sequences=sequences, hidden=hidden, vocab_size=vocab_size)
+    forward = step_tokens * hidden * bytes_per_token_hidden / max(1, tensor_parallel)
+    return (forward + sequences * vocab_size * sampler_bytes_per_vocab_entry) / GB
+
+
 @dataclass(frozen=True)
 class MemoryBreakdown:
     components: tuple[tuple[str, float], ...]  # (name, GB) in display order
@@ -182,8 +217,8 @@ def inference_memory(
     kv_bytes: float, activation_peak_gb: float, engine_overhead_gb: float, tensor_parallel: int = 1,
 ) -> MemoryBreakdown:
     """Serving memory of one model copy over `tensor_parallel` GPUs: weights (sharded, summed), KV cache at the
-    sized context and concurrency, the engine's peak activation workspace per GPU (vLLM measures it at about
-    5 GB for dense models, independent of max_model_len: llm-d) and the CUDA context / non-torch memory per GPU."""
+    sized context and concurrency, the engine's peak activation workspace per GPU (serving_activation_gb) and the
+    CUDA context / non-torch memory per GPU."""
     tp = max(1, tensor_parallel)
     return MemoryBreakdown((
         ("weights", weights_gb(params_billion, bytes_per_param)),

@@ -44,6 +44,8 @@ def render_summary(advice: Advice, msgs: Messages, locale: str, brief: dict[str,
         )
         if key == "summary.top" and c.cost.usd_per_unit < TINY_UNIT_COST and c.cost.unit_kind in PER_ITEM_UNITS:
             key = "summary.top_per_million"  # $0.44 per million records reads; $0.00000044 per record does not
+        if key != "summary.self_host" and key != "summary.top_no_unit" and not brief.get("acceptance_given"):
+            key += "_generated"  # no acceptance rate: the cost is per generated unit, never "per accepted"
         lines.append(
             t(
                 key,

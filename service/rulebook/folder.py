@@ -188,6 +188,10 @@ def _gpus(doc: Doc, problems: list[Problem]) -> list[Gpu]:
                 spec_as_of=str(_jsonable(g.get("spec_as_of", ""))),
                 prices=tuple(prices),
                 location=f"{doc.path}:{line}",
+                memory_reported_gb=float(g.get("memory_reported_gb", 0) or 0),
+                node_power_kw=float(g.get("node_power_kw", 0) or 0),
+                scale_out_gbs=float(g.get("scale_out_gbs", 0) or 0),
+                rack_gpus=int(g.get("rack_gpus", 0) or 0),
             )
         )
     return out

@@ -32,6 +32,7 @@ from ..domain.brief import (  # noqa: E402
     Brief,
     Economics,
     Latency,
+    Media,
     Model,
     PlacementPolicy,
     Quote,
@@ -145,6 +146,8 @@ def request_from_proto(r: pb.RecommendRequest) -> AdviceRequest:
             providers=tuple(pl.providers), regions=tuple(pl.regions),
             countries=tuple(pl.countries), interruptible_ok=pl.interruptible_ok,
         ),
+        media=Media(denoising_steps=b.media.denoising_steps, width_px=b.media.width_px, height_px=b.media.height_px,
+                    guidance_scale=b.media.guidance_scale, frames=b.media.frames),
     )
     return AdviceRequest(
         brief=brief,
@@ -201,6 +204,11 @@ def request_to_proto(r: AdviceRequest) -> pb.RecommendRequest:
         brief.placement.CopyFrom(pb.PlacementPolicy(
             providers=list(b.placement.providers), regions=list(b.placement.regions),
             countries=list(b.placement.countries), interruptible_ok=b.placement.interruptible_ok))
+    if b.media != Media():  # an unset message stays unset
+        brief.media.CopyFrom(pb.Media(
+            denoising_steps=b.media.denoising_steps, width_px=b.media.width_px, height_px=b.media.height_px,
+            guidance_scale=b.media.guidance_scale, frames=b.media.frames,
+        ))
     return pb.RecommendRequest(
         brief=brief,
         quotes=[pb.PriceQuote(gpu=q.gpu, usd_per_hour=q.usd_per_hour, provider=q.provider, as_of=q.as_of,

@@ -88,6 +88,11 @@ LIMITS: dict[str, float] = {
     "brief.economics.budget_usd_per_hour": 100_000_000,
     "brief.economics.electricity_usd_per_kwh": 100,
     "brief.economics.acceptance_rate": 1,
+    "brief.media.denoising_steps": 10_000,
+    "brief.media.width_px": 100_000,
+    "brief.media.height_px": 100_000,
+    "brief.media.guidance_scale": 1_000,
+    "brief.media.frames": 1_000_000,
 }
 
 
@@ -201,6 +206,10 @@ def validate(
     if lat.p95_ms > 0 and lat.p99_ms > 0 and lat.p99_ms < lat.p95_ms:
         out.append(("brief.latency.p99_ms",
                     f"p99 ({lat.p99_ms:g} ms) cannot be below p95 ({lat.p95_ms:g} ms)"))
+    if lat.p95_ms > 0 and lat.ttft_ms > lat.p95_ms:
+        # The first token is part of the end-to-end time: a TTFT target above it can never bind.
+        out.append(("brief.latency.ttft_ms",
+                    f"time to first token ({lat.ttft_ms:g} ms) cannot exceed the end-to-end p95 ({lat.p95_ms:g} ms)"))
     m = brief.model
     if m.active_params_billion > 0 and m.params_billion > 0 and m.active_params_billion > m.params_billion:
         out.append(("brief.model.active_params_billion", "active parameters cannot exceed total parameters"))

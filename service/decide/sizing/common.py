@@ -77,6 +77,11 @@ class Sizing:
     break_even_months: float = 0.0
     running_usd_per_busy_hour: float = 0.0  # power x PUE + maintenance, per busy hour, whole configuration
     ownership_utilization: float = 0.0
+    racks: int = 0
+    power_kw_per_node: float = 0.0
+    power_kw_per_rack: float = 0.0
+    spare_nodes: int = 0  # training: nodes to keep for the ones under repair
+    restart_overhead_days: float = 0.0  # training: wall-clock days its interruptions cost, beyond train_hours
     formulas: list[str] = field(default_factory=list)
     placement: Placed | None = None  # the offer it is priced on (decide/placement.py); None = catalog or quote
     placements: tuple[Placed, ...] = ()  # best first
@@ -136,8 +141,10 @@ def tp_group_sizes(gpu: Gpu, a: Assumptions) -> tuple[int, ...]:
                         int(a.num("max_inference_nodes")))
 
 
-def usable_gb(gpu: Gpu, a: Assumptions) -> float:
-    return gpu.memory_gb * (1.0 - a.num("safety_headroom"))
+def usable_gb(gpu: Gpu, a: Assumptions, training: bool = False) -> float:
+    """Memory the work may fill: the driver's total less the serving engine's headroom (vLLM keeps 8-10% free);
+    training has no serving engine and keeps only `training_safety_headroom`."""
+    return gpu.capacity_gb * (1.0 - a.num("training_safety_headroom" if training else "safety_headroom"))
 
 
 def parallel_efficiency(gpu: Gpu, n: int, a: Assumptions) -> float:
@@ -153,9 +160,13 @@ def decode_mbu(gpu: Gpu, a: Assumptions) -> float:
 
 
 def compute_tflops(gpu: Gpu, precision: str) -> float:
-    """Dense TFLOPS used for compute: FP8 where the GPU has it and the model runs in 8 bits, else BF16/FP16."""
+    """Dense TFLOPS used for compute: FP8 where the GPU has it and the model runs in 8 bits, FP4 where it has FP4
+    tensor cores and the weights are FP4, else BF16/FP16 (FP4 weights without FP4 cores are dequantized: the
+    memory win stays, the compute is 16-bit; a caveat says so)."""
     if precision in ("FP8", "INT8") and gpu.tflops_fp8 > 0:
         return gpu.tflops_fp8
+    if precision == "FP4" and gpu.tflops_fp4 > 0:
+        return gpu.tflops_fp4
     return gpu.tflops_bf16
 
 
@@ -199,7 +210,12 @@ def size_unit_cost(s: Sizing, brief: Brief, shape: Shape, a: Assumptions) -> Non
         if s.train_hours > 0 and unit_kind in ("TRAINING_RUN", "CHECKPOINT"):
             s.units_per_hour = 1.0 / s.train_hours
     elif brief.workload == "MEDIA_GENERATION":
-        pass  # images and video seconds per hour depend on the pipeline (steps, resolution): benchmark stage 2
+        # Outputs per second from the denoising FLOPs; priced per image (a video's seconds need its frame rate).
+        if unit_kind == "IMAGE" and s.tokens_per_second > 0 and brief.media.frames <= 0:
+            util = brief.economics.utilization or a.num("default_utilization")
+            offered = brief.traffic.requests_per_second
+            capacity = s.tokens_per_second * s.replicas
+            s.units_per_hour = (min(offered, capacity) if offered > 0 else capacity * util) * 3600
     elif s.tokens_per_second > 0:
         # An embedding record is its input; a generated output is its output tokens.
         out = shape.input_tokens if brief.workload == "EMBEDDING" else shape.output_tokens

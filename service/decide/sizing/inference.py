@@ -22,18 +22,13 @@ from .common import (
     tp_group_sizes,
     usable_gb,
 )
+from .media import media_need, outputs_per_second
 from .shape import Shape
 
 
 def inference_need(gpu: Gpu, brief: Brief, shape: Shape, a: Assumptions, n: int) -> mem.MemoryBreakdown:
     if brief.workload == "MEDIA_GENERATION":
-        return mem.MemoryBreakdown(
-            (
-                ("weights", mem.weights_gb(shape.params_billion, shape.bytes_per_param)),
-                ("activations", a.num("media_activation_peak_gb") * max(1, brief.traffic.batch_size or 1)),
-                ("engine", a.num("engine_overhead_gb") * n),
-            )
-        )
+        return media_need(brief, shape, a, n)
     # Up to the scale-up domain the GPUs split each layer (tensor parallel: KV heads are replicated once TP
     # exceeds them); beyond it they hold different layers (pipeline stages: nothing is replicated).
     tp = min(n, scale_up(gpu), MAX_TENSOR_PARALLEL)
@@ -44,7 +39,7 @@ def inference_need(gpu: Gpu, brief: Brief, shape: Shape, a: Assumptions, n: int)
         shape.tokens_per_sequence,
         shape.sequences,
         a.num("kv_cache_bytes"),
-        a.num("inference_activation_peak_gb"),
+        activation_per_gpu_gb(shape, a, tp),
         a.num("engine_overhead_gb"),
         tensor_parallel=tp,
     )
@@ -54,12 +49,22 @@ def inference_need(gpu: Gpu, brief: Brief, shape: Shape, a: Assumptions, n: int)
     )
 
 
+def activation_per_gpu_gb(shape: Shape, a: Assumptions, tp: int) -> float:
+    """The engine's workspace for this work: a step holds at most the engine's token budget (chunked prefill),
+    and fewer when the sessions' whole contexts are smaller than that."""
+    step = min(int(a.num("serving_max_batched_tokens")), shape.sequences * shape.tokens_per_sequence)
+    return mem.serving_activation_gb(
+        step, shape.sequences, shape.arch.hidden_size, shape.arch.vocab_size,
+        a.num("activation_bytes_per_token_hidden"), a.num("sampler_bytes_per_vocab_entry"), tp,
+    )
+
+
 def size_inference(
     s: Sizing, brief: Brief, shape: Shape, a: Assumptions, memo: Memo
 ) -> None:
     gpu = s.gpu
     usable = usable_gb(gpu, a)
-    sizes = tp_group_sizes(gpu, a)
+    sizes = pipeline_sizes(brief, tp_group_sizes(gpu, a))
 
     def need(n: int) -> mem.MemoryBreakdown:
         # The GPU enters only through the tensor-parallel width its scale-up domain allows.
@@ -88,13 +93,22 @@ def size_inference(
     replicate_for_load(s, n, brief.workload, shape, brief.traffic.requests_per_second, need(n))
 
 
+def pipeline_sizes(brief: Brief, sizes: tuple[int, ...]) -> tuple[int, ...]:
+    """GPU counts one model copy may span: a diffusion pipeline is served whole on one GPU (replicas for load,
+    never tensor parallel across cards)."""
+    return sizes[:1] if brief.workload == "MEDIA_GENERATION" else sizes
+
+
 def replicate_for_load(s: Sizing, n: int, workload: str, shape: Shape, offered: float,
                one_replica: mem.MemoryBreakdown) -> None:
     """Replicas of `n` GPUs each for the offered requests/s: per_replica, replicas, count and the memory of all
     of them (`fits` turns False past MAX_GPUS)."""
     s.per_replica = n
     # Requests/s one replica sustains: an embedding request is its input tokens, a generation its output tokens.
-    per_request = shape.input_tokens if workload == "EMBEDDING" else shape.output_tokens
+    # (media: outputs per second, one output per request)
+    per_request = shape.input_tokens if workload == "EMBEDDING" else (
+        1 if workload == "MEDIA_GENERATION" else shape.output_tokens
+    )
     per_replica_rate = s.tokens_per_second / max(1, per_request)
     needed = offered / per_replica_rate if offered > 0 and per_replica_rate > 0 else 1.0
     # A huge model on a small GPU at a huge offered load can ask for more GPUs than any cluster (or an int32
@@ -147,17 +161,22 @@ def inference_speed(s: Sizing, brief: Brief, shape: Shape, a: Assumptions, n: in
     arch = shape.arch
     mfu = a.num("mfu_prefill")
     attn_tflops = (gpu.tflops_bf16 or s.tflops) * n  # 16-bit KV: attention runs on BF16 tensor cores
-    if brief.workload in ("EMBEDDING", "MEDIA_GENERATION"):
+    if brief.workload == "MEDIA_GENERATION":
+        # Denoising is compute-bound: outputs/s = TFLOPS x MFU / FLOPs per output, one pipeline per GPU.
+        s.effective_tflops = s.tflops * mfu
+        s.tokens_per_second = outputs_per_second(s.tflops, mfu, brief, shape, a) * n * parallel_efficiency(gpu, n, a)
+        s.step_ms = s.itl_ms = 0.0
+        s.est_ttft_ms = s.est_latency_ms = 0.0
+        return
+    if brief.workload == "EMBEDDING":
         # Prefill-only work is throughput-bound by its input tokens: every token costs 2·N FLOPs plus its
         # attention over the sequence, at the utilization a batch of this size reaches.
-        tokens = prefill_only_tokens(brief, shape, a) if brief.workload == "EMBEDDING" else (
-            shape.sequences * shape.tokens_per_sequence
-        )
+        tokens = prefill_only_tokens(brief, shape, a)
         busy = saturation(s.tflops, tokens, arch.hidden_size, a.num("kernel_saturation_ms"))
         s.effective_tflops = s.tflops * mfu * busy
-        seq = shape.input_tokens if brief.workload == "EMBEDDING" else shape.tokens_per_sequence
+        seq = shape.input_tokens
         per_token = 2 * shape.active_params_billion * 1e9 + compute.attention_flops(
-            arch.layers, seq, arch.hidden_size, arch.window
+            arch.layers, seq, arch.hidden_size, arch.window, arch.window_layers
         ) / max(1, seq)
         s.tokens_per_second = s.tflops * n * 1e12 * mfu * busy * parallel_efficiency(gpu, n, a) / per_token
         s.step_ms = s.itl_ms = 0.0
@@ -168,9 +187,13 @@ def inference_speed(s: Sizing, brief: Brief, shape: Shape, a: Assumptions, n: in
     )
     s.effective_tflops = s.tflops * mfu * busy
     c, s_in, s_out = shape.sequences, shape.input_tokens, shape.output_tokens
+    # While one sequence decodes, the other c - 1 start new requests: their prompts are prefilled in the same
+    # steps (chunked prefill), (c - 1) x input / output prompt tokens per step on average.
+    prefill_per_step = (c - 1) * s_in / max(1, s_out)
     if ("decode_read",) not in memo:
         memo[("decode_read",)] = (
-            mem.weights_gb(shape.params_billion, shape.bytes_per_param),
+            # An MoE step reads the shared weights and the experts its tokens touch (every weight when dense).
+            mem.weights_gb(shape.params_read_billion(c + prefill_per_step), shape.bytes_per_param),
             mem.kv_cache_gb(arch, shape.avg_tokens_per_sequence, c, a.num("kv_cache_bytes")),
         )
     weights, kv_read = memo[("decode_read",)]
@@ -178,12 +201,10 @@ def inference_speed(s: Sizing, brief: Brief, shape: Shape, a: Assumptions, n: in
     def attention(tokens: int) -> float:
         key = ("attention", tokens)
         if key not in memo:
-            memo[key] = compute.attention_flops(arch.layers, tokens, arch.hidden_size, arch.window)
+            memo[key] = compute.attention_flops(arch.layers, tokens, arch.hidden_size, arch.window,
+                                                arch.window_layers)
         return memo[key]
 
-    # While one sequence decodes, the other c - 1 start new requests: their prompts are prefilled in the same
-    # steps (chunked prefill), (c - 1) x input / output prompt tokens per step on average.
-    prefill_per_step = (c - 1) * s_in / max(1, s_out)
     active = shape.active_params_billion * 1e9
     overhead = a.num("decode_step_floor_ms") / 1000 + parallel_overhead_s(gpu, n, arch.layers, a)
     # Pipeline stages beyond the scale-up domain each read their weights once per micro-batch, so a token

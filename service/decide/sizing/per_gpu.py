@@ -8,10 +8,11 @@ from collections.abc import Iterable
 from datetime import date
 
 from ...domain.assumptions import Assumptions
-from ...domain.brief import Brief, Quote
+from ...domain.brief import TRAINING_WORKLOADS, Brief, Quote
 from ...domain.catalog import Gpu
 from ...money import cost as money
 from .. import tables as tb
+from .cluster import size_cluster, whole_racks
 from .common import Memo, Sizing, compared_tier, compute_tflops, gpu_rent_price, size_ownership, size_unit_cost
 from .inference import size_inference
 from .per_request import RequestSizer
@@ -47,10 +48,12 @@ def size(
         size_adapter(s, brief, shape, a)
     else:
         size_inference(s, brief, shape, a, memo)
-    s.capacity_gb = s.count * gpu.memory_gb
+    whole_racks(s)
+    s.capacity_gb = s.count * gpu.capacity_gb
     need = s.memory.total_gb if s.memory else 0.0
     s.headroom = 1.0 - need / s.capacity_gb if s.capacity_gb > 0 else 0.0
     s.nodes = max(1, math.ceil(s.count / max(1, gpu.gpus_per_node)))
+    size_cluster(s, a, w in TRAINING_WORKLOADS)
     s.usd_per_hour = s.usd_per_gpu_hour * s.count
     s.usd_per_tflop_hour = (
         money.usd_per_tflop_hour(s.usd_per_gpu_hour, gpu.tflops_bf16) if gpu.tflops_bf16 else 0.0

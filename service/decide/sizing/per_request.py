@@ -14,8 +14,9 @@ from ...money import ownership as own
 from ...physics import compute
 from ...physics import memory as mem
 from .. import tables as tb
+from .cluster import size_cluster, whole_racks
 from .common import Memo, Sizing, compared_tier, compute_tflops, meets_latency, size_ownership
-from .inference import inference_need, inference_speed, replicate_for_load
+from .inference import inference_need, inference_speed, pipeline_sizes, replicate_for_load
 from .shape import Shape
 from .training import full_training_need, size_adapter, size_full_training
 
@@ -48,8 +49,8 @@ class RequestSizer:
         self.weights = mem.weights_gb(shape.params_billion, shape.bytes_per_param) if inference else 0.0
         # Every part of an inference breakdown but the weights is >= 0 when these are, so a width whose usable
         # memory is below the weights alone cannot fit and need not be worked out.
-        self.weights_bound = min(c.kv_cache_bytes, c.inference_activation_peak_gb, c.engine_overhead_gb,
-                                 c.media_activation_peak_gb) >= 0
+        self.weights_bound = min(c.kv_cache_bytes, c.activation_bytes_per_token_hidden, c.engine_overhead_gb,
+                                 c.sampler_bytes_per_vocab_entry, c.media_activation_peak_gb) >= 0
         lat = brief.latency
         self.latency = lat
         self.latency_target = lat.p95_ms > 0 or lat.ttft_ms > 0
@@ -57,7 +58,10 @@ class RequestSizer:
         self.util = e.utilization or c.default_utilization
         unit = brief.success_unit
         self.unit = unit if unit != "UNSPECIFIED" else ("TRAINING_RUN" if w in TRAINING_WORKLOADS else "TOKEN")
-        self.unit_tokens = shape.input_tokens if w == "EMBEDDING" else shape.output_tokens  # one unit's tokens
+        # one unit's tokens (media: one output)
+        self.unit_tokens = shape.input_tokens if w == "EMBEDDING" else (
+            1 if w == "MEDIA_GENERATION" else shape.output_tokens
+        )
         self.kwh = e.electricity_usd_per_kwh or c.electricity_usd_per_kwh
         # The ownership functions' own checks, of the inputs every GPU shares.
         self.own_ok = (
@@ -72,9 +76,11 @@ class RequestSizer:
         seqs, s_in, s_out = shape.sequences, shape.input_tokens, shape.output_tokens
         self.kv_read = mem.kv_cache_gb(arch, shape.avg_tokens_per_sequence, seqs, c.kv_cache_bytes)
         prefill_per_step = (seqs - 1) * s_in / max(1, s_out)
+        # inference_speed's read: the experts a step's tokens touch (every weight when dense)
+        self.read_weights = mem.weights_gb(shape.params_read_billion(seqs + prefill_per_step), shape.bytes_per_param)
         active = shape.active_params_billion * 1e9
         self.linear_flops = 2 * active * (seqs + prefill_per_step)
-        attn_in = compute.attention_flops(arch.layers, s_in, arch.hidden_size, arch.window)
+        attn_in = compute.attention_flops(arch.layers, s_in, arch.hidden_size, arch.window, arch.window_layers)
         self.step_attn_flops = prefill_per_step * attn_in / max(1, s_in)
         self.layer_flops = 24.0 * (seqs * shape.tokens_per_sequence) * arch.hidden_size * arch.hidden_size
         self.floor_s = c.decode_step_floor_ms / 1000
@@ -84,7 +90,7 @@ class RequestSizer:
         p95_in = self.brief.traffic.p95_input_tokens or s_in
         self.prompt_p95 = None if p95_in == s_in else (
             2 * shape.active_params_billion * 1e9 * max(0, p95_in),
-            compute.attention_flops(arch.layers, p95_in, arch.hidden_size, arch.window),
+            compute.attention_flops(arch.layers, p95_in, arch.hidden_size, arch.window, arch.window_layers),
         )
 
     def size(self, gt: tb.GpuTable) -> Sizing:
@@ -106,10 +112,12 @@ class RequestSizer:
             size_adapter(s, self.brief, self.shape, self.a)
         else:
             self.size_inference(s, gt)
-        s.capacity_gb = s.count * gpu.memory_gb
+        whole_racks(s)
+        s.capacity_gb = s.count * gpu.capacity_gb
         need = s.memory.total_gb if s.memory else 0.0
         s.headroom = 1.0 - need / s.capacity_gb if s.capacity_gb > 0 else 0.0
         s.nodes = max(1, math.ceil(s.count / gt.per_node))
+        size_cluster(s, self.a, w in TRAINING_WORKLOADS)
         s.usd_per_hour = s.usd_per_gpu_hour * s.count
         if not gpu.tflops_bf16:
             s.usd_per_tflop_hour = 0.0
@@ -145,7 +153,7 @@ class RequestSizer:
 
     def size_inference(self, s: Sizing, gt: tb.GpuTable) -> None:
         usable = gt.usable_gb
-        sizes = gt.sizes
+        sizes = pipeline_sizes(self.brief, gt.sizes)
         n = 0
         for k in sizes:
             if self.weights_bound and self.weights > k * usable:
@@ -220,7 +228,7 @@ class RequestSizer:
         else:
             comm = (self.tp_layers * width.allreduce_us / 1e6 if width.tp > 1 else 0.0) + width.pipeline_s
         overhead = self.floor_s + comm
-        linear = max(self.weights * width.stages * 1e9 / bw, self.linear_flops / linear_den)
+        linear = max(self.read_weights * width.stages * 1e9 / bw, self.linear_flops / linear_den)
         attention = self.step_attn_flops / attn_den if self.step_attn_flops > 0 else 0.0
         return overhead + linear + self.kv_read * 1e9 / bw + attention, linear_den, attn_den
 
@@ -257,7 +265,10 @@ class RequestSizer:
             if s.train_hours > 0 and self.unit in ("TRAINING_RUN", "CHECKPOINT"):
                 s.units_per_hour = 1.0 / s.train_hours
         elif w == "MEDIA_GENERATION":
-            pass
+            if self.unit == "IMAGE" and s.tokens_per_second > 0 and self.brief.media.frames <= 0:
+                offered = self.brief.traffic.requests_per_second
+                capacity = s.tokens_per_second * s.replicas
+                s.units_per_hour = (min(offered, capacity) if offered > 0 else capacity * self.util) * 3600
         elif s.tokens_per_second > 0:
             out = self.unit_tokens
             offered = self.brief.traffic.requests_per_second

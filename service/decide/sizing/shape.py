@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from ...domain.assumptions import Assumptions
 from ...domain.brief import Brief
+from ...physics import compute
 from ...physics import memory as mem
 from .. import tables as tb
 
@@ -27,6 +28,23 @@ class Shape:
     input_tokens: int
     output_tokens: int
     defaults_used: tuple[str, ...]  # brief fields we had to assume
+    # MoE routing (0 = dense or unknown: every step reads every weight). shared = params every token reads.
+    experts: int = 0
+    experts_per_token: int = 0
+    shared_params_billion: float = 0.0
+    shared_estimated: bool = False  # shared_params_billion came from total and active, not from the brief
+    window_layers_unknown: bool = False  # a window was given without sliding_window_layers: sized as all full
+
+    @property
+    def routed(self) -> bool:
+        return self.experts > 0 and 0 < self.experts_per_token <= self.experts
+
+    def params_read_billion(self, tokens: float) -> float:
+        """Parameters a forward step over `tokens` tokens reads (MoE: shared + the routed experts touched)."""
+        if not self.routed:
+            return self.params_billion
+        return compute.moe_params_read_billion(self.params_billion, self.shared_params_billion, self.experts,
+                                               self.experts_per_token, tokens)
 
 
 def shape_of(brief: Brief, a: Assumptions) -> Shape | None:
@@ -42,6 +60,9 @@ def shape_of(brief: Brief, a: Assumptions) -> Shape | None:
         m.params_billion, m.layers, m.kv_heads, m.head_dim, m.hidden_size, tb.bands(a), kind=m.attention,
         kv_lora_rank=m.kv_lora_rank, rope_head_dim=m.rope_head_dim, window=m.sliding_window_tokens,
         mla_default=(int(a.num("mla_kv_lora_rank")), int(a.num("mla_rope_head_dim"))),
+        # A window without the layers that use it: hybrid models (Gemma 3, gpt-oss, Llama 4) window only some,
+        # so the worst case for memory is that none does (a note says so and a question asks).
+        window_layers=m.sliding_window_layers if m.sliding_window_layers > 0 else 0,
     )
     context = m.context_tokens
     if context <= 0:
@@ -78,11 +99,19 @@ def shape_of(brief: Brief, a: Assumptions) -> Shape | None:
     unused = _UNUSED_DEFAULTS.get(brief.workload, ())
     defaults = [d for d in defaults if d not in unused]
     active = m.active_params_billion if 0 < m.active_params_billion <= m.params_billion else m.params_billion
+    experts = m.experts if 0 < m.experts_per_token <= m.experts else 0
+    k = m.experts_per_token if experts else 0
+    shared, estimated = 0.0, False
+    if experts:
+        if 0 < m.shared_params_billion <= m.params_billion:
+            shared = m.shared_params_billion
+        else:
+            shared, estimated = compute.moe_shared_params_billion(m.params_billion, active, experts, k), True
     return Shape(
         params_billion=m.params_billion,
         active_params_billion=active,
         precision=precision,
-        bytes_per_param=a.bytes_per_param(precision),
+        bytes_per_param=weight_bytes_per_param(brief.workload, precision, a),
         arch=arch,
         tokens_per_sequence=size_tokens,
         avg_tokens_per_sequence=avg_tokens,
@@ -90,7 +119,20 @@ def shape_of(brief: Brief, a: Assumptions) -> Shape | None:
         input_tokens=inp,
         output_tokens=out,
         defaults_used=tuple(defaults),
+        experts=experts,
+        experts_per_token=k,
+        shared_params_billion=shared,
+        shared_estimated=estimated,
+        window_layers_unknown=m.sliding_window_tokens > 0 and m.sliding_window_layers <= 0,
     )
+
+
+def weight_bytes_per_param(workload: str, precision: str, a: Assumptions) -> float:
+    """A 4-bit base under adapter fine-tuning is QLoRA's NF4 with double quantization (4.127 bits), not a
+    serving format's 4-bit with per-group scales."""
+    if workload == "ADAPTER_FINETUNE" and precision == "INT4":
+        return a.num("qlora_bytes_per_param")
+    return a.bytes_per_param(precision)
 
 
 # Defaults a workload never reads: noting them would claim an assumption that changed nothing.
@@ -102,4 +144,6 @@ _UNUSED_DEFAULTS: dict[str, tuple[str, ...]] = {
     "FULL_FINETUNE": _TRAFFIC_SHAPE,
     "ADAPTER_FINETUNE": _TRAFFIC_SHAPE,
     "EMBEDDING": ("traffic.avg_output_tokens",),  # an embedding is its input
+    # A diffusion pipeline is sized from media.* (steps, resolution, guidance), not from tokens.
+    "MEDIA_GENERATION": ("model.context_tokens", *_TRAFFIC_SHAPE, "traffic.batch_size"),
 }

@@ -33,7 +33,7 @@ def size_full_training(
             memo[key] = full_training_need(shape, a, recompute, n, sequences)
         return memo[key]
 
-    usable = usable_gb(gpu, a)
+    usable = usable_gb(gpu, a, training=True)
     # Model states shard over GPUs (ZeRO-3/FSDP) and activations split over data-parallel replicas, so the
     # whole-configuration total must fit in n x usable memory; what grows per GPU is only the engine overhead.
     n = 1
@@ -43,10 +43,11 @@ def size_full_training(
     s.fits = need(n).total_gb <= n * usable
     flops = compute.training_flops(shape.active_params_billion, brief.training.tokens_billion)
     deadline = brief.training.tokens_billion > 0 and brief.training.target_days > 0
+    kept = training_efficiency(gpu, shape, s.tflops, a)
     if brief.traffic.batch_size > 0 or brief.workload != "PRETRAINING":
         # The brief's micro-batch as given (fine-tuning without one keeps one sequence per GPU).
         s.micro_tokens = micro * shape.tokens_per_sequence
-        mfu = training_mfu(gpu, a, s.tflops, s.micro_tokens, shape.arch.hidden_size)
+        mfu = training_mfu(gpu, a, s.tflops, s.micro_tokens, shape.arch.hidden_size) * kept
         if deadline:
             s.compute_count = deadline_count(flops, s.tflops, mfu, brief.training.target_days)
     else:
@@ -54,10 +55,10 @@ def size_full_training(
         # as large as its memory allows. The share depends on the count and the count on the MFU, so iterate.
         global_tokens = brief.training.global_batch_tokens or int(a.num("default_global_batch_tokens"))
         count = max(1, s.memory_count)
-        mfu = a.num("mfu_training")
+        mfu = a.num("mfu_training") * kept
         for _ in range(8):
             s.micro_tokens = tokens_per_micro_batch(count, global_tokens, shape, need, usable)
-            mfu = training_mfu(gpu, a, s.tflops, s.micro_tokens, shape.arch.hidden_size)
+            mfu = training_mfu(gpu, a, s.tflops, s.micro_tokens, shape.arch.hidden_size) * kept
             if not deadline:
                 break
             nxt = max(s.memory_count, deadline_count(flops, s.tflops, mfu, brief.training.target_days))
@@ -121,12 +122,29 @@ def deadline_count(flops: float, tflops: float, mfu: float, days: float) -> int:
         return MAX_GPUS
 
 
+def training_efficiency(gpu: Gpu, shape: Shape, tflops: float, a: Assumptions) -> float:
+    """Share of the dense BF16 MFU (mfu_training, at the peak of the rate used) a run keeps. An MoE run spends
+    time in expert all-to-all and grouped GEMMs (moe_training_efficiency); an FP8 (or FP4) run is faster than
+    BF16 by fp8_training_speedup, far from the 2x of its peak, because attention, norms, optimizer and
+    communication stay 16-bit: against the FP8 peak its MFU is mfu x speedup x BF16 peak / FP8 peak."""
+    kept = 1.0
+    if shape.active_params_billion < shape.params_billion:
+        kept *= a.num("moe_training_efficiency")
+    if tflops > gpu.tflops_bf16 > 0:
+        kept *= a.num("fp8_training_speedup") * gpu.tflops_bf16 / tflops
+    return kept
+
+
 def training_mfu(gpu: Gpu, a: Assumptions, tflops: float, tokens_per_step: int, hidden: int) -> float:
     """mfu_training is what a well-tuned run reaches on the reference GPU. GPUs whose achievable matmul
     fraction (MAMF) is lower reach proportionally less, and a step too small to keep a big GPU busy reaches
-    less again: one layer's forward matmuls (24·t·h² FLOPs) must last `kernel_saturation_ms` at peak."""
+    less again: one layer's forward matmuls (24·t·h² FLOPs) must last `kernel_saturation_ms` at the rate the
+    step runs at (an FP8 step runs at fp8_training_speedup x BF16, not at the FP8 peak)."""
     base = a.num("mfu_training") * gpu.matmul_efficiency / a.num("reference_matmul_efficiency")
-    return base * saturation(tflops, tokens_per_step, hidden, a.num("kernel_saturation_ms"))
+    rate = tflops
+    if tflops > gpu.tflops_bf16 > 0:
+        rate = min(tflops, gpu.tflops_bf16 * a.num("fp8_training_speedup"))
+    return base * saturation(rate, tokens_per_step, hidden, a.num("kernel_saturation_ms"))
 
 
 def size_adapter(s: Sizing, brief: Brief, shape: Shape, a: Assumptions) -> None:
@@ -143,7 +161,7 @@ def size_adapter(s: Sizing, brief: Brief, shape: Shape, a: Assumptions) -> None:
         a.text("recompute_adapter"),
         a.num("engine_overhead_gb"),
     )
-    usable = usable_gb(gpu, a)
+    usable = usable_gb(gpu, a, training=True)
     n = next(
         (
             k
