@@ -378,7 +378,7 @@ def test_cli_tables_show_price_tiers_and_what_was_cut(stub):
     print_advice(_recommend(stub, brief, max_candidates=3), out)
     text = out.getvalue()
     assert "price tier" in text and "marketplace*" in text and "Prices compared at on-demand" in text
-    assert "Not shown (max_candidates):" in text
+    assert "Not shown (only the first 3):" in text
     out = io.StringIO()
     print_gpus(stub.ListGpus(pb.ListGpusRequest(), timeout=10), out)
     a100 = next(line for line in out.getvalue().splitlines() if line.startswith("a100-80gb "))

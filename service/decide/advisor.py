@@ -8,7 +8,7 @@ matches, so they read the same whatever engine sits behind `Evaluator`.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date
 from typing import Any
 
@@ -34,8 +34,9 @@ from .provisional import route_depends_on
 from .run import Evaluator, Run, Scored, effects_of
 from .sizing.common import Sizing, compared_tier
 from .sizing.inference import prefill_batch_sequences
-from .sizing.per_gpu import size_all
+from .sizing.per_gpu import size, size_all
 from .sizing.shape import Shape, shape_of
+from .targets import Resize, unmet_targets
 
 # An estimated KV cache is described as the kind of attention it assumed (never as exact).
 _KV_NOTE = {"MLA": "note.kv_estimated_mla", "MHA": "note.kv_estimated_mha", "MQA": "note.kv_estimated_mqa"}
@@ -276,11 +277,27 @@ def _render(
         assumed=tuple(asks.assumed),
         not_shown=tuple(c.sizing.gpu.id for c in ranked.survivors[ranked.limit:]),
         price_tier=compared_tier(brief),
+        unmet=unmet_targets(brief, [c.sizing for c in ranked.survivors], [c.sizing for c in scored],
+                            _resizer(run), shape.output_tokens if shape else 0),
     )
     # The summary is rendered from the otherwise finished answer, which nobody else holds yet: set in place
     # rather than copied field by field through the frozen constructor.
     advice.__dict__["summary"] = render_summary(advice, run.msgs, run.locale, base, shape is not None)
     return advice
+
+
+def _resizer(run: Run) -> Resize:
+    """Size one GPU again for this request with another average output length (the headline's suggestion)."""
+    book, req = run.book, run.req
+    day = req.as_of or date.today()
+
+    def resize(s: Sizing, output_tokens: int) -> Sizing:
+        brief = replace(req.brief, traffic=replace(req.brief.traffic, avg_output_tokens=output_tokens))
+        shape = shape_of(brief, book.assumptions)
+        assert shape is not None  # the same brief sized before; only the output length differs
+        return size(s.gpu, brief, shape, book.assumptions, req.quotes, day)
+
+    return resize
 
 
 def _assumed(act: Action, a: Assumptions) -> str | int | float | bool | None:
