@@ -231,7 +231,7 @@ def _route(run: Run, base: dict[str, Any], shape: Shape | None, ranked: _Ranked)
     ratio = (shape.input_tokens + shape.output_tokens) / shape.output_tokens if shape else 1.0
     plan = F.plan_fact(
         base, top, len(ranked.survivors), brief.economics.hours_per_month,
-        a.num("model_api_usd_per_million_tokens"), ratio,
+        a.num("model_api_usd_per_million_tokens"), ratio, _run_fit(run, top),
     )
     route_kind, rationale = DEFAULT_ROUTE, []
     # A utilization the brief did not give is the rules' default: a message that prints it says so.
@@ -284,6 +284,23 @@ def _render(
     # rather than copied field by field through the frozen constructor.
     advice.__dict__["summary"] = render_summary(advice, run.msgs, run.locale, base, shape is not None)
     return advice
+
+
+def _run_fit(run: Run, top: Sizing | None) -> F.RunFit | None:
+    """For a training run with no deadline: the days it should fit in (the brief's horizon, else the rules'
+    `long_training_run_days`) and the GPUs of the top pick's type that finish it in them, sized as a deadline
+    would be (None when not training, or when the brief's own deadline already sized the count)."""
+    brief, a = run.req.brief, run.book.assumptions
+    if top is None or top.train_hours <= 0 or brief.training.target_days > 0:
+        return None
+    horizon = brief.economics.horizon_months
+    days = horizon * a.num("hours_per_month") / 24 if horizon > 0 else a.num("long_training_run_days")
+    if top.train_hours / 24 <= days:
+        return F.RunFit(days, top.count)
+    timed = replace(brief, training=replace(brief.training, target_days=days))
+    shape = shape_of(timed, a)
+    again = size(top.gpu, timed, shape, a, run.req.quotes, run.req.as_of or date.today()) if shape else None
+    return F.RunFit(days, again.count if again and again.fits else 0)
 
 
 def _resizer(run: Run) -> Resize:
