@@ -78,6 +78,15 @@ def _with_tiers(p: dict[str, Any], s: Sizing, run: Run) -> dict[str, Any]:
     return p
 
 
+def _latency_targets(run: Run, base: dict[str, Any]) -> str:
+    """The latency targets the brief set, in words: a message never names a target that was not given."""
+    p95, ttft = base["p95_ms"] > 0, base["ttft_ms"] > 0
+    if not (p95 or ttft):
+        return ""
+    key = "latency.target_both" if p95 and ttft else ("latency.target_p95" if p95 else "latency.target_ttft")
+    return run.text(key, base)
+
+
 def _defaults_stated(brief: Brief, shape: Shape, a: Any) -> dict[str, Any]:
     """The value assumed for each brief field the sizing had to default, so a note can state it."""
     # Embeddings are sized at what a server batches from its queue, not at one sequence: state that batch.
@@ -167,9 +176,10 @@ def _brief_rules(run: Run, base: dict[str, Any], shape: Shape | None) -> _Asks:
         # Only defaults the rules still ask about count: the others do not matter for this workload.
         assumed = [(f, compact(stated[f])) for f in shape.defaults_used if f in asked and f in stated]
         for f in shape.defaults_used:
-            key, params = "note.assumed_default", {"field": f}
+            # The field as a person calls it (its brief path stays in the answer's `assumed`).
+            key, params = "note.assumed_default", {"field": run.name(f"field.{f}")}
             if f in stated:
-                key, params = "note.assumed_value", {"field": f, "value": stated[f]}
+                key, params = "note.assumed_value", {**params, "value": stated[f]}
             run.notes.append(Reason("sizing.defaults", run.text(key, params)))
         if not shape.arch.exact:
             run.notes.append(
@@ -195,8 +205,10 @@ def _candidate_rules(run: Run, base: dict[str, Any], sizings: list[Sizing]) -> l
     scored = [Scored(s, F.candidate_fact(base, s)) for s in sizings]
     fired = run.fire("candidate", [c.fact for c in scored])
     effects = run.shared.effects
+    targets = _latency_targets(run, base)
     for c in scored:
         params = c.params = _with_tiers(_params(c.sizing, c.fact, run.name(f"unit.{c.sizing.unit}")), c.sizing, run)
+        params["latency_targets"] = targets
         for rule in fired[c.fact["id"]]:
             common, acts = effects.get(id(rule)) or effects_of(effects, rule)
             if common:

@@ -39,6 +39,8 @@ class Ownership:
     break_even_hours: float
     break_even_months: float
     purchase_usd: float = 0.0
+    purchase_source: str = ""  # the catalog row's source: checkable, but a file name, so never in a sentence
+    purchase_as_of: str = ""
 
 
 @dataclass(frozen=True)

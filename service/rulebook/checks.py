@@ -57,6 +57,18 @@ CODE_MESSAGE_KEYS = (
     "summary.self_host",
     "summary.no_pick_workload",
     "summary.questions_header",
+    "summary.unmet_p95",
+    "summary.unmet_p95_outputs",
+    "summary.unmet_ttft",
+    "summary.unmet_days",
+    "summary.unmet_budget",
+    "summary.monthly",
+    "summary.monthly_always_on",
+    "summary.more_questions",
+    "latency.target_p95",
+    "latency.target_ttft",
+    "latency.target_both",
+    "field.training.global_batch_tokens",
     *(f"route.{k}" for k in ROUTE_KINDS),
     *(f"tier.{t}" for t in (*PRICE_TIERS, "UNSPECIFIED")),
     *(f"workload.{w}" for w in (*WORKLOADS, "UNSPECIFIED")),
@@ -85,6 +97,7 @@ CANDIDATE_EXTRAS = (
     "tflops",
     "rent_tier_name",
     "price_tier_name",
+    "latency_targets",
 )
 
 # Plan and outcome messages may also say whether the utilization was given ("" or a localized "(assumed)").
