@@ -109,3 +109,34 @@ def test_the_cli_says_the_miss_on_its_first_line(bundle: Bundle, locale: str):
     print_advice(api.advice_to_proto(advice), out)
     first = out.getvalue().splitlines()[0]
     assert first == _headline(advice).replace("**", "")
+
+
+def test_the_cli_table_says_why_each_rank_and_each_exclusion(bundle: Bundle):
+    # Issue 16, item 4: the score, the latency figure against its target, a reason per exclusion, the summary once.
+    request = load_request(MISS)
+    advice = bundle.advise(api.request_from_proto(request))
+    resp = api.advice_to_proto(advice)
+    out = io.StringIO()
+    print_advice(resp, out, request=request)
+    text = out.getvalue()
+    lines = text.splitlines()
+    header = next(line for line in lines if line.startswith("#  gpu"))
+    assert "score" in header and "p95 ms (target 2,000)" in header and "$/month" in header
+    for c in resp.candidates:
+        row = next(line for line in lines if line.split()[1:2] == [c.gpu])
+        assert f"{c.score:.1f}" in row and f"{c.performance.e2e_p95_ms:,.0f} ✗" in row
+    assert resp.excluded
+    for x in resp.excluded:
+        assert f"  {x.gpu}: {x.reasons[0].text}" in lines
+    top_line = advice.summary.splitlines()[2].replace("**", "")
+    assert text.count(top_line) == 1  # the summary is printed once
+
+
+def test_the_cli_speaks_the_request_language(bundle: Bundle):
+    request = load_request(MISS)
+    request.locale = "zh-CN"
+    resp = api.advice_to_proto(bundle.advise(api.request_from_proto(request)))
+    out = io.StringIO()
+    print_advice(resp, out, request=request)
+    text = out.getvalue()
+    assert "得分" in text and "已排除" in text and "Excluded" not in text and "score" not in text
