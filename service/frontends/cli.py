@@ -8,7 +8,8 @@
     gpu-advisor reload [--token-file F]  # admin: reload the rules now (or the token in GPU_ADVISOR_ADMIN_TOKEN)
     gpu-advisor mcp [--transport http]   # serve chat assistants over MCP (stdio, or streamable HTTP at /mcp)
 
-A brief file is YAML in protobuf's JSON form: a whole RecommendRequest (with a `brief:` key) or the brief.
+A brief file is YAML in protobuf's JSON form: a whole RecommendRequest (with a `brief:` key) or the brief; enum
+values may be written short, as rules write them (`workload: realtime_inference`, `precision: fp8`).
 Exit codes: 0 OK, 2 the input was rejected (file or INVALID_ARGUMENT), 1 any other failure.
 TLS: `--tls` (system roots) or `--tls-ca`; `--tls-client-cert/--tls-client-key` for a server that wants mTLS.
 """
@@ -20,18 +21,16 @@ import os
 import sys
 import unicodedata
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any, TextIO
 
 import grpc
-from google.protobuf.json_format import MessageToJson, ParseDict, ParseError
+from google.protobuf.json_format import MessageToJson
 from google.rpc import error_details_pb2
 from grpc_status import rpc_status
-from ruamel.yaml import YAML
-from ruamel.yaml.error import YAMLError
 
 from ..serving.credentials import ConfigError, admin_token, channel_credentials
 from ..wire.api import enum_name, pb, pb_grpc
+from .brief_file import InputError, load_request
 from .cli_text import words
 from .explain import Filters, print_explanation
 
@@ -39,34 +38,6 @@ DEFAULT_ADDR = "127.0.0.1:50051"
 EXIT_OK, EXIT_FAIL, EXIT_INPUT = 0, 1, 2
 MAX_EXPLAIN_CANDIDATES = 50  # validate.py's limit
 HOURS_PER_MONTH = 730  # a month around the clock, when the brief gives no hours
-
-
-class InputError(Exception):
-    """The brief file cannot become a request: reported as one line, exit 2."""
-
-
-def load_request(path: str | Path) -> pb.RecommendRequest:
-    """A RecommendRequest from a YAML file holding either the whole request or only the brief."""
-    p = Path(path)
-    try:
-        data = YAML(typ="safe").load(p.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise InputError(f"{p}: {exc.strerror or exc}") from exc
-    except YAMLError as exc:
-        raise InputError(f"{p}: not valid YAML: {exc}") from exc
-    if data is None:
-        data = {}
-    if not isinstance(data, dict):
-        raise InputError(f"{p}: expected a mapping (a request or a brief), got {type(data).__name__}")
-    # A golden case wraps the request in `request:`; a whole request has a `brief:` key; anything else is taken
-    # to be the brief itself.
-    if isinstance(data.get("request"), dict):
-        data = data["request"]
-    body = data if "brief" in data else {"brief": data}
-    try:
-        return ParseDict(body, pb.RecommendRequest())
-    except ParseError as exc:
-        raise InputError(f"{p}: {exc}") from exc
 
 
 def bad_request_violations(err: grpc.RpcError) -> list[tuple[str, str]]:
