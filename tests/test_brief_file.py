@@ -44,7 +44,8 @@ def test_every_example_still_reads(example: Path):
         ("workload: realtime_inferense\n", 1,
          "brief.workload: 'realtime_inferense' is not a choice (did you mean 'realtime_inference'?)"),
         ("brief:\n  workload: batch_inference\nquotes:\n  - {gpu: h100-sxm, usd_per_hour: 2}\n"
-         "  - {gpu: h200, usd_per_huor: 3}\n", 5, "quotes[1].usd_per_huor: no such field (did you mean 'usd_per_hour'?)"),
+         "  - {gpu: h200, usd_per_huor: 3}\n", 5,
+         "quotes[1].usd_per_huor: no such field (did you mean 'usd_per_hour'?)"),
         ("modle: {params_billion: 8}\n", 1, "brief.modle: no such field (did you mean 'model'?)"),
     ],
 )
