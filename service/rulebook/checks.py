@@ -65,6 +65,7 @@ CODE_MESSAGE_KEYS = (
     "summary.monthly",
     "summary.monthly_always_on",
     "summary.more_questions",
+    "summary.newer_rules_rejected",
     "latency.target_p95",
     "latency.target_ttft",
     "latency.target_both",

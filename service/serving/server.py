@@ -30,7 +30,7 @@ from ..rulebook.version import Bundle
 from ..wire import api
 from ..wire.api import pb, pb_grpc
 from ..wire.validate import MAX_REQUEST_BYTES, validate
-from . import cache, fanout, metrics, processes
+from . import cache, fanout, metrics, processes, rules_flag
 from .credentials import ConfigError, admin_token, server_credentials
 from .errors import abort_invalid as _invalid
 from .handlers import add_servicer
@@ -242,6 +242,7 @@ def serve(
     servicer = Servicer(store, admin_token, peers)
     if response_cache > 0:
         servicer.Recommend = cache.ResponseCache(response_cache).wrap(store, servicer.Recommend)  # type: ignore[method-assign]
+    servicer.Recommend = rules_flag.flag_newer_rules(store, servicer.Recommend)  # type: ignore[method-assign]
     add_servicer(servicer, server)  # like the generated add_*, but bad bytes: INVALID_ARGUMENT
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     health_name = health_pb2.DESCRIPTOR.services_by_name["Health"].full_name
