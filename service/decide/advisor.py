@@ -324,7 +324,7 @@ def _resizer(run: Run) -> Resize:
         brief = replace(req.brief, traffic=replace(req.brief.traffic, avg_output_tokens=output_tokens))
         shape = shape_of(brief, book.assumptions)
         assert shape is not None  # the same brief sized before; only the output length differs
-        return size(s.gpu, brief, shape, book.assumptions, req.quotes, day)
+        return size_all((s.gpu,), brief, shape, book.assumptions, req.quotes, day)[0]
 
     return resize
 

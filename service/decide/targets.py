@@ -75,19 +75,27 @@ def _would_meet(path: str, value: float) -> float:
 
 
 def _output_tokens(target: float, s: Sizing, resize: Resize | None, outputs: int) -> int:
-    """For a p95 target: the longest average output with which the closest GPU type meets it, sized again at each
-    length tried (shorter outputs change the batch and so the time per token); 0 when none does."""
-    if resize is None or outputs <= 1 or s.est_ttft_ms >= target:
+    """For a p95 target: an average output length with which the closest GPU type meets it, sized again at each
+    length tried (shorter outputs change the batch and so the time per token); 0 when none does. The length
+    returned is checked to meet the target and is within 2% of the longest that does: the search starts at the
+    per-token estimate and stops there, a few sizings rather than a bisection down to one token."""
+    if resize is None or outputs <= 1 or s.est_ttft_ms >= target or s.step_ms <= 0:
         return 0
 
     def meets(n: int) -> bool:
         again = resize(s, n)
         return again.fits and 0 < again.est_latency_ms <= target * (1 + _SLACK)
 
-    if not meets(1):
-        return 0
-    low, high = 1, outputs  # meets at `low`, misses at `high` (the brief's own length)
-    while high - low > 1:
+    guess = min(outputs - 1, max(1, int((target - s.est_ttft_ms) / s.step_ms)))
+    if meets(guess):
+        low, high = guess, outputs  # meets at `low`, misses at `high` (the brief's own length)
+    else:
+        high, low = guess, max(1, int(guess * 0.9))
+        while not meets(low):  # shorter outputs batch more prefills per step: walk down until one meets
+            if low == 1:
+                return 0
+            high, low = low, max(1, int(low * 0.9))
+    while high - low > max(1, low // 50):
         mid = (low + high) // 2
         low, high = (mid, high) if meets(mid) else (low, mid)
     return low
