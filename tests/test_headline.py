@@ -140,3 +140,14 @@ def test_the_cli_speaks_the_request_language(bundle: Bundle):
     print_advice(resp, out, request=request)
     text = out.getvalue()
     assert "得分" in text and "已排除" in text and "Excluded" not in text and "score" not in text
+
+
+@pytest.mark.parametrize(("locale", "words"), [("en", "Nothing fits"), ("zh-CN", "没有合适的配置")])
+def test_nothing_fitting_is_the_headline_with_the_usual_reason(bundle: Bundle, locale: str, words: str):
+    # 100k-billion parameters in FP32 fit nowhere we would size: every GPU is excluded.
+    brief = Brief(workload="REALTIME_INFERENCE", model=Model(params_billion=100_000, precision="FP32"))
+    advice = bundle.advise(AdviceRequest(brief=brief, locale=locale))
+    assert advice.candidates == () and advice.excluded
+    line = _headline(advice)
+    assert words in line
+    assert any(x.reasons[0].text in line for x in advice.excluded)  # one GPU's own words for the reason

@@ -5,6 +5,7 @@ Its sentences are message templates (summary.* in rules/messages), so rule autho
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
@@ -89,7 +90,7 @@ def render_summary(advice: Advice, msgs: Messages, locale: str, brief: dict[str,
                 t("summary.not_shown", not_shown_count=len(advice.not_shown), gpus=sep.join(advice.not_shown))
             )
     elif sized:
-        lines.append(t("summary.none_fit"))
+        lines.append(none_fit_line(advice, t))
     for note in advice.notes:
         if note.rule_id.startswith("direction."):
             lines.append(f"- {note.text}")
@@ -119,6 +120,17 @@ def unmet_line(u: UnmetTarget, t: Callable[..., str]) -> str:
         key = "summary.unmet_p95_outputs"
     return t(key, target=u.target, closest=u.closest, count=u.count, name=u.name, would_meet=u.would_meet,
              output_tokens=u.output_tokens)
+
+
+def none_fit_line(advice: Advice, t: Callable[..., str]) -> str:
+    """Nothing passed the rules: say so with the reason most GPUs were excluded for (one GPU's words for it)."""
+    reasons = [x.reasons[0] for x in advice.excluded if x.reasons]
+    if not reasons:
+        return t("summary.none_fit")
+    counts = Counter(r.rule_id for r in reasons)
+    top = max(counts, key=lambda rid: counts[rid])
+    example = next(r.text for r in reasons if r.rule_id == top)
+    return t("summary.none_fit_because", count=counts[top], total=len(advice.excluded), reason=example)
 
 
 def monthly(usd_per_hour: float, hours_per_month: float, t: Callable[..., str]) -> str:

@@ -41,6 +41,7 @@ CODE_MESSAGE_KEYS = (
     "summary.top_per_million",
     "summary.alternative",
     "summary.none_fit",
+    "summary.none_fit_because",
     "summary.route",
     "summary.warnings_header",
     "summary.route_provisional",
