@@ -59,6 +59,8 @@ lint: $(GEN)
 bench: $(GEN)
 	$(PY) -m service.bench $(BENCH_ARGS)
 
+# Checks the folder and runs its rule tests, as the server vets a version before serving it (a failing rule test
+# is a rejection there, so it fails here). `rules-test` runs the tests alone and also requires every rule covered.
 rules-check: $(GEN)
 	$(PY) -m service.frontends.rules_cli check $(RULES)
 

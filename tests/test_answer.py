@@ -216,8 +216,11 @@ def test_a_complete_brief_is_not_provisional(bundle):
 def test_assumed_defaults_are_stated_with_their_value(bundle):
     advice = bundle.advise(AdviceRequest(brief=Brief(workload="BATCH_INFERENCE", model=Model(8)), as_of=TODAY))
     text = " ".join(n.text for n in advice.notes if n.rule_id == "sizing.defaults")
-    assert "'model.precision' was not given; BF16 was assumed" in text
-    assert "'model.context_tokens' was not given; 8,192 was assumed" in text or "was assumed" in text
+    # In words a user knows: the field's name, not its brief path (that stays in `assumed`), and no file path.
+    assert "Not given, so assumed: weight precision BF16." in text
+    assert "Not given, so assumed: context tokens 4,096." in text
+    assert "model.precision" not in text and "rules/" not in text
+    assert "model.precision" in [path for path, _ in advice.assumed] or advice.assumed == ()
 
 
 # -- 7. price tiers ----------------------------------------------------------------------------------------
@@ -380,7 +383,7 @@ def test_cli_tables_show_price_tiers_and_what_was_cut(stub):
     print_advice(_recommend(stub, brief, max_candidates=3), out)
     text = out.getvalue()
     assert "price tier" in text and "Prices compared at on-demand" in text
-    assert "Not shown (max_candidates):" in text
+    assert "Not shown (only the first 3):" in text
     out = io.StringIO()
     reserved = {**brief, "economics": {"price_tier": "PRICE_TIER_RESERVED"}}  # few GPUs have a reserved price
     print_advice(_recommend(stub, reserved, max_candidates=20), out)

@@ -70,7 +70,8 @@ def test_score_breakdown_adds_up_and_names_each_rule(server: Running, capsys):
     assert {"rule_id": "matrix.adapter.rtx-small", "points": 10.0} in rtx["score_breakdown"]["rules"]
 
     out = explain(server, capsys, LORA)
-    assert re.search(r"#\d+ rtx-5090: [\d.]+ = [\d.]+ \(100 x [\d.e-]+ / [\d.e-]+\) \+10 points", out), out
+    # its points: +10 from the matrix, -10 where no offer prices it (eligibility.no-offer-in-scope)
+    assert re.search(r"#\d+ rtx-5090: [\d.]+ = [\d.]+ \(100 x [\d.e-]+ / [\d.e-]+\) [+-]\d+ points", out), out
     assert re.search(r"\n +\+10 +matrix\.adapter\.rtx-small\n", out)
 
 

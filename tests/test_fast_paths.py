@@ -205,7 +205,7 @@ def _ref_performance(p: advice_types.Performance | None) -> pb.Performance | Non
 def reference_advice_to_proto(a: Advice) -> pb.RecommendResponse:
     out = pb.RecommendResponse(summary=a.summary, provisional=a.provisional, not_shown_count=len(a.not_shown),
                                not_shown=list(a.not_shown), price_tier=enum_number("PriceTier", a.price_tier),
-                               assumed=[path for path, _ in a.assumed])
+                               assumed=[path for path, _ in a.assumed], unmet_targets=[u.field for u in a.unmet])
     for c in a.candidates:
         out.candidates.append(pb.Candidate(
             gpu=c.gpu, name=c.name, count=c.count, score=c.score,
@@ -222,7 +222,9 @@ def reference_advice_to_proto(a: Advice) -> pb.RecommendResponse:
                                    owned_usd_per_hour=c.ownership.owned_usd_per_hour,
                                    break_even_hours=c.ownership.break_even_hours,
                                    break_even_months=c.ownership.break_even_months,
-                                   purchase_usd=c.ownership.purchase_usd),
+                                   purchase_usd=c.ownership.purchase_usd,
+                                   purchase_source=c.ownership.purchase_source,
+                                   purchase_as_of=c.ownership.purchase_as_of),
             reasons=_ref_reasons(c.reasons), caveats=_ref_reasons(c.caveats), interconnect=c.interconnect,
             throughput=c.throughput, performance=_ref_performance(c.performance),
             score_breakdown=_ref_score_breakdown(c.score_breakdown),

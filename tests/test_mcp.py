@@ -122,8 +122,27 @@ def test_thin_brief_carries_questions_an_assistant_can_ask(mcp: Any) -> None:
     first = questions[0]
     assert first["field"] == "model.precision" and first["type"] == "enum"
     assert "PRECISION_FP8" in first["allowed_values"] and first["assumed"] == "PRECISION_BF16"
-    assert "`model.precision` (enum; one of PRECISION_FP32" in text_of(result)
-    assert "Still assumed:" in text_of(result)
+
+
+@pytest.mark.parametrize("locale", ["en", "zh-CN"])
+def test_the_markdown_says_each_question_once_in_words(mcp: Any, locale: str) -> None:
+    # Issue 16, item 3: the summary's questions, an "Open questions" list and a "Still assumed" list said the same
+    # things up to three times, with enum names, [80] priorities and rules/assumptions.yaml.
+    args = {"brief": {"workload": "WORKLOAD_TYPE_REALTIME_INFERENCE", "model": {"params_billion": 70}},
+            "locale": locale}
+    result = run(mcp, lambda c: c.call_tool("recommend_gpus", args), mode="legacy")
+    markdown = text_of(result)
+    questions = result.structured_content["questions"]
+    shown = [q for q in questions if q["text"] in markdown]
+    assert len(shown) >= 3  # the first few are asked in the text
+    for q in shown:
+        assert markdown.count(q["text"]) == 1, q["text"]
+    for raw in ("PRECISION_", "SUCCESS_UNIT_", "rules/assumptions.yaml", "[80]", "[90]", ".txt", "model.precision",
+                "Open questions", "Still assumed"):
+        assert raw not in markdown, raw
+    if locale == "zh-CN":
+        body = markdown.rsplit("(rules", 1)[0]
+        assert not re.search(r"[A-Za-z]{4,} [a-z]{4,}", body.replace("NVIDIA", "").replace("AMD", "")), body
 
 
 def test_list_gpus_matches_the_service(mcp: Any, stub: Any) -> None:

@@ -18,7 +18,7 @@ from service.serving import fanout
 from service.wire.api import pb, pb_grpc
 from tests.conftest import ADMIN, ADMIN_TOKEN, call
 from tests.test_processes import _events, _start, _wait_for, procs  # noqa: F401 (procs is a fixture)
-from tests.test_reload import REQUEST, set_h100_rent
+from tests.test_reload import set_h100_rent
 
 WORKERS = 2  # the in-process relay test below has three
 NEW_PRICE = 3.77
@@ -78,8 +78,11 @@ def test_one_reload_rules_call_reloads_every_worker(rules_copy, tmp_path, procs,
             rid = f"fanout-{len(seen)}"
             channel, stub = _fresh_stub(addr)
             with channel:
-                out = stub.Recommend(REQUEST, metadata=(("x-request-id", rid),), timeout=10)
-            price = next(c.cost.usd_per_hour for c in out.candidates if c.gpu == "h100-sxm")
+                out = stub.ListGpus(pb.ListGpusRequest(), metadata=(("x-request-id", rid),), timeout=10)
+            # The catalog row the edit changed (answers price the H100 from its offers, which stay as they were).
+            h100 = next(g for g in out.gpus if g.id == "h100-sxm")
+            price = next(p.usd for p in h100.prices
+                         if p.kind == "rent" and p.current and p.tier == pb.PRICE_TIER_ON_DEMAND)
             seen[rid] = (out.ruleset.revision, price)
         time.sleep(0.2)  # log lines are written by a background thread
         answered = _answered_by(log)

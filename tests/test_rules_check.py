@@ -161,7 +161,26 @@ def test_placeholder_the_fact_does_not_have(rules: Path):
     found = problems(rules)
     line = line_of(rules / "routing.yaml", "- id: routing.default")
     assert_reported(found, f"rules/routing.yaml:{line}:", "uses {gpu}", "plan fact")
-    assert any("placeholders differ" in p for p in found)
+    # One mistake, one report: the zh-CN text, which only lacks the en typo, is not reported again.
+    assert not any("placeholders differ" in p for p in found)
+
+
+def test_an_en_placeholder_typo_is_reported_once_with_a_did_you_mean(rules: Path):
+    f = rules / "messages" / "en.yaml"
+    edit(f, "costs ${usd_per_hour:.2f}/h, over the budget", "costs ${usd_per_hou:.2f}/h, over the budget")
+    found = [p for p in problems(rules) if "usd_per_hou" in p or "placeholders differ" in p]
+    assert len(found) == 1, found
+    assert "uses {usd_per_hou}" in found[0] and "did you mean" in found[0] and "usd_per_hour" in found[0]
+
+
+def test_a_zh_placeholder_typo_is_reported_at_zh_naming_both(rules: Path):
+    f = rules / "messages" / "zh-CN.yaml"
+    text = f.read_text(encoding="utf-8")
+    key_line = next(line for line in text.splitlines() if line.startswith("  eligibility.over_budget:"))
+    edit(f, key_line, key_line.replace("{usd_per_hour:.2f}", "{usd_per_hou:.2f}"))
+    found = [p for p in problems(rules) if "placeholders differ" in p]
+    assert len(found) == 1 and found[0].startswith("rules/messages/zh-CN.yaml:")
+    assert "zh-CN has {usd_per_hou}" in found[0] and "en has {usd_per_hour}" in found[0]
 
 
 def test_rule_that_can_never_fire(rules: Path):
@@ -331,3 +350,39 @@ def test_relative_range_semantics(spec: dict, ok: bool):
     catalog = {"x": {"rent": 3.0, "purchase": 30000.0}}
     assert (check({key: {"x": spec}}, "OK", body, catalog=catalog) == []) is ok
     assert check({key: {"x": spec}}, "OK", body) != [], "without the catalog a relative range cannot pass"
+
+
+# -- YAML layout mistakes in the author's terms (issue 16, item 6) --
+
+
+def test_a_tab_names_itself_and_the_block_it_is_in(rules: Path):
+    f = rules / "eligibility.yaml"
+    spaced = "    then:\n      exclude: {message: eligibility.no_fit}"
+    edit(f, spaced, spaced.replace("\n      ", "\n\t"))
+    tab = line_of(f, "\texclude: {message: eligibility.no_fit}")
+    found = problems(rules)
+    assert_reported(found, f"rules/eligibility.yaml:{tab}:1 ", "a tab", "spaces only",
+                    f"began at line {tab - 1}", "`then:`")
+    assert not any("cannot start any token" in p for p in found)
+
+
+def test_a_line_indented_under_a_value_names_the_line_above(rules: Path):
+    f = rules / "eligibility.yaml"
+    said = "    description: The work does not fit in memory even at the largest configuration we size.\n"
+    edit(f, said, said + "      when: {sized: true}\n")
+    bad = line_of(f, "      when: {sized: true}")
+    found = problems(rules)
+    assert_reported(found, f"rules/eligibility.yaml:{bad}:", f"line {bad}", f"deeper than line {bad - 1}",
+                    "`description: The work does not fit")
+    assert not any("mapping values are not allowed here" in p for p in found)
+
+
+def test_a_key_out_of_line_names_where_its_block_began(rules: Path):
+    f = rules / "eligibility.yaml"
+    edit(f, "    when: {sized: true, fits: false}\n", "    when: {sized: true, fits: false}\n     extra: 1\n")
+    bad = line_of(f, "     extra: 1")
+    began = line_of(f, "- id: eligibility.no-fit")
+    found = problems(rules)
+    assert_reported(found, f"rules/eligibility.yaml:{bad}:", f"began at line {began}", "column 6", "column 5",
+                    "line it up")
+    assert not any("expected <block end>" in p for p in found)

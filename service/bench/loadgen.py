@@ -242,7 +242,8 @@ def median(xs: list[float]) -> float:
 
 
 def distinct_briefs(k: int) -> list[bytes]:
-    """The README's 70B FP8 realtime brief, made distinct by its traffic; each checked OK once by a real stub."""
+    """The README's former 70B FP8 realtime brief (a 2 s p95 no GPU meets: the headline's path, kept so runs stay
+    comparable across checkouts), made distinct by its traffic; each checked OK once by a real stub."""
     from ..wire.api import pb
 
     out = []

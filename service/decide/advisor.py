@@ -40,8 +40,9 @@ from .run import Evaluator, Run, Scored, effects_of
 from .shape_notes import shape_notes
 from .sizing.common import Sizing, compared_tier
 from .sizing.inference import prefill_batch_sequences
-from .sizing.per_gpu import size_all
+from .sizing.per_gpu import size, size_all
 from .sizing.shape import Shape, shape_of
+from .targets import Resize, unmet_targets
 
 # An estimated KV cache is described as the kind of attention it assumed (never as exact).
 _KV_NOTE = {"MLA": "note.kv_estimated_mla", "MHA": "note.kv_estimated_mha", "MQA": "note.kv_estimated_mqa"}
@@ -83,6 +84,15 @@ def _with_tiers(p: dict[str, Any], s: Sizing, run: Run) -> dict[str, Any]:
     p["rent_tier_name"] = run.name(f"tier.{s.price_tier or 'UNSPECIFIED'}")
     p["price_tier_name"] = run.name(f"tier.{s.compared_tier}")
     return p
+
+
+def _latency_targets(run: Run, base: dict[str, Any]) -> str:
+    """The latency targets the brief set, in words: a message never names a target that was not given."""
+    p95, ttft = base["p95_ms"] > 0, base["ttft_ms"] > 0
+    if not (p95 or ttft):
+        return ""
+    key = "latency.target_both" if p95 and ttft else ("latency.target_p95" if p95 else "latency.target_ttft")
+    return run.text(key, base)
 
 
 def _defaults_stated(brief: Brief, shape: Shape, a: Any) -> dict[str, Any]:
@@ -240,9 +250,10 @@ def _brief_rules(run: Run, base: dict[str, Any], shape: Shape | None) -> _Asks:
         # Only defaults the rules still ask about count: the others do not matter for this workload.
         assumed = [(f, compact(stated[f])) for f in shape.defaults_used if f in asked and f in stated]
         for f in shape.defaults_used:
-            key, params = "note.assumed_default", {"field": f}
+            # The field as a person calls it (its brief path stays in the answer's `assumed`).
+            key, params = "note.assumed_default", {"field": run.name(f"field.{f}")}
             if f in stated:
-                key, params = "note.assumed_value", {"field": f, "value": stated[f]}
+                key, params = "note.assumed_value", {**params, "value": stated[f]}
             run.notes.append(Reason("sizing.defaults", run.text(key, params)))
         if not shape.arch.exact and brief.workload != "MEDIA_GENERATION":  # a denoiser keeps no KV cache
             run.notes.append(
@@ -270,8 +281,10 @@ def _candidate_rules(run: Run, base: dict[str, Any], sizings: list[Sizing]) -> l
     scored = [Scored(s, F.candidate_fact(base, s)) for s in sizings]
     fired = run.fire("candidate", [c.fact for c in scored])
     effects = run.shared.effects
+    targets = _latency_targets(run, base)
     for c in scored:
         params = c.params = _with_tiers(_params(c.sizing, c.fact, run.name(f"unit.{c.sizing.unit}")), c.sizing, run)
+        params["latency_targets"] = targets
         for rule in fired[c.fact["id"]]:
             common, acts = effects.get(id(rule)) or effects_of(effects, rule)
             if common:
@@ -306,7 +319,7 @@ def _route(run: Run, base: dict[str, Any], shape: Shape | None, ranked: _Ranked)
     ratio = (shape.input_tokens + shape.output_tokens) / shape.output_tokens if shape else 1.0
     plan = F.plan_fact(
         base, top, len(ranked.survivors), brief.economics.hours_per_month,
-        a.num("model_api_usd_per_million_tokens"), ratio,
+        a.num("model_api_usd_per_million_tokens"), ratio, _run_fit(run, top),
     )
     route_kind, rationale = DEFAULT_ROUTE, []
     # A utilization the brief did not give is the rules' default: a message that prints it says so.
@@ -352,11 +365,44 @@ def _render(
         assumed=tuple(asks.assumed),
         not_shown=tuple(c.sizing.gpu.id for c in ranked.survivors[ranked.limit:]),
         price_tier=compared_tier(brief),
+        unmet=unmet_targets(brief, [c.sizing for c in ranked.survivors], [c.sizing for c in scored],
+                            _resizer(run), shape.output_tokens if shape else 0),
     )
     # The summary is rendered from the otherwise finished answer, which nobody else holds yet: set in place
     # rather than copied field by field through the frozen constructor.
     advice.__dict__["summary"] = render_summary(advice, run.msgs, run.locale, base, shape is not None)
     return advice
+
+
+def _run_fit(run: Run, top: Sizing | None) -> F.RunFit | None:
+    """For a training run with no deadline: the days it should fit in (the brief's horizon, else the rules'
+    `long_training_run_days`) and the GPUs of the top pick's type that finish it in them, sized as a deadline
+    would be (None when not training, or when the brief's own deadline already sized the count)."""
+    brief, a = run.req.brief, run.book.assumptions
+    if top is None or top.train_hours <= 0 or brief.training.target_days > 0:
+        return None
+    horizon = brief.economics.horizon_months
+    days = horizon * a.num("hours_per_month") / 24 if horizon > 0 else a.num("long_training_run_days")
+    if top.train_hours / 24 <= days:
+        return F.RunFit(days, top.count)
+    timed = replace(brief, training=replace(brief.training, target_days=days))
+    shape = shape_of(timed, a)
+    again = size(top.gpu, timed, shape, a, run.req.quotes, run.req.as_of or date.today()) if shape else None
+    return F.RunFit(days, again.count if again and again.fits else 0)
+
+
+def _resizer(run: Run) -> Resize:
+    """Size one GPU again for this request with another average output length (the headline's suggestion)."""
+    book, req = run.book, run.req
+    day = req.as_of or date.today()
+
+    def resize(s: Sizing, output_tokens: int) -> Sizing:
+        brief = replace(req.brief, traffic=replace(req.brief.traffic, avg_output_tokens=output_tokens))
+        shape = shape_of(brief, book.assumptions)
+        assert shape is not None  # the same brief sized before; only the output length differs
+        return size_all((s.gpu,), brief, shape, book.assumptions, req.quotes, day)[0]
+
+    return resize
 
 
 def _assumed(act: Action, a: Assumptions) -> str | int | float | bool | None:

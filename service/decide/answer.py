@@ -106,6 +106,8 @@ def candidate_of(c: Scored, run: Run) -> Candidate:
             break_even_hours=round(s.break_even_hours, 1) if math.isfinite(s.break_even_hours) else -1.0,
             break_even_months=round(s.break_even_months, 2) if math.isfinite(s.break_even_months) else -1.0,
             purchase_usd=round(s.purchase.usd * s.count, 2) if s.purchase else 0.0,
+            purchase_source=s.purchase.source if s.purchase else "",
+            purchase_as_of=s.purchase.as_of if s.purchase else "",
         ),
         reasons=(build(Reason, rule_id="rank.score", text=formula),
                  *ownership_reason(s, run, c.fact["utilization_given"]), *said_texts(c.reasons, c, run)),

@@ -8,6 +8,7 @@ see in `rules/README.md` and what `rules-check` suggests names from.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 from ..domain.brief import (
@@ -142,6 +143,8 @@ CANDIDATE_FIELDS: dict[str, FieldSpec] = {
     "est_latency_ms": FieldSpec("number", "estimated end-to-end latency at the average request, ms"),
     "latency_vs_best": FieldSpec("number", "est_latency_ms / best_latency_ms (1 = the fastest; 0 = no target)"),
     "break_even_months": FieldSpec("number", "months until buying beats renting (-1 = never)"),
+    "train_days": FieldSpec("number", "estimated training run, days (0 = not training or no token count)"),
+    "gpu_hours": FieldSpec("number", "estimated training run, GPU-hours: count x hours (0 = as train_days)"),
     "placed": FieldSpec("bool", "priced from an offer a team can rent (provider, instance shape, region, tier)"),
     "placement_tier": _enum(RENT_TIERS, "the tier of the offer it is placed on (UNSPECIFIED when not placed)"),
     "instances": FieldSpec("int", "instances rented on that offer (0 when not placed)"),
@@ -189,6 +192,17 @@ PLAN_FIELDS: dict[str, FieldSpec] = {
         "number", "reference model API price per 1M output tokens, input tokens included (assumptions)"
     ),
     "api_cheaper": FieldSpec("bool", "the reference model API costs less per output token than the first candidate"),
+    "top_train_days": FieldSpec("number", "first candidate's estimated training run, days (0 = not training)"),
+    "top_gpu_hours": FieldSpec("number", "first candidate's estimated training run, GPU-hours (0 = not training)"),
+    "long_run": FieldSpec(
+        "bool", "the first candidate's run takes longer than long_training_run_days (assumptions) or the horizon"
+    ),
+    "fit_days": FieldSpec(
+        "number", "days the run should fit in: the brief's horizon_months in days, else long_training_run_days"
+    ),
+    "top_count_to_fit": FieldSpec(
+        "int", "GPUs of the first candidate's type that finish the run within fit_days (0 = not training)"
+    ),
 }
 
 OUTCOME_FIELDS: dict[str, FieldSpec] = {
@@ -365,6 +379,8 @@ def candidate_fact(base: dict[str, Any], s: Sizing) -> dict[str, Any]:
         if s.latency_target and base["best_latency_ms"] > 0
         else 0.0,
         "break_even_months": round(_finite(s.break_even_months), 2) if s.break_even_months else -1.0,
+        "train_days": round(s.train_hours / 24, 2),
+        "gpu_hours": round(s.gpu_hours, 1),
         "placed": s.placement is not None,
         "placement_tier": s.placement.offer_tier if s.placement else UNSPECIFIED,
         "instances": s.placement.instances if s.placement else 0,
@@ -373,6 +389,15 @@ def candidate_fact(base: dict[str, Any], s: Sizing) -> dict[str, Any]:
         "has_offers": s.has_offers,
         "offers_loaded": s.offers_loaded,
     }
+
+
+@dataclass(frozen=True)
+class RunFit:
+    """The days a training run should fit in (the brief's horizon, else the rules' limit) and the GPUs of the top
+    candidate's type that finish it in them."""
+
+    days: float
+    count: int
 
 
 def gpu_usd_per_million_output_tokens(top: Sizing | None, utilization: float) -> float:
@@ -390,8 +415,10 @@ def plan_fact(
     hours_per_month: float,
     api_usd_per_million_tokens: float = 0.0,
     tokens_per_output_token: float = 1.0,
+    fit: RunFit | None = None,
 ) -> dict[str, Any]:
-    """`tokens_per_output_token`: (input + output) / output, since API prices are per token in and out."""
+    """`tokens_per_output_token`: (input + output) / output, since API prices are per token in and out; `fit`:
+    how long a training run may take and what the top candidate's type needs to finish in it."""
     horizon = base["horizon_months"]
     be = _finite(top.break_even_months) if top and top.break_even_months else -1.0
     # Images are not priced per token: no token comparison with a model API for media generation.
@@ -417,6 +444,11 @@ def plan_fact(
         "top_usd_per_million_tokens": round(gpu_per_m, 4),
         "api_usd_per_million_tokens": round(api_per_m, 4),
         "api_cheaper": gpu_per_m > 0 and 0 < api_per_m < gpu_per_m,
+        "top_train_days": round(top.train_hours / 24, 2) if top else 0.0,
+        "top_gpu_hours": round(top.gpu_hours, 1) if top else 0.0,
+        "long_run": bool(fit and top and top.train_hours / 24 > fit.days),
+        "fit_days": round(fit.days, 1) if fit else 0.0,
+        "top_count_to_fit": fit.count if fit else 0,
     }
 
 

@@ -41,6 +41,8 @@ class Ownership:
     break_even_hours: float
     break_even_months: float
     purchase_usd: float = 0.0
+    purchase_source: str = ""  # the catalog row's source: checkable, but a file name, so never in a sentence
+    purchase_as_of: str = ""
 
 
 @dataclass(frozen=True)
@@ -149,6 +151,20 @@ class Question:
 
 
 @dataclass(frozen=True)
+class UnmetTarget:
+    """A brief target no candidate meets, the candidate that comes closest and the target it would meet."""
+
+    field: str  # brief path: latency.p95_ms, latency.ttft_ms, training.target_days, economics.budget_usd_per_hour
+    target: float  # the brief's value, in the field's unit
+    closest: float  # the closest candidate's figure, same unit
+    gpu: str = ""  # the closest candidate's catalog id
+    name: str = ""  # its display name
+    count: int = 0  # its GPUs
+    would_meet: float = 0.0  # the target (same unit) the closest candidate meets
+    output_tokens: int = 0  # latency.p95_ms: the longest average output the closest meets the target with (0: none)
+
+
+@dataclass(frozen=True)
 class Metric:
     name: str
     formula: str
@@ -202,3 +218,4 @@ class Advice:
     not_shown: tuple[str, ...] = ()  # GPU ids that passed the rules but were cut by max_candidates, best first
     price_tier: str = ""  # the tier candidates are compared at
     assumed: tuple[tuple[str, str], ...] = ()  # (brief path, assumed value as printed) the sizing depends on
+    unmet: tuple[UnmetTarget, ...] = ()  # targets no candidate meets, most important first

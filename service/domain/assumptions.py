@@ -56,6 +56,7 @@ REQUIRED_NUMBERS = (
     "tp_allreduce_latency_us_slow_link",
     "default_prefill_batch_tokens",
     "default_global_batch_tokens",
+    "long_training_run_days",
     "mla_kv_lora_rank",
     "mla_rope_head_dim",
 )

@@ -96,7 +96,7 @@ def _parse(text: str, shown_as: str) -> tuple[Doc | None, list[Problem]]:
         line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
         return None, [Problem(shown_as, line, col, "", f"broken YAML: nested deeper than {MAX_DEPTH} levels")]
     except MarkedYAMLError as exc:
-        return None, [yaml_problem(exc, shown_as)]
+        return None, [yaml_problem(exc, shown_as, text)]
     except RecursionError:
         return None, [Problem(shown_as, 1, 1, "", "broken YAML: nested too deeply")]
     except Exception as exc:  # ruamel raises a few unmarked errors; their text is theirs, not a repr or a path
@@ -114,10 +114,17 @@ def _clip(text: str, limit: int = 200) -> str:
 _UNCLOSED = ("while parsing a flow", "while scanning a quoted", "while scanning a block", "while parsing a block")
 
 
-def yaml_problem(exc: MarkedYAMLError, shown_as: str) -> Problem:
-    """One broken-YAML problem. For an unclosed structure it sits at the context mark (where the structure
-    opened) and names where the parser gave up; otherwise (duplicate keys, tabs) at the problem mark."""
+def yaml_problem(exc: MarkedYAMLError, shown_as: str, text: str = "") -> Problem:
+    """One broken-YAML problem. For an unclosed flow or quote it sits at the context mark (where the structure
+    opened) and names where the parser gave up; for indentation and tabs (the parser's words, "mapping values are
+    not allowed here", "expected <block end>", help nobody) it names the likely cause, sits on the line to fix and
+    names the line where the block began; otherwise (duplicate keys) at the problem mark."""
     problem, context = exc.problem_mark, exc.context_mark
+    lines = text.splitlines()
+    explained = _layout_problem(exc, lines)
+    if explained is not None:
+        (line, col), why = explained
+        return Problem(shown_as, line, col, "", f"broken YAML: {why}")
     unclosed = bool(context) and str(exc.context or "").startswith(_UNCLOSED)
     mark = context if unclosed else (problem or context)
     line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
@@ -131,6 +138,63 @@ def yaml_problem(exc: MarkedYAMLError, shown_as: str) -> Problem:
         shown_as, line, col, "",
         f"broken YAML: {structure} opened here is not closed properly: {_clip(str(exc.problem))}{noticed}{hint}",
     )
+
+
+def _content(lines: list[str], n: int) -> str:
+    """Line n (1-based) as the author wrote it, without its indentation, for quoting."""
+    return _clip(lines[n - 1].strip(), 60) if 0 < n <= len(lines) else ""
+
+
+def _opener_above(lines: list[str], n: int) -> int:
+    """The nearest line above n that opens a block (a key ending in ':' or '- key:'), 0 if none."""
+    for i in range(n - 1, 0, -1):
+        stripped = lines[i - 1].split(" #", 1)[0].rstrip()
+        if stripped and not stripped.lstrip().startswith("#") and stripped.endswith(":"):
+            return i
+    return 0
+
+
+def _content_above(lines: list[str], n: int) -> int:
+    """The nearest non-blank, non-comment line above n, 0 if none."""
+    for i in range(n - 1, 0, -1):
+        if lines[i - 1].strip() and not lines[i - 1].lstrip().startswith("#"):
+            return i
+    return 0
+
+
+def _layout_problem(exc: MarkedYAMLError, lines: list[str]) -> tuple[tuple[int, int], str] | None:
+    """((line, col), why) for a tab or an indentation mistake, in the author's terms; None for anything else."""
+    problem, context = exc.problem_mark, exc.context_mark
+    said = f"{exc.context or ''} {exc.problem or ''}"
+    if problem is None or not lines:
+        return None
+    pl, pc = problem.line + 1, problem.column + 1
+    here = lines[pl - 1] if pl <= len(lines) else ""
+    if "'\\t'" in said or "\t" in said or ("\t" in here[: max(0, pc)] and "block" in said):
+        col = here.index("\t") + 1 if "\t" in here else pc
+        began = _opener_above(lines, pl)
+        where = f" (inside the block that began at line {began}: `{_content(lines, began)}`)" if began else ""
+        return (pl, col), (f"a tab at line {pl}, column {col}: YAML indents with spaces only; replace the tab "
+                           f"with spaces, lined up with the other keys{where}")
+    if "mapping values are not allowed here" in said:
+        before = here[: problem.column]
+        if ": " in before or before.rstrip().endswith(":"):
+            return (pl, pc), (f"a second ': ' on line {pl} (`{_content(lines, pl)}`): a value that holds ': ' "
+                              "must be quoted, e.g. key: \"a: b\"")
+        above = _content_above(lines, pl)
+        return (pl, pc), (f"line {pl} (`{_content(lines, pl)}`) is indented deeper than line {above} "
+                          f"(`{_content(lines, above)}`), so YAML reads it as part of that value: line it up "
+                          f"with its siblings, or end line {above} with ':' if it should hold this line")
+    if context is not None and "expected <block end>" in said and "block" in str(exc.context or ""):
+        cl, cc = context.line + 1, context.column + 1
+        if "block collection" in str(exc.context) or "block sequence" in str(exc.context):
+            return (pl, pc), (f"line {pl} (`{_content(lines, pl)}`) stands at the column of the list that began "
+                              f"at line {cl} (`{_content(lines, cl)}`) but is not a '- ' item: indent it under the "
+                              "item above it, or start it with '- '")
+        return (pl, pc), (f"line {pl} (`{_content(lines, pl)}`) is indented to column {pc}, but the block that "
+                          f"began at line {cl} (`{_content(lines, cl)}`) has its keys at column {cc}: line it up "
+                          "with its siblings (spaces only)")
+    return None
 
 
 def pos(node: Any, key: Any = None) -> tuple[int, int]:

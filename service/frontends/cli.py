@@ -8,7 +8,8 @@
     gpu-advisor reload [--token-file F]  # admin: reload the rules now (or the token in GPU_ADVISOR_ADMIN_TOKEN)
     gpu-advisor mcp [--transport http]   # serve chat assistants over MCP (stdio, or streamable HTTP at /mcp)
 
-A brief file is YAML in protobuf's JSON form: a whole RecommendRequest (with a `brief:` key) or the brief.
+A brief file is YAML in protobuf's JSON form: a whole RecommendRequest (with a `brief:` key) or the brief; enum
+values may be written short, as rules write them (`workload: realtime_inference`, `precision: fp8`).
 Exit codes: 0 OK, 2 the input was rejected (file or INVALID_ARGUMENT), 1 any other failure.
 TLS: `--tls` (system roots) or `--tls-ca`; `--tls-client-cert/--tls-client-key` for a server that wants mTLS.
 """
@@ -18,19 +19,19 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import unicodedata
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any, TextIO
 
 import grpc
-from google.protobuf.json_format import MessageToJson, ParseDict, ParseError
+from google.protobuf.json_format import MessageToJson
 from google.rpc import error_details_pb2
 from grpc_status import rpc_status
-from ruamel.yaml import YAML
-from ruamel.yaml.error import YAMLError
 
 from ..serving.credentials import ConfigError, admin_token, channel_credentials
 from ..wire.api import enum_name, pb, pb_grpc
+from .brief_file import InputError, load_request
+from .cli_text import words
 from .explain import Filters, print_explanation
 from .models_cli import add_parser as add_models_parser
 from .offers_cli import add_parser as add_offers_parser
@@ -38,34 +39,7 @@ from .offers_cli import add_parser as add_offers_parser
 DEFAULT_ADDR = "127.0.0.1:50051"
 EXIT_OK, EXIT_FAIL, EXIT_INPUT = 0, 1, 2
 MAX_EXPLAIN_CANDIDATES = 50  # validate.py's limit
-
-
-class InputError(Exception):
-    """The brief file cannot become a request: reported as one line, exit 2."""
-
-
-def load_request(path: str | Path) -> pb.RecommendRequest:
-    """A RecommendRequest from a YAML file holding either the whole request or only the brief."""
-    p = Path(path)
-    try:
-        data = YAML(typ="safe").load(p.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise InputError(f"{p}: {exc.strerror or exc}") from exc
-    except YAMLError as exc:
-        raise InputError(f"{p}: not valid YAML: {exc}") from exc
-    if data is None:
-        data = {}
-    if not isinstance(data, dict):
-        raise InputError(f"{p}: expected a mapping (a request or a brief), got {type(data).__name__}")
-    # A golden case wraps the request in `request:`; a whole request has a `brief:` key; anything else is taken
-    # to be the brief itself.
-    if isinstance(data.get("request"), dict):
-        data = data["request"]
-    body = data if "brief" in data else {"brief": data}
-    try:
-        return ParseDict(body, pb.RecommendRequest())
-    except ParseError as exc:
-        raise InputError(f"{p}: {exc}") from exc
+HOURS_PER_MONTH = 730  # a month around the clock, when the brief gives no hours
 
 
 def bad_request_violations(err: grpc.RpcError) -> list[tuple[str, str]]:
@@ -82,14 +56,23 @@ def bad_request_violations(err: grpc.RpcError) -> list[tuple[str, str]]:
 # -- rendering ----------------------------------------------------------------------------------------------
 
 
+def _width(text: str) -> int:
+    """Columns a terminal gives `text`: a CJK character takes two."""
+    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
+
+
+def _pad(text: str, width: int, right: bool) -> str:
+    fill = " " * (width - _width(text))
+    return fill + text if right else text + fill
+
+
 def _table(rows: list[list[str]], out: TextIO, right: Sequence[int] = ()) -> None:
     """Plain aligned columns: the first row is the header. No third-party table library for one function."""
     if len(rows) <= 1:
         return
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    widths = [max(_width(r[i]) for r in rows) for i in range(len(rows[0]))]
     for n, row in enumerate(rows):
-        pairs = enumerate(zip(row, widths, strict=True))
-        cells = [c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in pairs]
+        cells = [_pad(c, w, i in right) for i, (c, w) in enumerate(zip(row, widths, strict=True))]
         print("  ".join(cells).rstrip(), file=out)
         if n == 0:
             print("  ".join("-" * w for w in widths), file=out)
@@ -106,54 +89,85 @@ def _unit_cost(v: float) -> str:
     return f"${v:,.2f}" if v >= 1 else f"${v:.3g}"
 
 
-def _tier(number: int) -> str:
-    return enum_name("PriceTier", number).lower().replace("_", "-") if number else "-"
+def _tier(number: int, w: dict[str, str] | None = None) -> str:
+    if not number:
+        return "-"
+    name = enum_name("PriceTier", number)
+    return (w or {}).get(f"tier.{name}") or name.lower().replace("_", "-")
 
 
-def _months(v: float) -> str:
+def _months(v: float, w: dict[str, str]) -> str:
     if v < 0:
-        return "never"
+        return w["never"]
     return f"{v:,.1f}" if v > 0 else "-"
 
 
-def print_advice(resp: pb.RecommendResponse, out: TextIO | None = None) -> None:
+def _against(value: float, target: float, digits: int = 0) -> str:
+    """A figure beside its target: a check when it meets it, a cross when it misses."""
+    if value <= 0:
+        return "-"
+    text = f"{value:,.{digits}f}"
+    return text if target <= 0 else f"{text} {'✓' if value <= target else '✗'}"
+
+
+def _speed_column(resp: pb.RecommendResponse, brief: pb.WorkloadBrief, w: dict[str, str]) -> tuple[str, list[str]]:
+    """The figure a brief's target is about, per candidate: training days, else p95 latency; ("", []) if none."""
+    if any(c.performance.training_days > 0 for c in resp.candidates):
+        target = brief.training.target_days
+        head = w["col.days_target"].format(target=f"{target:g}") if target > 0 else w["col.days"]
+        return head, [_against(c.performance.training_days, target, 1) for c in resp.candidates]
+    if any(c.performance.e2e_p95_ms > 0 for c in resp.candidates):
+        target = brief.latency.p95_ms
+        head = w["col.latency_target"].format(target=f"{target:,.0f}") if target > 0 else w["col.latency"]
+        return head, [_against(c.performance.e2e_p95_ms, target) for c in resp.candidates]
+    return "", []
+
+
+def print_advice(resp: pb.RecommendResponse, out: TextIO | None = None, request: pb.RecommendRequest | None = None,
+                 locale: str = "") -> None:
+    """The answer for a terminal: the summary first (so a missed target is the first line), then the ranked table
+    with each score and the figure the brief's target is about, then why each excluded GPU is out."""
     out = out or sys.stdout  # looked up per call, so redirection (tests, contextlib) is honoured
-    rows = [["#", "gpu", "count", "$/h", "price tier", "$/unit", "need/capacity GB", "headroom", "break-even mo"]]
+    request = request or pb.RecommendRequest()
+    w = words(locale or request.locale or "en")
+    # The summary without its title: its first line is the headline (a missed target, else the top pick).
+    for line in resp.summary.splitlines()[1:]:
+        print(line.replace("**", ""), file=out)
+    if resp.summary:
+        print(file=out)
+    hours = request.brief.economics.hours_per_month or HOURS_PER_MONTH
+    speed_head, speed = _speed_column(resp, request.brief, w)
+    head = [w["col.rank"], w["col.gpu"], w["col.count"], w["col.score"], w["col.usd_per_hour"],
+            w["col.usd_per_month"], w["col.tier"], w["col.usd_per_unit"], *([speed_head] if speed_head else []),
+            w["col.memory"], w["col.headroom"], w["col.break_even"]]
+    rows = [head]
     for i, c in enumerate(resp.candidates, 1):
         # A star marks a price from another tier than the one compared (no price in that tier).
-        tier = _tier(c.cost.price_tier) + ("*" if c.cost.price_tier_fallback else "")
+        tier = _tier(c.cost.price_tier, w) + ("*" if c.cost.price_tier_fallback else "")
         rows.append([
-            str(i), c.gpu, str(c.count), _money(c.cost.usd_per_hour), tier, _unit_cost(c.cost.usd_per_unit),
+            str(i), c.gpu, str(c.count), f"{c.score:.1f}", _money(c.cost.usd_per_hour),
+            _money(c.cost.usd_per_hour * hours, 0), tier, _unit_cost(c.cost.usd_per_unit),
+            *([speed[i - 1]] if speed_head else []),
             f"{c.memory.need_gb:,.1f}/{c.memory.capacity_gb:,.0f}", f"{c.memory.headroom:.0%}",
-            _months(c.ownership.break_even_months),
+            _months(c.ownership.break_even_months, w),
         ])
     if len(rows) > 1:
         unit = next((c.cost.unit for c in resp.candidates if c.cost.unit), "")
-        print(f"Candidates{f' ($/unit = per {unit})' if unit else ''}:", file=out)
-        _table(rows, out, right=(0, 2, 3, 5, 6, 7, 8))
-        print(f"Prices compared at {_tier(resp.price_tier)}; * = no price in that tier, another tier's is used.",
-              file=out)
+        print(w["candidates_per_unit"].format(unit=unit) if unit else w["candidates"], file=out)
+        _table(rows, out, right=tuple(i for i in range(len(head)) if i not in (1, 6)))
+        print(w["score_note"], file=out)
+        print(w["month_hours"].format(hours=f"{hours:,.0f}"), file=out)
+        print(w["tiers"].format(tier=_tier(resp.price_tier, w)), file=out)
         if resp.not_shown_count:
-            print(f"Not shown (max_candidates): {resp.not_shown_count}: {', '.join(resp.not_shown)}", file=out)
+            print(w["not_shown"].format(limit=len(resp.candidates), count=resp.not_shown_count,
+                                        gpus=", ".join(resp.not_shown)), file=out)
     else:
-        print("No GPU candidates.", file=out)
+        print(w["no_candidates"], file=out)
     if resp.excluded:
-        print(f"\nExcluded: {', '.join(x.gpu for x in resp.excluded)}", file=out)
-    if resp.HasField("route"):
-        provisional = f" (provisional: depends on {', '.join(resp.route.depends_on)})" if resp.route.provisional else ""
-        print(f"\nRoute: {enum_name('RouteKind', resp.route.kind)}{provisional}", file=out)
-        for r in resp.route.rationale:
-            print(f"  - {r.text} [{r.rule_id}]", file=out)
-    if resp.warnings:
-        print("\nWarnings:", file=out)
-        for w in resp.warnings:
-            print(f"  {enum_name('Severity', w.severity)} {w.code}: {w.text} [{w.rule_id}]", file=out)
-    if resp.questions:
-        print("\nQuestions:", file=out)
-        for q in resp.questions:
-            print(f"  {q.field}: {q.text}", file=out)
-    if resp.summary:
-        print(f"\n{resp.summary}", file=out)
+        print(f"\n{w['excluded']}", file=out)
+        for x in resp.excluded:
+            more = w["more_reasons"].format(count=len(x.reasons) - 1) if len(x.reasons) > 1 else ""
+            print(f"  {x.gpu}: {x.reasons[0].text if x.reasons else ''}{more}", file=out)
     if resp.HasField("ruleset"):
         print(f"\n{_ruleset_ref(resp.ruleset)}", file=out)
 
@@ -248,7 +262,7 @@ def _recommend(args: argparse.Namespace, explain: bool) -> int:
         fired = True if args.fired else (False if args.not_fired else None)
         print_explanation(resp, Filters(tuple(args.rule or ()), args.gpu or "", fired))
     else:
-        print_advice(resp)
+        print_advice(resp, request=request)
         if request.include_trace:
             print()
             print_trace(resp)

@@ -44,7 +44,6 @@ from .offers_cli import offer_rows
 NAME = "gpu-advisor"
 # Fields the MCP tools set themselves (explain asks for the trace; recommend does not need it).
 _TOOL_SET = ("include_trace",)
-MAX_QUESTIONS_SHOWN = 8
 
 
 # -- schemas ------------------------------------------------------------------------------------------------
@@ -184,30 +183,12 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def _question_line(q: Any) -> str:
-    what = [q.type or "value"]
-    if q.unit:
-        what.append(q.unit)
-    if q.allowed_values:
-        what.append("one of " + ", ".join(q.allowed_values))
-    if q.assumed:
-        what.append(f"assumed meanwhile: {q.assumed}")
-    return f"- [{q.priority}] `{q.field}` ({'; '.join(what)}): {q.text}"
-
-
 def recommendation_markdown(resp: Any) -> str:
-    """The service's own summary (in the request's locale), then the open questions in the form an assistant
-    acts on: field path, type, unit, choices, assumed value, priority."""
+    """The service's own summary, in the request's locale: it says each thing once (a missed target first, the
+    pick, the route, what to watch, the questions, a newer rules version the server refused). The questions' field
+    paths, types, choices, priorities and assumed values are in the structured answer, where an assistant reads
+    them; the person reads words, not enum names or rule ids."""
     parts = [resp.summary or "(no summary)"]
-    if resp.questions:
-        lines = ["", "Open questions, highest priority first (answer into the brief field shown):"]
-        lines += [_question_line(q) for q in resp.questions[:MAX_QUESTIONS_SHOWN]]
-        if len(resp.questions) > MAX_QUESTIONS_SHOWN:
-            lines.append(f"- … {len(resp.questions) - MAX_QUESTIONS_SHOWN} more in the structured answer")
-        parts.append("\n".join(lines))
-    assumed = [n.text for n in resp.notes if n.rule_id.startswith("sizing.")]
-    if assumed:
-        parts.append("\n".join(["", "Still assumed:", *(f"- {t}" for t in assumed)]))
     if resp.HasField("ruleset"):
         parts.append(f"\n(rules {resp.ruleset.revision})")
     return "\n".join(parts)

@@ -1,6 +1,7 @@
 """`gpu-advisor-rules`: the rule authors' toolchain.
 
-check DIR   every problem at once, as `path:line:col [rule-id] message`; exit 1 on any error or warning
+check DIR   every problem at once, as `path:line:col [rule-id] message`, then the rule tests, as the server
+            vets a version before serving it; exit 1 on any error, warning or failed test (`--no-tests`: check only)
 test DIR    run DIR/tests/*.yaml in-process; coverage of rules no case fires; `--format json|junit`
 facts       the facts (and their fields) rules can test
 """
@@ -18,35 +19,55 @@ from ..rulebook.folder import load_rulebook
 
 
 def _check(args: argparse.Namespace) -> int:
+    """What the server does before it serves a version: load and check it, then run its rule tests (a version
+    whose tests fail is rejected there, so it fails here too). `--no-tests` checks only."""
     today = date.fromisoformat(args.today) if args.today else None
     book, problems = load_rulebook(args.dir, today=today, max_price_age_days=args.max_price_age_days)
     errors = [p for p in problems if p.severity == "error"]
     warnings = [p for p in problems if p.severity != "error"]
+    report = _rule_tests(book, Path(args.dir)) if book is not None and not errors and not args.no_tests else None
+    failed = report is not None and (report.failed > 0 or bool(report.problems))
     if args.format == "json":
-        print(
-            json.dumps(
-                {
-                    "ok": not errors and (args.allow_warnings or not warnings),
-                    "problems": [p.__dict__ for p in problems],
-                },
-                indent=2,
-            )
-        )
+        out = {"ok": not errors and not failed and (args.allow_warnings or not warnings),
+               "problems": [p.__dict__ for p in problems]}
+        if report is not None:
+            out["tests"] = report.to_dict()
+        print(json.dumps(out, indent=2, ensure_ascii=False))
     else:
         for p in problems:
             print(p)
+        tested = ""
+        if report is not None:
+            for p in report.problems:
+                print(p)
+            for r in report.results:
+                if not r.passed:
+                    # Where the author looks: the case's file:line, as the server's rejection names it.
+                    print(f"{r.location} [rule test] {r.name}: {'; '.join(r.failures)}")
+            tested = f"; rule tests: {report.passed} passed, {report.failed} failed"
         if book is not None:
             counts = book.counts()
             print(
                 f"{args.dir}: {counts['rules']} rules, {counts['gpus']} GPUs, {counts['files']} files; "
-                f"{len(errors)} errors, {len(warnings)} warnings",
+                f"{len(errors)} errors, {len(warnings)} warnings{tested}",
                 file=sys.stderr,
             )
         else:
             print(f"{args.dir}: {len(errors)} errors, {len(warnings)} warnings", file=sys.stderr)
-    if errors or (warnings and not args.allow_warnings):
+    if errors or failed or (warnings and not args.allow_warnings):
         return 1
     return 0
+
+
+def _rule_tests(book, root: Path):  # noqa: ANN001, ANN202 - Rulebook -> ruletests.Report
+    from ..rulebook import ruletests
+    from ..rulebook.version import Bundle
+
+    bundle = Bundle(book, loaded_at=None)  # type: ignore[arg-type]
+    try:
+        return ruletests.run(bundle, root)
+    finally:
+        bundle.retire(None)
 
 
 def _test(args: argparse.Namespace) -> int:
@@ -134,6 +155,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     c.add_argument("--today", help="judge price dates as of this day (YYYY-MM-DD)")
     c.add_argument("--allow-warnings", action="store_true", help="exit 0 when there are only warnings")
+    c.add_argument("--no-tests", action="store_true",
+                   help="only check; by default the rule tests run too, as the server runs them before serving")
     c.set_defaults(func=_check)
     t = sub.add_parser("test", help="run the rules folder's own cases")
     t.add_argument("dir", nargs="?", default="rules")

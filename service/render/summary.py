@@ -5,9 +5,11 @@ Its sentences are message templates (summary.* in rules/messages), so rule autho
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
-from ..domain.advice import Advice
+from ..domain.advice import Advice, UnmetTarget
 from .messages import Messages
 
 MAX_ALTERNATIVES = 2
@@ -15,6 +17,13 @@ MAX_WARNINGS = 3
 MAX_QUESTIONS = 5
 TINY_UNIT_COST = 0.01  # below a cent per item, the summary prices a million of them
 PER_ITEM_UNITS = ("RESPONSE", "TASK", "IMAGE", "VIDEO_SECOND", "RECORD")
+HOURS_PER_MONTH = 730  # 8,760 h / 12: a month around the clock, when the brief gives no hours
+UNMET_KEYS = {
+    "latency.p95_ms": "summary.unmet_p95",
+    "latency.ttft_ms": "summary.unmet_ttft",
+    "training.target_days": "summary.unmet_days",
+    "economics.budget_usd_per_hour": "summary.unmet_budget",
+}
 
 
 def render_summary(advice: Advice, msgs: Messages, locale: str, brief: dict[str, Any], sized: bool) -> str:
@@ -26,6 +35,9 @@ def render_summary(advice: Advice, msgs: Messages, locale: str, brief: dict[str,
     workload = t(f"workload.{brief['workload']}")
     sep = t("summary.list_separator")
     lines = [t("summary.title", workload=workload)]
+    # A target nobody meets is the headline, before any pick: a top pick that misses the brief must not read
+    # as a yes.
+    lines += [unmet_line(u, t) for u in advice.unmet]
     if not sized:
         lines.append(t("summary.provisional"))
     api_route = advice.route is not None and advice.route.kind == "MODEL_API"
@@ -58,6 +70,7 @@ def render_summary(advice: Advice, msgs: Messages, locale: str, brief: dict[str,
                 need_gb=c.memory.need_gb,
                 capacity_gb=c.memory.capacity_gb,
                 headroom=c.memory.headroom,
+                monthly=monthly(c.cost.usd_per_hour, brief.get("hours_per_month", 0.0), t),
             )
         )
         for alt in ([] if api_route else advice.candidates[1 : 1 + MAX_ALTERNATIVES]):
@@ -79,7 +92,7 @@ def render_summary(advice: Advice, msgs: Messages, locale: str, brief: dict[str,
                 t("summary.not_shown", not_shown_count=len(advice.not_shown), gpus=sep.join(advice.not_shown))
             )
     elif sized:
-        lines.append(t("summary.none_fit"))
+        lines.append(none_fit_line(advice, t))
     for note in advice.notes:
         if note.rule_id.startswith("direction."):
             lines.append(f"- {note.text}")
@@ -97,4 +110,33 @@ def render_summary(advice: Advice, msgs: Messages, locale: str, brief: dict[str,
         lines.append(t("summary.questions_header"))
         for q in advice.questions[:MAX_QUESTIONS]:
             lines.append(f"- {q.text}")
+        if len(advice.questions) > MAX_QUESTIONS:
+            lines.append(t("summary.more_questions", count=len(advice.questions) - MAX_QUESTIONS))
     return "\n".join(lines)
+
+
+def unmet_line(u: UnmetTarget, t: Callable[..., str]) -> str:
+    """One missed target: by how much, the candidate that comes closest and the target it would meet."""
+    key = UNMET_KEYS[u.field]
+    if u.field == "latency.p95_ms" and u.output_tokens > 0:
+        key = "summary.unmet_p95_outputs"
+    return t(key, target=u.target, closest=u.closest, count=u.count, name=u.name, would_meet=u.would_meet,
+             output_tokens=u.output_tokens)
+
+
+def none_fit_line(advice: Advice, t: Callable[..., str]) -> str:
+    """Nothing passed the rules: say so with the reason most GPUs were excluded for (one GPU's words for it)."""
+    reasons = [x.reasons[0] for x in advice.excluded if x.reasons]
+    if not reasons:
+        return t("summary.none_fit")
+    counts = Counter(r.rule_id for r in reasons)
+    top = max(counts, key=lambda rid: counts[rid])
+    example = next(r.text for r in reasons if r.rule_id == top)
+    return t("summary.none_fit_because", count=counts[top], total=len(advice.excluded), reason=example)
+
+
+def monthly(usd_per_hour: float, hours_per_month: float, t: Callable[..., str]) -> str:
+    """The month's total beside $/h: at the brief's hours a month, else around the clock."""
+    if hours_per_month > 0:
+        return t("summary.monthly", usd=usd_per_hour * hours_per_month, hours=hours_per_month)
+    return t("summary.monthly_always_on", usd=usd_per_hour * HOURS_PER_MONTH, hours=HOURS_PER_MONTH)

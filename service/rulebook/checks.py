@@ -41,6 +41,7 @@ CODE_MESSAGE_KEYS = (
     "summary.top_per_million",
     "summary.alternative",
     "summary.none_fit",
+    "summary.none_fit_because",
     "summary.route",
     "summary.warnings_header",
     "summary.route_provisional",
@@ -57,6 +58,19 @@ CODE_MESSAGE_KEYS = (
     "summary.self_host",
     "summary.no_pick_workload",
     "summary.questions_header",
+    "summary.unmet_p95",
+    "summary.unmet_p95_outputs",
+    "summary.unmet_ttft",
+    "summary.unmet_days",
+    "summary.unmet_budget",
+    "summary.monthly",
+    "summary.monthly_always_on",
+    "summary.more_questions",
+    "summary.newer_rules_rejected",
+    "latency.target_p95",
+    "latency.target_ttft",
+    "latency.target_both",
+    "field.training.global_batch_tokens",
     *(f"route.{k}" for k in ROUTE_KINDS),
     *(f"tier.{t}" for t in (*PRICE_TIERS, "UNSPECIFIED")),
     *(f"workload.{w}" for w in (*WORKLOADS, "UNSPECIFIED")),
@@ -85,6 +99,7 @@ CANDIDATE_EXTRAS = (
     "tflops",
     "rent_tier_name",
     "price_tier_name",
+    "latency_targets",
 )
 
 # Plan and outcome messages may also say whether the utilization was given ("" or a localized "(assumed)").
@@ -116,6 +131,7 @@ def message_problems(
                 keys.append(f"warning.{a.get('code')}")  # the summary names a warning, never prints its code
             used += [(k, r.location, r.id, r) for k in keys if k]
     used += [(k, where, "", None) for k, where in content_keys]
+    bad_en: set[str] = set()  # keys whose en text uses a placeholder its fact lacks: reported once, there
     for locale in LOCALES:
         if locale not in messages:
             out.append(Problem("messages", 1, 1, "", f"no messages file for locale {locale}"))
@@ -132,13 +148,15 @@ def message_problems(
             allowed = set(schema[rule.fact]) | set(EXTRAS.get(rule.fact, ()))
             for name in _safe_placeholders(messages["en"][key]):
                 if name not in allowed:
+                    bad_en.add(key)
                     out.append(
                         Problem(
                             path,
                             line,
                             1,
                             rid,
-                            f"message '{key}' uses {{{name}}}, which a {rule.fact} fact does not have",
+                            f"message '{key}' uses {{{name}}}, which a {rule.fact} fact does not have"
+                            f"{did_you_mean(name, sorted(allowed))}",
                         )
                     )
     for key in CODE_MESSAGE_KEYS:
@@ -176,9 +194,17 @@ def message_problems(
                 except ValueError as exc:
                     path, line = _where(locations[locale][key])
                     out.append(Problem(path, line, 1, key, f"bad template: {exc}"))
-            if sorted(_safe_placeholders(en[key])) != sorted(_safe_placeholders(zh[key])):
+            en_names, zh_names = set(_safe_placeholders(en[key])), set(_safe_placeholders(zh[key]))
+            # An en placeholder already reported as one the fact lacks is the typo: zh-CN, which differs only by
+            # not sharing it, is not reported again for the same mistake.
+            if en_names != zh_names and key not in bad_en:
                 path, line = _where(locations["zh-CN"][key])
-                out.append(Problem(path, line, 1, key, "placeholders differ from the en text"))
+                only_zh, only_en = sorted(zh_names - en_names), sorted(en_names - zh_names)
+                detail = "; ".join(x for x in (
+                    f"zh-CN has {', '.join('{' + n + '}' for n in only_zh)}" if only_zh else "",
+                    f"en has {', '.join('{' + n + '}' for n in only_en)}" if only_en else "",
+                ) if x)
+                out.append(Problem(path, line, 1, key, f"placeholders differ from the en text ({detail})"))
     return out
 
 

@@ -37,6 +37,8 @@ KEYS = (
     "provisional",
     "route_depends_on",
     "not_shown_count",
+    "unmet_targets",
+    "first_question",
     "price_tier",
     "fired",
     "not_fired",
@@ -76,12 +78,32 @@ def _in(v: float, rng: list[float]) -> bool:
     return rng[0] <= v <= rng[1]
 
 
+_CATALOG_BOUND = re.compile(r"^catalog(?: *([-+]) *(\d+))?$")
+
+
+def catalog_bounds(rng: list[Any], catalog_size: int) -> list[float] | None:
+    """A range whose bounds may follow the catalog's size ("catalog - 2"), so adding a GPU breaks no test that
+    only means "all but the two shown". None when a bound is neither a number nor such a phrase."""
+    out: list[float] = []
+    for bound in rng:
+        if isinstance(bound, int | float) and not isinstance(bound, bool):
+            out.append(float(bound))
+            continue
+        m = _CATALOG_BOUND.match(str(bound).strip())
+        if m is None:
+            return None
+        sign, n = m.group(1), int(m.group(2) or 0)
+        out.append(float(catalog_size - n if sign == "-" else catalog_size + n))
+    return out
+
+
 def check(
     expect: dict[str, Any],
     status: str,
     response: dict[str, Any] | None,
     violations: list[str] | None = None,
     catalog: dict[str, dict[str, float]] | None = None,
+    catalog_size: int = 0,
 ) -> list[str]:
     """Every failed expectation, as a sentence; an empty list means the answer is right. `catalog` (GPU id →
     price kind → USD valid on the request's day) is needed only by ranges relative to the catalog."""
@@ -173,8 +195,18 @@ def check(
     for path in expect.get("route_depends_on", []):
         if path not in depends:
             fails.append(f"route does not depend on {path} (depends on {depends})")
-    if "not_shown_count" in expect and not _in(int(r.get("not_shown_count", 0)), expect["not_shown_count"]):
-        fails.append(f"not_shown_count {r.get('not_shown_count', 0)} not in {expect['not_shown_count']}")
+    if "not_shown_count" in expect:
+        rng = catalog_bounds(expect["not_shown_count"], catalog_size)
+        if rng is None:
+            fails.append(f"not_shown_count {expect['not_shown_count']}: a bound is neither a number nor "
+                         "'catalog', 'catalog - N' or 'catalog + N'")
+        elif not _in(int(r.get("not_shown_count", 0)), rng):
+            fails.append(f"not_shown_count {r.get('not_shown_count', 0)} not in {rng} ({expect['not_shown_count']} "
+                         f"with {catalog_size} GPUs in the catalog)")
+    if "unmet_targets" in expect and list(r.get("unmet_targets", [])) != list(expect["unmet_targets"]):
+        fails.append(f"unmet_targets {r.get('unmet_targets', [])}, expected {expect['unmet_targets']}")
+    if "first_question" in expect and (fields[:1] or [None])[0] != expect["first_question"]:
+        fails.append(f"first question is about {fields[:1] or 'nothing'}, expected {expect['first_question']}")
     if "price_tier" in expect:
         tier = str(r.get("price_tier", "PRICE_TIER_UNSPECIFIED")).removeprefix("PRICE_TIER_")
         if tier != expect["price_tier"]:

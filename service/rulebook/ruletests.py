@@ -131,7 +131,7 @@ def run_case(bundle: Bundle, case: dict[str, Any]) -> tuple[list[str], frozenset
     response = api.response_to_dict(api.advice_to_proto(advice))
     fired = frozenset(t.get("rule_id") for t in response.get("trace", []) if t.get("fired"))
     prices = catalog_prices(bundle, domain.as_of or date.today())
-    return check(case["expect"], "OK", response, catalog=prices), fired
+    return check(case["expect"], "OK", response, catalog=prices, catalog_size=len(bundle.book.catalog)), fired
 
 
 def catalog_prices(bundle: Bundle, day: date) -> dict[str, dict[str, float]]:

@@ -30,7 +30,7 @@ from ..rulebook.version import Bundle
 from ..wire import api
 from ..wire.api import pb, pb_grpc
 from ..wire.validate import MAX_REQUEST_BYTES, validate, validate_list_models
-from . import cache, fanout, metrics, paging, processes
+from . import cache, fanout, metrics, paging, processes, rules_flag
 from .credentials import ConfigError, admin_token, server_credentials
 from .errors import abort_invalid as _invalid
 from .handlers import add_servicer
@@ -47,7 +47,7 @@ REFLECTION_V1 = "grpc.reflection.v1.ServerReflection"
 # Advice is pure Python and holds the GIL, so a second call running at once only competes for it, and every
 # extra running thread competes with gRPC's loop that picks up new calls (health checks included): under h2load
 # one running call per method answered 6-13% more Recommend calls a second than 2 or 4, with an equal or lower
-# health p99 under a flood (make bench; README, Running). Scale with --processes, not threads. A short queue
+# health p99 under a flood (make bench; docs/benchmarks.md). Scale with --processes, not threads. A short queue
 # absorbs bursts, and beyond it a caller hears RESOURCE_EXHAUSTED at once rather than waiting seconds.
 DEFAULT_MAX_CONCURRENT = 1
 DEFAULT_MAX_QUEUE = 32
@@ -56,7 +56,7 @@ DEFAULT_GRACE_SECONDS = 10.0
 # 0 = no cap). A gRPC client keeps the excess waiting on its side, so a flood on one connection never reaches
 # Python, whose one loop takes arrived calls in order: a probe's Check, on a connection of its own, no longer
 # waits behind hundreds of them. 2 is a running call and a queued one: with one Recommend running at a time,
-# more open streams per connection add no throughput, only calls for Python to juggle (README, Running).
+# more open streams per connection add no throughput, only calls for Python to juggle (docs/operations.md, Overload).
 DEFAULT_MAX_STREAMS = 2
 # A client's channel is one long-lived HTTP/2 connection, so without an end to it the calls of a client stay on
 # the pod (or `--processes` worker) it first reached: pods the autoscaler adds get no traffic from the clients
@@ -266,6 +266,7 @@ def serve(
     servicer = Servicer(store, admin_token, peers)
     if response_cache > 0:
         servicer.Recommend = cache.ResponseCache(response_cache).wrap(store, servicer.Recommend)  # type: ignore[method-assign]
+    servicer.Recommend = rules_flag.flag_newer_rules(store, servicer.Recommend)  # type: ignore[method-assign]
     add_servicer(servicer, server)  # like the generated add_*, but bad bytes: INVALID_ARGUMENT
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     health_name = health_pb2.DESCRIPTOR.services_by_name["Health"].full_name

@@ -245,7 +245,7 @@ def _performance(p: domain.Performance | None) -> dict[str, Any] | None:
 def advice_to_proto(a: Advice) -> pb.RecommendResponse:
     out = pb.RecommendResponse(summary=a.summary, provisional=a.provisional, not_shown_count=len(a.not_shown),
                                not_shown=list(a.not_shown), price_tier=enum_number("PriceTier", a.price_tier),
-                               assumed=[path for path, _ in a.assumed])
+                               assumed=[path for path, _ in a.assumed], unmet_targets=[u.field for u in a.unmet])
     for c in a.candidates:
         m, cost, own = c.memory, c.cost, c.ownership
         out.candidates.add(
