@@ -88,3 +88,14 @@ def test_mistral_with_every_layer_windowed_keeps_a_32k_context_small(bundle):
     full, _, _ = _need(bundle, replace(brief, model=replace(brief.model, sliding_window_tokens=0,
                                                             sliding_window_layers=0)), "l40s")
     assert windowed < full / 3
+
+
+def test_gemma3_27b_by_name_gets_the_registry_s_hybrid_layers(bundle):
+    # The same 95-135 GB as the explicit brief above: the registry (rules/models/gemma.yaml, from the model's
+    # config.json: 62 layers, 5 local : 1 global, window 1,024) fills sliding_window_layers = 52.
+    brief = Brief(workload="REALTIME_INFERENCE", model=Model(name="gemma-3-27b", context_tokens=131_072),
+                  traffic=Traffic(concurrent_sessions=4))
+    need, _, _ = _need(bundle, brief)
+    assert 95 <= need <= 135, need
+    explicit, _, _ = _need(bundle, _gemma(52))
+    assert need == pytest.approx(explicit, rel=0.05)  # by name and by explicit layers size alike

@@ -103,3 +103,11 @@ def test_a_training_card_keeps_no_serving_headroom(bundle):
     c = _candidates(bundle, _qlora(70.6, 80, 8192, context=4096))["l40s"]
     assert c.count == 1  # 4k tokens: over the line a serving engine keeps free, under the card's bytes
     assert c.memory.capacity_gb * (1 - a.num("safety_headroom")) < c.memory.need_gb <= c.memory.capacity_gb
+
+
+def test_gpt_oss_120b_by_name_runs_on_one_h100(bundle):
+    # The model card: "fits into a single 80GB GPU" (MXFP4 weights). By name, the registry fills the shape, the
+    # experts and the FP4 precision (rules/models/gpt-oss.yaml).
+    c = _candidates(bundle, Brief(workload="REALTIME_INFERENCE", model=Model(name="gpt-oss-120b", context_tokens=8192),
+                                  traffic=Traffic(concurrent_sessions=1)))
+    assert c["h100-sxm"].count == 1
