@@ -15,6 +15,7 @@ from google.protobuf.json_format import MessageToJson
 
 from ..rulebook.model_import import entry_from_config, entry_yaml, slug
 from ..wire.api import enum_number, pb
+from .table import print_table
 
 EXIT_OK, EXIT_INPUT = 0, 2
 HEADER = ["id", "name", "kind", "params B", "active B", "layers", "KV heads x dim", "window", "experts", "precision",
@@ -49,13 +50,7 @@ def print_models(resp: pb.ListModelsResponse, out: TextIO | None = None) -> None
     if len(rows) == 1:
         print("no model matches", file=out)
         return
-    widths = [max(len(r[i]) for r in rows) for i in range(len(HEADER))]
-    right = {3, 4, 5}
-    for n, row in enumerate(rows):
-        cells = [c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths, strict=True))]
-        print("  ".join(cells).rstrip(), file=out)
-        if n == 0:
-            print("  ".join("-" * w for w in widths), file=out)
+    print_table(rows, {3, 4, 5}, out)
     if resp.HasField("ruleset"):
         print(f"\n{len(resp.models)} models, rules {resp.ruleset.revision}", file=out)
 

@@ -13,6 +13,7 @@ from google.protobuf.json_format import MessageToJson
 from ..rulebook.importers.__main__ import add_arguments as add_import_arguments
 from ..rulebook.importers.__main__ import run as run_import
 from ..wire.api import enum_number, pb
+from .table import print_table
 
 EXIT_OK = 0
 HEADER = ["gpu", "provider", "instance type", "GPUs", "region", "country", "tier", "$/h", "$/GPU-h", "as of"]
@@ -37,13 +38,7 @@ def print_offers(resp: pb.ListOffersResponse, out: TextIO | None = None) -> None
     if len(rows) == 1:
         print("no offer matches", file=out)
         return
-    widths = [max(len(r[i]) for r in rows) for i in range(len(HEADER))]
-    right = {3, 7, 8}
-    for n, row in enumerate(rows):
-        cells = [c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths, strict=True))]
-        print("  ".join(cells).rstrip(), file=out)
-        if n == 0:
-            print("  ".join("-" * w for w in widths), file=out)
+    print_table(rows, {3, 7, 8}, out)
     more = f"; more with --page-token {resp.next_page_token}" if resp.next_page_token else ""
     print(f"\n{len(resp.offers)} of {resp.total} offers, cheapest per GPU-hour first, rules {resp.ruleset.revision}"
           f"{more}", file=out)
