@@ -34,6 +34,7 @@ from .checks import (
     question_problems,
 )
 from .files import RuleFile, read_folder, walk
+from .limits import size_problems
 
 KINDS = ("catalog", "assumptions", "rules", "decision_table", "benchmark_plan", "checklist", "messages")
 LOCALES = ("en", "zh-CN")
@@ -320,6 +321,7 @@ def load_rulebook(
         rules, messages, locations, [(k, f"{_content_file(by_kind, w)}:1") for k, w in content_keys], SCHEMA
     )
     problems += format_spec_problems(messages, locations)
+    problems += size_problems(rules, messages, locations, sum(len(f.data) for f in yaml_files), root.name)
     problems += logic_problems(rules, SCHEMA)
     problems += question_problems(rules, values)
     problems += lint_problems(rules, tuple(catalog))
