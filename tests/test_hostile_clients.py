@@ -172,3 +172,25 @@ def test_rapid_reset_leaves_other_connections_answering_and_memory_where_it_was(
     finally:
         stop(proc)
     assert [e for e in log_events(_log) if e.get("event") == "stopped"]
+
+
+def test_the_probe_port_turns_not_serving_while_the_main_server_takes_no_calls(tmp_path: Path):
+    # Idle streams fill the server-wide call cap: the main port refuses every call, so the probe's heartbeat
+    # (a health Check through the main server) stops and the probe port says NOT_SERVING; then SERVING again.
+    proc, port, log = start_process(tmp_path, {"GPU_ADVISOR_MAX_CALLS": "12", "GPU_ADVISOR_REQUEST_TIMEOUT": "120",
+                                               "GPU_ADVISOR_PROBE_STALE_SECONDS": "1.5"},
+                                    "--health-addr", "127.0.0.1:0")
+    probe_port = next(e["health_port"] for e in log_events(log) if e.get("event") == "serving")
+
+    def probe_status() -> int:
+        with grpc.insecure_channel(f"127.0.0.1:{probe_port}") as channel:
+            return health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=10).status
+
+    try:
+        assert wait_until(lambda: probe_status() == SERVING)
+        with IdleStreams("127.0.0.1", port, connections=6, streams=2, kind="headers") as idle:
+            assert idle.ready.wait(60)
+            assert wait_until(lambda: probe_status() == health_pb2.HealthCheckResponse.NOT_SERVING)
+        assert wait_until(lambda: probe_status() == SERVING)
+    finally:
+        stop(proc)

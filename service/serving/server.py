@@ -33,7 +33,7 @@ from ..rulebook.version import Bundle
 from ..wire import api
 from ..wire.api import pb, pb_grpc
 from ..wire.validate import MAX_ANSWER_BYTES, MAX_REQUEST_BYTES, validate
-from . import cache, fanout, metrics, processes
+from . import cache, fanout, heartbeat, metrics, processes
 from .credentials import ConfigError, admin_token, server_credentials
 from .dispatch import Dispatcher
 from .errors import abort_invalid as _invalid
@@ -221,7 +221,8 @@ def _health_handlers(health: Health, dispatcher: Dispatcher, watch_cap: StreamCa
 
 
 async def _build(store: RuleStore, settings: Limits, addr: str, tls: grpc.ServerCredentials | None,
-                 servicer: Servicer, health: Health, options: list[tuple[str, int]]) -> tuple[Any, ...]:
+                 servicer: Servicer, health: Health, options: list[tuple[str, int]],
+                 beat_address: str = "") -> tuple[Any, ...]:
     """The grpc.aio server with every handler, bound (not started); created on the loop it will run on."""
     limited = [f"/{api.SERVICE_NAME}/{m.name}" for m in pb.DESCRIPTOR.services_by_name["GpuAdvisor"].methods]
     admission = AdmissionControl(limited, settings.max_concurrent, settings.max_queue)
@@ -240,6 +241,8 @@ async def _build(store: RuleStore, settings: Limits, addr: str, tls: grpc.Server
             (api.SERVICE_NAME, HEALTH_SERVICE, reflection.SERVICE_NAME), cap, settings.stream_idle_timeout))
     try:
         port = server.add_secure_port(addr, tls) if tls else server.add_insecure_port(addr)
+        if port and beat_address:
+            server.add_insecure_port(beat_address)  # the probe's heartbeat: heartbeat.py
     except RuntimeError:
         port = 0
     return server, port, executor, dispatcher, admission
@@ -331,21 +334,24 @@ def serve(
     if response_cache > 0:
         servicer.Recommend = cache.ResponseCache(response_cache).wrap(store, servicer.Recommend)  # type: ignore[method-assign]
     options = _core_options(shared_port, max_streams, max_connections, max_connection_age, reset_protection)
+    beat = heartbeat.SelfCheck() if health_addr else None
     server, port, executor, dispatcher, admission = runner.run(
-        _build(store, limits, addr, tls, servicer, health, options))
+        _build(store, limits, addr, tls, servicer, health, options, beat.address if beat else ""))
     probe = None
     try:
         if port == 0:
             raise processes.BindError(f"cannot bind {addr}")
         if health_addr:
             probe = ProbeProcess(health_addr, health, ("", api.SERVICE_NAME), shared_port,
-                                 stale_seconds=probe_stale_seconds)
+                                 stale_seconds=probe_stale_seconds, beat_check=beat)
             store.on_activate.append(lambda _bundle: probe.send())
     except processes.BindError:
         log.error("bind_failed", addr=health_addr if port else addr,
                   hint="address in use or not local; --processes N shares a port")
         runner.close()
         store.close()
+        if beat is not None:
+            beat.close()
         raise
     if peers is not None:
         peers.start(store)
@@ -360,7 +366,8 @@ def serve(
              admin=bool(admin_token), max_concurrent=max_concurrent, max_queue=max_queue, max_streams=max_streams,
              max_connection_age=max_connection_age, max_connections=max_connections, max_calls=max_calls,
              request_timeout=request_timeout, reflection=reflection_on)
-    return AdvisorServer(server, runner, executor, dispatcher.inflight, health, admission, probe), port, store
+    return AdvisorServer(server, runner, executor, dispatcher.inflight, health, admission, probe,
+                         on_stopped=beat.close if beat else None), port, store
 
 
 def _flag_env(name: str) -> bool:
@@ -422,6 +429,11 @@ def _add_serving_flags(parser: argparse.ArgumentParser) -> None:
                              "that mirrors this server's health, so probes stay fast while the main port is "
                              "flooded or uses TLS "
                              "(env GPU_ADVISOR_HEALTH_ADDR; off when empty)")
+    parser.add_argument("--probe-stale-seconds", type=float, metavar="S",
+                        default=env("GPU_ADVISOR_PROBE_STALE_SECONDS", str(STALE_SECONDS)),
+                        help="with --health-addr: the probe answers NOT_SERVING once the server has not answered "
+                             "its own health call for this long (env GPU_ADVISOR_PROBE_STALE_SECONDS, default "
+                             "%(default)s)")
     parser.add_argument("--grace-seconds", type=float, metavar="S",
                         default=env("GPU_ADVISOR_GRACE_SECONDS", str(DEFAULT_GRACE_SECONDS)),
                         help="on SIGTERM/SIGINT, time for accepted calls to finish (env GPU_ADVISOR_GRACE_SECONDS, "
@@ -448,9 +460,9 @@ def _serving_options(parser: argparse.ArgumentParser, args: argparse.Namespace) 
         parser.error("--max-concurrent must be >= 1, --max-queue, --max-streams and --grace-seconds >= 0, "
                      f"--max-connection-age from 0 to {MAX_CONNECTION_AGE}")
     if (args.max_connections < 0 or args.max_calls < 0 or args.request_timeout <= 0
-            or args.stream_idle_timeout <= 0 or args.max_reflection_streams < 1):
-        parser.error("--max-connections and --max-calls must be >= 0, --request-timeout and "
-                     "--stream-idle-timeout > 0, --max-reflection-streams >= 1")
+            or args.stream_idle_timeout <= 0 or args.max_reflection_streams < 1 or args.probe_stale_seconds <= 0):
+        parser.error("--max-connections and --max-calls must be >= 0, --request-timeout, --stream-idle-timeout "
+                     "and --probe-stale-seconds > 0, --max-reflection-streams >= 1")
     try:
         return {
             "admin_token": admin_token(os.environ, args.admin_token_file),
@@ -461,6 +473,7 @@ def _serving_options(parser: argparse.ArgumentParser, args: argparse.Namespace) 
             "request_timeout": args.request_timeout, "stream_idle_timeout": args.stream_idle_timeout,
             "max_reflection_streams": args.max_reflection_streams, "reflection_on": not args.no_reflection,
             "reset_protection": not args.no_rapid_reset_protection,
+            "probe_stale_seconds": args.probe_stale_seconds,
         }
     except ConfigError as err:
         parser.error(str(err))
