@@ -7,6 +7,7 @@ the first rules stage until the test releases it, so no assertion depends on how
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import ipaddress
 import json
@@ -580,3 +581,49 @@ def test_tls_settings_that_cannot_work_are_refused(pki: Pki, monkeypatch):
                  ["--tls-cert", pki.server_cert, "--tls-key", pki.folder.joinpath("nope.key").as_posix()]):
         with pytest.raises(SystemExit):
             parse_args(argv)
+
+
+def test_a_key_that_does_not_match_or_a_ca_that_is_not_pem_is_named(pki: Pki, capsys: pytest.CaptureFixture[str]):
+    # Both were logged as bind_failed "address in use" before.
+    notpem = pki.folder / "ca.der"
+    notpem.write_bytes(b"\x30\x82\x01\x0a not a PEM file")
+    cases = [
+        (["--tls-key", pki.client_key], f"TLS key {pki.client_key} does not belong to the certificate"),
+        (["--tls-key", pki.server_key, "--tls-client-ca", str(notpem)], f"TLS client CA {notpem} is not a PEM"),
+    ]
+    for extra, words in cases:
+        with pytest.raises(SystemExit):
+            parse_args(["--tls-cert", pki.server_cert, *extra])
+        assert words in capsys.readouterr().err
+
+
+def test_health_checks_that_keep_coming_do_not_hold_the_drain(tmp_path: Path):
+    # The quiet wait counted every call, so a probe asking all the time kept it waiting half the grace (and
+    # it gave up, quiet False); it counts GpuAdvisor calls only.
+    proc, port, log = start_process(tmp_path, {}, "--grace-seconds", "30")
+    stop = threading.Event()
+
+    def probe() -> None:
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+            while not stop.is_set():
+                with contextlib.suppress(grpc.RpcError):  # gone: keep asking until the test stops
+                    health_status(channel, timeout=5)
+
+    threads = [threading.Thread(target=probe) for _ in range(3)]
+    try:
+        for t in threads:
+            t.start()
+        time.sleep(0.5)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=60) == 0
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(30)
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    events = log_events(log)
+    drained = next(e for e in events if e.get("event") == "drained")
+    assert drained["quiet"] is True and drained["cut"] == 0
+    assert sum(1 for e in events if e.get("event") == "rpc" and e.get("method", "").endswith("/Check")) > 10

@@ -93,14 +93,24 @@ RECOMMEND = f"/{api.SERVICE_NAME}/Recommend"  # the method path, as metrics labe
 PEER_WAIT_MARGIN_S = 0.25  # ReloadRules stops waiting for the other workers this long before its deadline
 
 
-def _status_to_proto(st: RulesetStatus) -> pb.RulesetInfo:
+def _shown_dir(source_dir: str, full: bool) -> str:
+    """The rules folder as GetRuleset shows it: the absolute path to an admin caller, else relative to the
+    server's working folder, or nothing when it lies outside it (an absolute path tells any client where the
+    server's files live)."""
+    if full or not source_dir:
+        return source_dir
+    rel = os.path.relpath(os.path.abspath(source_dir), os.getcwd())
+    return "" if rel == ".." or rel.startswith(".." + os.sep) else rel
+
+
+def _status_to_proto(st: RulesetStatus, full_path: bool = True) -> pb.RulesetInfo:
     return pb.RulesetInfo(
         revision=st.revision, content_hash=st.content_hash,
         loaded_at=st.loaded_at.isoformat() if st.loaded_at else "", counts=st.counts,
         last_error=st.last_error,
         last_attempted_revision=st.last_attempted_revision,
         last_attempted_at=st.last_attempted_at.isoformat() if st.last_attempted_at else "",
-        source_dir=st.source_dir,
+        source_dir=_shown_dir(st.source_dir, full_path),
     )
 
 
@@ -169,8 +179,12 @@ class Servicer(pb_grpc.GpuAdvisorServicer):
             ruleset=pb.RulesetRef(revision=bundle.revision, content_hash=bundle.content_hash),
         )
 
+    def _is_admin(self, context: grpc.ServicerContext) -> bool:
+        sent = dict(context.invocation_metadata()).get("authorization", "")
+        return bool(self.admin_token) and hmac.compare_digest(sent.encode(), f"Bearer {self.admin_token}".encode())
+
     def GetRuleset(self, request: pb.GetRulesetRequest, context: grpc.ServicerContext) -> pb.RulesetInfo:  # noqa: N802
-        return _status_to_proto(self.store.status())
+        return _status_to_proto(self.store.status(), full_path=self._is_admin(context))
 
     def ReloadRules(  # noqa: N802
         self, request: pb.ReloadRulesRequest, context: grpc.ServicerContext
