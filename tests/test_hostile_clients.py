@@ -83,7 +83,8 @@ def test_header_only_and_silent_reflection_streams_are_closed_after_their_timeou
 def test_the_server_wide_call_cap_refuses_with_resource_exhausted(tmp_path: Path):
     proc, port, _log = start_process(tmp_path, {"GPU_ADVISOR_MAX_CALLS": "20", "GPU_ADVISOR_REQUEST_TIMEOUT": "60"})
     try:
-        with IdleStreams("127.0.0.1", port, connections=10, streams=2, kind="headers") as idle:
+        # Twice the cap, so it stays full even if a few of these streams are refused on the way in.
+        with IdleStreams("127.0.0.1", port, connections=20, streams=2, kind="headers") as idle:
             assert idle.ready.wait(60)
             with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
                 def refused() -> bool:

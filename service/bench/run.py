@@ -11,6 +11,10 @@ compare the ratios, not the absolute numbers).
    `--load-only` runs just this; `--baseline DIR` runs the same load against another checkout (e.g. ../main)
    first, for before/after in one run.
 
+`--attack` runs only service/bench/attack_bench.py instead: Recommend and health answered (share, p99) during each
+hostile client (idle streams, rapid reset, connection flood, a 25-connection Recommend flood), with RSS before and
+after (with `--baseline`, that checkout first).
+
 `--overload` runs only service/bench/overload.py instead: health Check p50/p99 while Recommend is flooded at 250
 streams on one connection and spread over several, old settings next to the defaults (with `--baseline`, that
 checkout first).
@@ -66,7 +70,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--streams", type=int, default=4, help="concurrent streams per connection")
     parser.add_argument("--baseline", default="", help="another checkout to load the same way first")
     parser.add_argument("--overload", action="store_true", help="only health under a Recommend flood")
+    parser.add_argument("--attack", action="store_true",
+                        help="only legitimate traffic under hostile clients (idle streams, rapid reset, floods)")
+    parser.add_argument("--attack-seconds", type=float, default=8.0)
     args = parser.parse_args(argv)
+    if args.attack:
+        from .attack_bench import run_attacks
+
+        return run_attacks(args.attack_seconds, args.baseline)
     if args.overload:
         return _overload(args.load_seconds, args.baseline)
     if args.load_only:
