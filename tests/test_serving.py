@@ -627,3 +627,25 @@ def test_health_checks_that_keep_coming_do_not_hold_the_drain(tmp_path: Path):
     drained = next(e for e in events if e.get("event") == "drained")
     assert drained["quiet"] is True and drained["cut"] == 0
     assert sum(1 for e in events if e.get("event") == "rpc" and e.get("method", "").endswith("/Check")) > 10
+
+
+def test_the_hostile_client_bounds_come_from_flags_or_their_env(monkeypatch):
+    env = {"GPU_ADVISOR_MAX_CONNECTIONS": "7", "GPU_ADVISOR_MAX_CALLS": "9", "GPU_ADVISOR_REQUEST_TIMEOUT": "3",
+           "GPU_ADVISOR_STREAM_IDLE_TIMEOUT": "4", "GPU_ADVISOR_MAX_REFLECTION_STREAMS": "5",
+           "GPU_ADVISOR_NO_REFLECTION": "1", "GPU_ADVISOR_NO_RAPID_RESET_PROTECTION": "1",
+           "GPU_ADVISOR_PROBE_STALE_SECONDS": "6"}
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    _, options = parse_args([])
+    assert (options["max_connections"], options["max_calls"], options["request_timeout"],
+            options["stream_idle_timeout"], options["max_reflection_streams"], options["probe_stale_seconds"]) == (
+        7, 9, 3.0, 4.0, 5, 6.0)
+    assert options["reflection_on"] is False and options["reset_protection"] is False
+    _, options = parse_args(["--max-calls", "11", "--request-timeout", "2.5"])
+    assert options["max_calls"] == 11 and options["request_timeout"] == 2.5
+    for name in env:
+        monkeypatch.delenv(name)
+    _, options = parse_args([])
+    assert options["reflection_on"] is True and options["reset_protection"] is True
+    with pytest.raises(SystemExit):
+        parse_args(["--request-timeout", "0"])
