@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from collections.abc import Callable, Iterator
@@ -38,13 +39,27 @@ settings.register_profile("ci", derandomize=True, database=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 
+# As the gpu-advisor client does: gRPC's own retries on UNAVAILABLE. With the stream cap on, Core refuses a
+# connection's new stream while an ended one is not yet freed (the HTTP/2 rapid-reset protection, serving/server.py),
+# which a client with more calls in flight than the cap meets now and then; the server never started that call.
+RETRY_CONFIG = json.dumps({"methodConfig": [{"name": [{"service": "gpuadvisor.v1.GpuAdvisor"}], "retryPolicy": {
+    "maxAttempts": 5, "initialBackoff": "0.1s", "maxBackoff": "1s", "backoffMultiplier": 2,
+    "retryableStatusCodes": ["UNAVAILABLE"]}}]})
+
+
+def retrying_channel(addr: str, **options: Any) -> grpc.Channel:
+    """A plaintext channel (a connection of its own) that retries UNAVAILABLE like the shipped client."""
+    return grpc.insecure_channel(addr, options=[("grpc.service_config", RETRY_CONFIG),
+                                                ("grpc.use_local_subchannel_pool", 1), *options.items()])
+
+
 class Running:
     """One started server with a channel to it. Attributes: server, port, addr, store, stub, rules_dir."""
 
     def __init__(self, rules_dir: Path, **kw: Any):
         self.server, self.port, self.store = serve("127.0.0.1:0", str(rules_dir), **kw)
         self.addr = f"127.0.0.1:{self.port}"
-        self.channel = grpc.insecure_channel(self.addr)
+        self.channel = retrying_channel(self.addr)
         self.stub = pb_grpc.GpuAdvisorStub(self.channel)
         self.rules_dir = rules_dir
 

@@ -90,7 +90,34 @@ def _hard_link(rules: Path) -> tuple[str, ...]:
     return "rules/catalog/extra.yaml", "hard link"
 
 
+def _long_template(rules: Path) -> tuple[str, ...]:
+    # Passed every check before limits.py: 40,000 copies of a placeholder made every answer megabytes long.
+    for locale in ("en", "zh-CN"):
+        f = rules / "messages" / f"{locale}.yaml"
+        text = f.read_text(encoding="utf-8")
+        f.write_text(text.replace("{usd_per_hour:.2f}", "{usd_per_hour:.2f}" * 40_000, 1), encoding="utf-8")
+    return "rules/messages/en.yaml", "characters long", "limit is 2,000"
+
+
+def _many_rules(rules: Path) -> tuple[str, ...]:
+    # Each one valid, together slower answers and a much larger server.
+    warn = "{code: MISTAKE_HOURLY_RATE, severity: INFO, message: mistake.hourly_rate}"
+    body = "".join(f"  - id: extra.hourly-rate.{i}\n    fact: brief\n    when: {{success_unit: UNSPECIFIED}}\n"
+                   f"    then:\n      warn: {warn}\n" for i in range(1_000))
+    (rules / "extra.yaml").write_text("kind: rules\nrules:\n" + body, encoding="utf-8")
+    return "rules/extra.yaml", "rules in all", "limit is 1,000"
+
+
+def _bidi_file_name(rules: Path) -> tuple[str, ...]:
+    # U+202E (right-to-left override) makes "evil\u202elmay.yaml" read as "evilyaml.yaml" in a review.
+    shutil.copy(rules / "mistakes.yaml", rules / "catalog" / "evil\u202elmay.yaml")
+    return "rules/catalog/evil\\u202elmay.yaml", "U+202E"
+
+
 HOSTILE: dict[str, Callable[[Path], tuple[str, ...]]] = {
+    "long-template": _long_template,
+    "many-rules": _many_rules,
+    "bidi-file-name": _bidi_file_name,
     "outside-symlink": _outside_link,
     "fifo": _fifo,
     "alias-bomb": _alias_bomb,
@@ -331,3 +358,24 @@ def test_devices_and_sockets_in_the_folder_are_refused_unopened(rules_copy):
         assert book is None and any("rules/control.yaml" in str(p) for p in problems)
     finally:
         sock.close()
+
+
+def test_an_answer_over_the_size_limit_is_a_clear_error_at_serve_time_and_in_rule_tests(monkeypatch, start_server):
+    from service.rulebook import ruletests
+    from service.serving import server as server_module
+    from service.wire import validate
+
+    running = start_server(RULES, watch=False)
+    size = running.stub.Recommend(REQUEST, timeout=30).ByteSize()
+    # The shipped rules' answers are far below the limit; lower it below this one to see what a bigger one gets.
+    assert size < validate.MAX_ANSWER_BYTES // 4
+    monkeypatch.setattr(server_module, "MAX_ANSWER_BYTES", size // 2)
+    out = call(running.stub.Recommend, REQUEST, timeout=30)
+    assert out.code == grpc.StatusCode.INTERNAL
+    assert "over the" in out.details and "limit" in out.details and running.store.status().revision in out.details
+
+    monkeypatch.setattr(validate, "MAX_ANSWER_BYTES", 1000)
+    bundle = running.store.active()
+    case = {"name": "x", "request": {"brief": {"workload": "WORKLOAD_TYPE_REALTIME_INFERENCE"}}, "expect": {}}
+    failures, _fired = ruletests.run_case(bundle, case)
+    assert [f for f in failures if "over the 1,000-byte limit" in f], failures

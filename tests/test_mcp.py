@@ -4,10 +4,15 @@ memory streams, over streamable HTTP, and as `gpu-advisor mcp` over stdio."""
 from __future__ import annotations
 
 import asyncio
+import json
+import os
 import re
 import subprocess
 import sys
 import threading
+import time
+import urllib.error
+import urllib.request
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -259,3 +264,78 @@ def test_list_models_filters_like_the_service(mcp: Any, stub: Any) -> None:
     served = stub.ListModels(pb.ListModelsRequest(kind=pb.MODEL_KIND_EMBEDDING), timeout=30).models
     assert ids == [m.id for m in served] and "bge-m3" in ids and "llama-3.3-70b-instruct" not in ids
     assert all(f"`{i}`" in text_of(result) for i in ids)
+
+
+INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+    "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "0"}}}
+
+
+def _post(url: str, headers: dict[str, str] | None = None) -> int:
+    """An initialize request's HTTP status (the response body is not read past the status)."""
+    hdrs = {"accept": "application/json, text/event-stream", "content-type": "application/json", **(headers or {})}
+    req = urllib.request.Request(url, data=json.dumps(INITIALIZE).encode(), headers=hdrs, method="POST")
+    try:
+        with urllib.request.urlopen(req, timeout=30) as resp:
+            return resp.status
+    except urllib.error.HTTPError as err:
+        return err.code
+
+
+def _http_in_thread(app: Any) -> tuple[str, Callable[[], None]]:
+    sock = mcp_server.bind("127.0.0.1:0")
+    port = sock.getsockname()[1]
+    web = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+    thread = threading.Thread(target=lambda: asyncio.run(web.serve(sockets=[sock])), daemon=True)
+    thread.start()
+
+    def stop() -> None:
+        web.should_exit = True
+        thread.join(timeout=10)
+        sock.close()
+
+    return f"http://127.0.0.1:{port}/mcp", stop
+
+
+def test_http_needs_the_bearer_token_checks_host_and_caps_sessions(server: Any) -> None:
+    from service.frontends.mcp_http import HttpAccess
+
+    access = HttpAccess(token="s3cret", allowed_hosts=("127.0.0.1:*",), max_sessions=2, session_idle_seconds=1.0)
+    url, stop = _http_in_thread(mcp_server.http_app(server.addr, 30, "0.0.0.0", access))
+    auth = {"authorization": "Bearer s3cret"}
+    try:
+        assert _post(url) == 401
+        assert _post(url, {"authorization": "Bearer wrong"}) == 401
+        assert _post(url, {**auth, "host": "evil.example:8765"}) == 421  # DNS rebinding: Host not allowed
+        assert [_post(url, auth) for _ in range(3)] == [200, 200, 503]  # two sessions, then refused
+        # An idle session is closed after its time: a new one opens again.
+        end = time.monotonic() + 30
+        while _post(url, auth) != 200:
+            assert time.monotonic() < end, "idle sessions were never closed"
+            time.sleep(0.5)
+    finally:
+        stop()
+
+
+def test_off_loopback_without_a_token_the_cli_refuses_to_start(server: Any) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GPU_ADVISOR_MCP_TOKEN")}
+    out = subprocess.run(
+        [sys.executable, "-m", "service.frontends.cli", "mcp", "--transport", "http", "--listen", "0.0.0.0:0",
+         "--addr", server.addr], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    assert out.returncode != 0 and "needs a bearer token" in out.stderr
+
+
+def test_mcp_reaches_a_tls_only_service_with_the_tls_settings(start_server, tmp_path: Path) -> None:
+    from service.serving.credentials import channel_credentials, server_credentials
+    from tests.test_serving import Pki
+
+    pki = Pki(tmp_path)
+    running = start_server(ROOT / "rules", watch=False, tls=server_credentials(pki.server_cert, pki.server_key, None))
+    creds = channel_credentials(pki.ca, None, None)
+    result = run(mcp_server.build_server(running.addr, 30, creds), lambda c: c.call_tool("list_gpus", {}))
+    assert not result.is_error and result.structured_content["gpus"]
+    # The command, from GPU_ADVISOR_TLS_CA as the brief says, over stdio.
+    params = StdioServerParameters(command=sys.executable,
+                                   args=["-m", "service.frontends.cli", "mcp", "--addr", running.addr],
+                                   env={**os.environ, "GPU_ADVISOR_TLS_CA": pki.ca}, cwd=str(ROOT))
+    result = run(params, lambda c: c.call_tool("list_gpus", {}))
+    assert not result.is_error and result.structured_content["gpus"]

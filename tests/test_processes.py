@@ -132,3 +132,18 @@ def test_two_processes_serve_one_port_and_stop_on_sigterm(tmp_path: Path, procs)
     for pid in pids:
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)
+
+
+def test_a_second_multi_process_server_on_the_port_of_a_running_one_fails_to_start(tmp_path: Path, procs):
+    # SO_REUSEPORT let the second one bind and take half the new connections: two versions answering in turn.
+    first, first_log = _start(tmp_path, "--addr", "127.0.0.1:0", "--processes", "2")
+    procs.append(first)
+    events = _wait_for(first_log, first, lambda ev: sum(e.get("event") == "serving" for e in ev) >= 2)
+    addr = next(e["addr"] for e in events if e.get("event") == "workers")
+    second, second_log = _start(tmp_path, "--addr", addr, "--processes", "2")
+    procs.append(second)
+    assert second.wait(timeout=90) != 0
+    failed = [e for e in _events(second_log) if e.get("event") == "bind_failed"]
+    assert failed and "another gpu-advisor" in failed[0]["error"], second_log.read_text()
+    assert not any(e.get("event") in ("workers", "serving") for e in _events(second_log))
+    assert first.poll() is None

@@ -101,7 +101,18 @@ def test_get_ruleset(stub, server: Running):
     assert info.revision and len(info.content_hash) >= 32 and info.content_hash.startswith(info.revision)
     assert info.counts and all(v >= 0 for v in info.counts.values())
     assert info.loaded_at and info.last_error == ""
-    assert info.source_dir == str(server.rules_dir)
+    # Any client may ask: the path is relative to the server's working folder (the repo here), never absolute.
+    assert info.source_dir == os.path.relpath(server.rules_dir) == "rules"
+
+
+def test_get_ruleset_shows_the_absolute_rules_path_to_an_admin_only(start_server, rules_copy):
+    from tests.conftest import ADMIN, ADMIN_TOKEN
+
+    running = start_server(rules_copy, watch=False, admin_token=ADMIN_TOKEN)
+    plain = running.stub.GetRuleset(pb.GetRulesetRequest(), timeout=5)
+    assert plain.source_dir == ""  # a temporary folder outside the working folder: omitted
+    admin = running.stub.GetRuleset(pb.GetRulesetRequest(), metadata=ADMIN, timeout=5)
+    assert admin.source_dir == str(rules_copy)
 
 
 def test_recommend_ok_and_names_the_ruleset(stub):

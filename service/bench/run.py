@@ -14,6 +14,10 @@ compare the ratios, not the absolute numbers).
    (CPU per answer and its ratio to no offers), the time to load 50,000 rows cold and by live reload, RSS.
    `--offers` runs just this.
 
+`--attack` runs only service/bench/attack_bench.py instead: Recommend and health answered (share, p99) during each
+hostile client (idle streams, rapid reset, connection flood, a 25-connection Recommend flood), with RSS before and
+after (with `--baseline`, that checkout first).
+
 `--overload` runs only service/bench/overload.py instead: health Check p50/p99 while Recommend is flooded at 250
 streams on one connection and spread over several, old settings next to the defaults (with `--baseline`, that
 checkout first).
@@ -70,7 +74,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--baseline", default="", help="another checkout to load the same way first")
     parser.add_argument("--overload", action="store_true", help="only health under a Recommend flood")
     parser.add_argument("--offers", action="store_true", help="only section 6 (offers scale)")
+    parser.add_argument("--attack", action="store_true",
+                        help="only legitimate traffic under hostile clients (idle streams, rapid reset, floods)")
+    parser.add_argument("--attack-seconds", type=float, default=8.0)
     args = parser.parse_args(argv)
+    if args.attack:
+        from .attack_bench import run_attacks
+
+        return run_attacks(args.attack_seconds, args.baseline)
     if args.overload:
         return _overload(args.load_seconds, args.baseline)
     if args.load_only:

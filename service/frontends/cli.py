@@ -384,15 +384,23 @@ def build_parser() -> argparse.ArgumentParser:
     mcp = sub.add_parser("mcp", parents=[common], help="serve chat assistants over MCP (stdio or streamable HTTP)")
     mcp.add_argument("--transport", choices=("stdio", "http"), default="stdio")
     mcp.add_argument("--listen", default=os.environ.get("GPU_ADVISOR_MCP_LISTEN", "127.0.0.1:8765"),
-                     help="host:port for --transport http, served at /mcp (env GPU_ADVISOR_MCP_LISTEN)")
+                     help="host:port for --transport http, served at /mcp (env GPU_ADVISOR_MCP_LISTEN); off "
+                          "loopback a bearer token is required")
+    from .mcp_http import add_flags as add_mcp_http_flags
+
+    add_mcp_http_flags(mcp)
     mcp.set_defaults(run=_mcp)
     return parser
 
 
 def _mcp(args: argparse.Namespace) -> int:
+    from .mcp_http import access_from_args
     from .mcp_server import main as serve_mcp
 
-    return serve_mcp(args.addr, args.transport, args.listen, args.timeout)
+    creds = None
+    if args.tls or args.tls_ca or args.tls_client_cert or args.tls_client_key:  # as the other commands do
+        creds = channel_credentials(args.tls_ca, args.tls_client_cert, args.tls_client_key)
+    return serve_mcp(args.addr, args.transport, args.listen, args.timeout, access_from_args(args), creds)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -35,9 +35,11 @@ from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 
 from ..domain.brief import LOCALES
+from ..serving.credentials import ConfigError
 from ..wire import validate
 from ..wire.api import pb, pb_grpc
 from ..wire.proto_schema import message_schema
+from .mcp_http import BearerToken, HttpAccess, check_access, transport_security
 from .models_cli import model_rows
 from .offers_cli import offer_rows
 
@@ -408,13 +410,16 @@ _TOOLS: dict[str, Callable[[Backend, dict[str, Any]], Awaitable[types.CallToolRe
 }
 
 
-def build_server(addr: str, timeout: float = 30.0) -> Server[Backend]:
-    """The MCP server, talking to the GPU Advisor gRPC service at `addr` (host:port)."""
+def build_server(addr: str, timeout: float = 30.0,
+                 credentials: grpc.ChannelCredentials | None = None) -> Server[Backend]:
+    """The MCP server, talking to the GPU Advisor gRPC service at `addr` (host:port); TLS with `credentials`."""
 
     @contextlib.asynccontextmanager
     async def lifespan(_: Server[Backend]) -> AsyncIterator[Backend]:
         # grpc.aio binds a channel to the running event loop, so it is made here, not at import.
-        async with grpc.aio.insecure_channel(addr) as channel:
+        channel = (grpc.aio.secure_channel(addr, credentials) if credentials is not None
+                   else grpc.aio.insecure_channel(addr))
+        async with channel:
             yield Backend(pb_grpc.GpuAdvisorStub(channel), timeout)
 
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
@@ -477,26 +482,33 @@ def _version() -> str:
 # -- running ------------------------------------------------------------------------------------------------
 
 
-async def serve_stdio(addr: str, timeout: float) -> None:
+async def serve_stdio(addr: str, timeout: float, credentials: grpc.ChannelCredentials | None = None) -> None:
     from mcp.server.stdio import stdio_server
 
-    server = build_server(addr, timeout)
+    server = build_server(addr, timeout, credentials)
     async with stdio_server() as (read, write):
         await server.run(read, write, server.create_initialization_options())
 
 
-def http_app(addr: str, timeout: float, host: str) -> Any:
-    """The streamable HTTP app (Starlette) at /mcp; `host` decides the DNS-rebinding protection (on for
-    loopback)."""
-    return build_server(addr, timeout).streamable_http_app(host=host)
+def http_app(addr: str, timeout: float, host: str, access: HttpAccess | None = None,
+             credentials: grpc.ChannelCredentials | None = None) -> Any:
+    """The streamable HTTP app (Starlette) at /mcp: Host/Origin checks, the session cap and idle expiry, and the
+    bearer token when `access` has one (service/frontends/mcp_http.py)."""
+    access = access or HttpAccess()
+    app = build_server(addr, timeout, credentials).streamable_http_app(
+        host=host, transport_security=transport_security(host, access), max_sessions=access.max_sessions,
+        session_idle_timeout=access.session_idle_seconds)
+    return BearerToken(app, access.token) if access.token else app
 
 
-async def serve_http(addr: str, timeout: float, sock: socket.socket) -> None:
+async def serve_http(addr: str, timeout: float, sock: socket.socket, access: HttpAccess | None = None,
+                     credentials: grpc.ChannelCredentials | None = None) -> None:
     """Serve streamable HTTP on an already bound socket (so a test can take an ephemeral port first)."""
     import uvicorn
 
     host = sock.getsockname()[0]
-    config = uvicorn.Config(http_app(addr, timeout, host), log_level="warning", lifespan="on")
+    config = uvicorn.Config(http_app(addr, timeout, host, access, credentials), log_level="warning",
+                            lifespan="on")
     await uvicorn.Server(config).serve(sockets=[sock])
 
 
@@ -513,16 +525,23 @@ def bind(listen: str) -> socket.socket:
     return sock
 
 
-def main(addr: str, transport: str, listen: str, timeout: float) -> int:
+def main(addr: str, transport: str, listen: str, timeout: float, access: HttpAccess | None = None,
+         credentials: grpc.ChannelCredentials | None = None) -> int:
     import anyio
 
     if transport == "stdio":
-        anyio.run(serve_stdio, addr, timeout)
+        anyio.run(serve_stdio, addr, timeout, credentials)
     else:
+        access = access or HttpAccess()
+        try:
+            check_access(listen.rpartition(":")[0].strip("[]") or "127.0.0.1", access)
+        except ConfigError as err:
+            print(f"gpu-advisor mcp: {err}", file=sys.stderr)
+            return 2
         sock = bind(listen)
         host, port = sock.getsockname()[:2]
         print(f"gpu-advisor MCP: streamable HTTP on http://{host}:{port}/mcp, service at {addr}", file=sys.stderr)
-        anyio.run(serve_http, addr, timeout, sock)
+        anyio.run(serve_http, addr, timeout, sock, access, credentials)
     return 0
 
 

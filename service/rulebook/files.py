@@ -6,7 +6,8 @@ stays inside the folder (a Kubernetes ConfigMap mounts every file as a link thro
 `..2026_…` folder, both inside the mount); FIFOs, devices and sockets are refused from their `stat` without being
 opened; a file with more than one hard link is refused, because a path cannot show where its other names are
 (one may be outside the folder, read or changed from there; kubelet writes a ConfigMap's files with one link);
-every file and the whole folder have a size limit. Hidden entries (`.git`, `..data`, editor swap files)
+every file and the whole folder have a size limit; a name with a control, bidi or other invisible character is
+refused (rulebook/limits.py). Hidden entries (`.git`, `..data`, editor swap files)
 are skipped, as they always were. Errors name the file relative to the folder and never quote an exception.
 """
 
@@ -18,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..engine.load import Doc, Problem, load_yaml
+from .limits import unsafe_name
 
 MAX_FILE_BYTES = 1 << 20  # the largest shipped file is ~40 KB
 # Offer tables are data rows, not logic: a provider's whole catalog (AWS, every region and tier) is a few MB of
@@ -82,6 +84,10 @@ def walk(root: Path) -> tuple[list[Entry], list[tuple[str, str]]]:
                 refused.append((rel_folder or ".", f"more than {MAX_ENTRIES} files and folders: refused"))
                 return files, refused
             rel = f"{rel_folder}/{child.name}" if rel_folder else child.name
+            unsafe = unsafe_name(child.name)
+            if unsafe:
+                refused.append((ascii(rel)[1:-1], f"the name {unsafe}"))
+                continue
             full = Path(folder) / child.name
             real = os.path.realpath(full)
             if child.is_symlink() and not _inside(real, root_real):

@@ -40,6 +40,7 @@ from .files import RuleFile, read_folder, walk
 from .model_files import model_entries
 from .offer_checks import check_offers
 from .offer_files import read_offers
+from .limits import size_problems
 
 KINDS = ("catalog", "assumptions", "rules", "decision_table", "benchmark_plan", "checklist", "messages", "models")
 LOCALES = ("en", "zh-CN")
@@ -362,6 +363,7 @@ def load_rulebook(
         rules, messages, locations, [(k, f"{_content_file(by_kind, w)}:1") for k, w in content_keys], SCHEMA
     )
     problems += format_spec_problems(messages, locations)
+    problems += size_problems(rules, messages, locations, sum(len(f.data) for f in yaml_files), root.name)
     problems += logic_problems(rules, SCHEMA)
     problems += question_problems(rules, values)
     problems += lint_problems(rules, tuple(catalog))

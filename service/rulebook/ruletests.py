@@ -115,7 +115,7 @@ def run_case(bundle: Bundle, case: dict[str, Any]) -> tuple[list[str], frozenset
     from google.protobuf.json_format import ParseDict, ParseError
 
     from ..wire import api
-    from ..wire.validate import validate
+    from ..wire.validate import MAX_ANSWER_BYTES, validate
 
     request = api.pb.RecommendRequest()
     try:
@@ -128,10 +128,16 @@ def run_case(bundle: Bundle, case: dict[str, Any]) -> tuple[list[str], frozenset
         return check(case["expect"], "INVALID_ARGUMENT", None, [v[0] for v in violations]), frozenset()
     domain = api.request_from_proto(request)
     advice = bundle.advise(replace(domain, trace_fired_only=True))
-    response = api.response_to_dict(api.advice_to_proto(advice))
+    proto = api.advice_to_proto(advice)
+    response = api.response_to_dict(proto)
     fired = frozenset(t.get("rule_id") for t in response.get("trace", []) if t.get("fired"))
     prices = catalog_prices(bundle, domain.as_of or date.today())
-    return check(case["expect"], "OK", response, catalog=prices, catalog_size=len(bundle.book.catalog)), fired
+    failures = check(case["expect"], "OK", response, catalog=prices, catalog_size=len(bundle.book.catalog))
+    size = proto.ByteSize()
+    if size > MAX_ANSWER_BYTES:  # the server would refuse to send it: see wire/validate.py
+        failures.append(f"the answer is {size:,} bytes, over the {MAX_ANSWER_BYTES:,}-byte limit the server sends: "
+                        "shorten the messages it shows")
+    return failures, fired
 
 
 def catalog_prices(bundle: Bundle, day: date) -> dict[str, dict[str, float]]:

@@ -6,6 +6,7 @@ comes from the environment or a file, TLS keys from files.
 
 from __future__ import annotations
 
+import ssl
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -48,7 +49,32 @@ def server_credentials(cert: str | None, key: str | None, client_ca: str | None)
         raise ConfigError("TLS needs both a certificate (--tls-cert) and its private key (--tls-key)")
     ca = read_secret_file(client_ca, "TLS client CA") if client_ca else None
     pair = (read_secret_file(key, "TLS key"), read_secret_file(cert, "TLS certificate"))
+    _check_tls_files(cert, key, client_ca)
     return grpc.ssl_server_credentials([pair], root_certificates=ca, require_client_auth=ca is not None)
+
+
+def _check_tls_files(cert: str, key: str, client_ca: str | None) -> None:
+    """Say which file is wrong and how before gRPC tries them: a key that does not match its certificate or a
+    client CA that is not PEM only made gRPC fail to bind ("address in use")."""
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    try:
+        ctx.load_cert_chain(cert, key, password=lambda: b"")  # an encrypted key fails here, never prompts
+    except ssl.SSLError as err:
+        reason = err.reason or ""
+        if "KEY_VALUES_MISMATCH" in reason:
+            raise ConfigError(f"TLS key {key} does not belong to the certificate {cert}") from None
+        if "BAD_DECRYPT" in reason or "BAD_PASSWORD" in reason or "PROCESSING_ERROR" in reason:
+            raise ConfigError(f"TLS key {key} is encrypted; the server needs an unencrypted PEM key") from None
+        try:
+            ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT).load_verify_locations(cafile=cert)
+        except ssl.SSLError:
+            raise ConfigError(f"TLS certificate {cert} is not a PEM certificate") from None
+        raise ConfigError(f"TLS key {key} is not a PEM private key for {cert} ({reason or 'unreadable'})") from None
+    if client_ca:
+        try:
+            ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT).load_verify_locations(cafile=client_ca)
+        except ssl.SSLError:
+            raise ConfigError(f"TLS client CA {client_ca} is not a PEM certificate") from None
 
 
 def channel_credentials(ca: str | None, cert: str | None, key: str | None) -> grpc.ChannelCredentials:

@@ -8,7 +8,8 @@ same process only takes the probe out of the main server's queue, not out of the
 GIL and nothing else to do.
 
 What it answers must still be the server's truth. The server sends its health statuses (one JSON line) every
-`BEAT_SECONDS` and at once whenever they change (drain's NOT_SERVING, the first rules load); the probe process
+`BEAT_SECONDS`, each time only after a health Check through its own gRPC server answered (heartbeat.py), and
+at once whenever they change (drain's NOT_SERVING, the first rules load); the probe process
 answers with the last statuses it got. If no line came for `stale_seconds`, it answers NOT_SERVING for every
 service until lines come again: a server whose threads no longer run fails its liveness probe as it would if
 it answered the probe itself. When the server closes the pipe (it stopped, or died), this process exits.
@@ -25,6 +26,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from concurrent import futures
 from typing import IO
 
@@ -50,8 +52,10 @@ class ProbeProcess:
 
     def __init__(self, addr: str, servicer: health.HealthServicer, services: tuple[str, ...],
                  shared_port: bool = False, stale_seconds: float = STALE_SECONDS,
-                 beat_seconds: float = BEAT_SECONDS):
+                 beat_seconds: float = BEAT_SECONDS, beat_check: Callable[[], bool] | None = None):
         self.servicer, self.services, self.beat_seconds = servicer, services, beat_seconds
+        # A beat is sent only when this says the server answered a call of its own (heartbeat.py).
+        self.beat_check = beat_check
         cmd = [sys.executable, "-m", "service.serving.probe", "--addr", addr, "--stale-seconds", str(stale_seconds)]
         for service in services:
             cmd += ["--service", service]
@@ -92,7 +96,8 @@ class ProbeProcess:
 
     def _beat_loop(self) -> None:
         while not self._stopped.wait(self.beat_seconds):
-            self.send()
+            if self.beat_check is None or self.beat_check():
+                self.send()
 
     def stop(self) -> None:
         """Close the pipe (the probe process exits on it) and wait for the process."""

@@ -72,6 +72,23 @@ def reserve(addr: str) -> tuple[socket.socket, str]:
     return sock, _shown(sock)
 
 
+def lock_port(addr: str) -> socket.socket:
+    """Hold the `host:port` a supervisor shares for as long as the returned socket stays open.
+
+    SO_REUSEPORT lets any process of the same user bind the port too, so a second `--processes N` server on the
+    port of a running one would start and take half the new connections (two versions answering in turn). An
+    abstract Unix socket named after the address (it lives in the network namespace, like the port, and goes
+    away with the process) tells a second supervisor that the port is taken."""
+    host, port = split_addr(addr)
+    lock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        lock.bind(f"\0gpu-advisor-port:{host}:{port}")
+    except OSError:
+        lock.close()
+        raise BindError(f"cannot bind {addr}: another gpu-advisor --processes server already serves it") from None
+    return lock
+
+
 def _shown(sock: socket.socket) -> str:
     host, port = sock.getsockname()[:2]
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
@@ -94,14 +111,16 @@ def supervise(processes: int, addr: str, argv: Sequence[str], metrics_addr: str 
     held: list[socket.socket] = []
     try:
         for wanted in (addr, health_addr) if health_addr else (addr,):
-            held.append(reserve(wanted)[0])
+            sock, resolved_addr = reserve(wanted)
+            held.append(sock)
+            held.append(lock_port(resolved_addr))
     except BindError as exc:
         log.error("bind_failed", addr=wanted, error=str(exc))
         for sock in held:
             sock.close()
         return 1
     resolved = _shown(held[0])
-    health_resolved = _shown(held[1]) if health_addr else ""
+    health_resolved = _shown(held[2]) if health_addr else ""
     workers: list[subprocess.Popen[bytes]] = []
     relay = fanout.Relay()
 

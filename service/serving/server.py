@@ -1,4 +1,5 @@
-"""Wiring: the gRPC server, health, reflection, interceptors, signals and rules reloading.
+"""Wiring: the gRPC server (grpc.aio: an open stream costs no thread), health, reflection, admission, signals and
+rules reloading.
 
 The servicer is thin: validate → map → the active rules version's `advise` → map back, checking before each
 expensive step that the caller still waits for the answer.
@@ -14,13 +15,15 @@ import signal
 import socket
 import sys
 import threading
+from concurrent import futures
+from dataclasses import dataclass
 from datetime import date
 from typing import Any, NoReturn
 
 import grpc
 import structlog
-from grpc_health.v1 import health, health_pb2, health_pb2_grpc
-from grpc_reflection.v1alpha import reflection, reflection_pb2, reflection_pb2_grpc
+from grpc_health.v1 import health_pb2
+from grpc_reflection.v1alpha import reflection
 
 from ..decide.cancel import Cancelled
 from ..rulebook import vetting
@@ -29,21 +32,23 @@ from ..rulebook.store import RulesetStatus, RuleStore
 from ..rulebook.version import Bundle
 from ..wire import api
 from ..wire.api import pb, pb_grpc
-from ..wire.validate import MAX_REQUEST_BYTES, validate, validate_list_models
-from . import cache, fanout, metrics, paging, processes, rules_flag
+from ..wire.validate import MAX_ANSWER_BYTES, MAX_REQUEST_BYTES, validate, validate_list_models
+from . import cache, fanout, heartbeat, metrics, paging, processes, rules_flag
 from .credentials import ConfigError, admin_token, server_credentials
+from .dispatch import Dispatcher
 from .errors import abort_invalid as _invalid
 from .handlers import add_servicer
-from .interceptors import AdmissionInterceptor, RequestContextInterceptor
-from .lifecycle import AdvisorServer, TrackingExecutor
+from .health import Health
+from .interceptors import AdmissionControl
+from .lifecycle import AdvisorServer, LoopThread
 from .logging import configure
-from .probe import ProbeProcess
+from .probe import STALE_SECONDS, ProbeProcess
 from .signals import stop_on_signals
+from .streams import REFLECTION_V1, StreamCap, capped_stream, reflection_handlers  # noqa: F401 (tests import it here)
 
 log = structlog.get_logger("gpu_advisor.server")
 
 DEFAULT_ADDR = "127.0.0.1:50051"
-REFLECTION_V1 = "grpc.reflection.v1.ServerReflection"
 # Advice is pure Python and holds the GIL, so a second call running at once only competes for it, and every
 # extra running thread competes with gRPC's loop that picks up new calls (health checks included): under h2load
 # one running call per method answered 6-13% more Recommend calls a second than 2 or 4, with an equal or lower
@@ -67,20 +72,45 @@ DEFAULT_MAX_STREAMS = 2
 DEFAULT_MAX_CONNECTION_AGE = 300.0
 CONNECTION_AGE_GRACE_SECONDS = 30.0
 MAX_CONNECTION_AGE = (2**31 - 1) // 1000  # Core takes the age in milliseconds, as a 32-bit int
-# Threads beyond what the limited methods can hold, so health checks and reflection never wait for a worker.
-SPARE_WORKERS = 8
+# Worker threads beyond one per running call: answers whose caller left keep their thread until their next
+# stage, while the slot has passed on. Health checks and reflection answer on the event loop, without a thread.
+SPARE_WORKERS = 4
+# Connections and calls (HTTP/2 streams) open at once on the whole server; 0 = no cap. Beyond --max-calls a new
+# call hears RESOURCE_EXHAUSTED at once; beyond --max-connections Core closes the new connection. Generous next
+# to what admission lets run (one running and 32 waiting per method): they bound what idle clients can hold.
+DEFAULT_MAX_CONNECTIONS = 1000
+DEFAULT_MAX_CALLS = 500
+# A call whose request message has not arrived this many seconds after its headers is ended (a unary request
+# is a few KB, sent with the headers); a reflection stream silent this long is closed.
+DEFAULT_REQUEST_TIMEOUT = 10.0
+DEFAULT_STREAM_IDLE_TIMEOUT = 30.0
+DEFAULT_MAX_REFLECTION_STREAMS = 16
+REFLECTION_PER_CONNECTION = 2
+WATCH_STREAMS_TOTAL = 100
+HEALTH_SERVICE = health_pb2.DESCRIPTOR.services_by_name["Health"].full_name
+HEALTH_CHECK = f"/{HEALTH_SERVICE}/Check"
 RECOMMEND = f"/{api.SERVICE_NAME}/Recommend"  # the method path, as metrics label it
 PEER_WAIT_MARGIN_S = 0.25  # ReloadRules stops waiting for the other workers this long before its deadline
 
 
-def _status_to_proto(st: RulesetStatus) -> pb.RulesetInfo:
+def _shown_dir(source_dir: str, full: bool) -> str:
+    """The rules folder as GetRuleset shows it: the absolute path to an admin caller, else relative to the
+    server's working folder, or nothing when it lies outside it (an absolute path tells any client where the
+    server's files live)."""
+    if full or not source_dir:
+        return source_dir
+    rel = os.path.relpath(os.path.abspath(source_dir), os.getcwd())
+    return "" if rel == ".." or rel.startswith(".." + os.sep) else rel
+
+
+def _status_to_proto(st: RulesetStatus, full_path: bool = True) -> pb.RulesetInfo:
     return pb.RulesetInfo(
         revision=st.revision, content_hash=st.content_hash,
         loaded_at=st.loaded_at.isoformat() if st.loaded_at else "", counts=st.counts,
         last_error=st.last_error,
         last_attempted_revision=st.last_attempted_revision,
         last_attempted_at=st.last_attempted_at.isoformat() if st.last_attempted_at else "",
-        source_dir=st.source_dir,
+        source_dir=_shown_dir(st.source_dir, full_path),
     )
 
 
@@ -129,7 +159,14 @@ class Servicer(pb_grpc.GpuAdvisorServicer):
         except Cancelled as stopped:
             _abandon(context, stopped.stage)
         _stop_unless_wanted(context, "response")
-        return api.advice_to_proto(advice)
+        response = api.advice_to_proto(advice)
+        size = response.ByteSize()
+        if size > MAX_ANSWER_BYTES:
+            log.error("answer_too_large", bytes=size, limit=MAX_ANSWER_BYTES, revision=bundle.revision)
+            context.abort(grpc.StatusCode.INTERNAL,
+                          f"the answer would be {size:,} bytes, over the {MAX_ANSWER_BYTES:,}-byte limit: the rules "
+                          f"(revision {bundle.revision}) make answers too long; their maintainers must shorten them")
+        return response
 
     def ListGpus(self, request: pb.ListGpusRequest, context: grpc.ServicerContext) -> pb.ListGpusResponse:  # noqa: N802
         bundle = self._bundle(context)
@@ -166,8 +203,12 @@ class Servicer(pb_grpc.GpuAdvisorServicer):
             ruleset=pb.RulesetRef(revision=bundle.revision, content_hash=bundle.content_hash),
         )
 
+    def _is_admin(self, context: grpc.ServicerContext) -> bool:
+        sent = dict(context.invocation_metadata()).get("authorization", "")
+        return bool(self.admin_token) and hmac.compare_digest(sent.encode(), f"Bearer {self.admin_token}".encode())
+
     def GetRuleset(self, request: pb.GetRulesetRequest, context: grpc.ServicerContext) -> pb.RulesetInfo:  # noqa: N802
-        return _status_to_proto(self.store.status())
+        return _status_to_proto(self.store.status(), full_path=self._is_admin(context))
 
     def ReloadRules(  # noqa: N802
         self, request: pb.ReloadRulesRequest, context: grpc.ServicerContext
@@ -197,109 +238,179 @@ class Servicer(pb_grpc.GpuAdvisorServicer):
         return response
 
 
-def _enable_reflection(service_names: tuple[str, ...], server: grpc.Server) -> None:
-    """Server reflection under both v1alpha and v1.
+def _health_handlers(health: Health, dispatcher: Dispatcher, watch_cap: StreamCap) -> grpc.GenericRpcHandler:
+    """grpc.health.v1 on the loop: Check through the dispatcher (its request read within the time limit, logged
+    and counted, never waiting for a worker), Watch under its stream cap."""
 
-    grpcio-reflection registers only v1alpha, while current clients (grpcurl, buf curl, Postman) ask v1 first.
-    v1 is v1alpha renamed: the messages are the same on the wire, so one servicer answers both method paths.
-    v1 is answered but not listed: its descriptor is not in the pool, and tools that describe every listed
-    service would stop on it.
-    """
-    servicer = reflection.ReflectionServicer(service_names)
-    reflection_pb2_grpc.add_ServerReflectionServicer_to_server(servicer, server)
-    v1 = grpc.stream_stream_rpc_method_handler(
-        servicer.ServerReflectionInfo,
-        request_deserializer=reflection_pb2.ServerReflectionRequest.FromString,
-        response_serializer=reflection_pb2.ServerReflectionResponse.SerializeToString,
+    async def watch(requests: Any, context: grpc.aio.ServicerContext) -> Any:
+        async for request in requests:  # the one request: read within the time limit by capped_stream
+            async for response in health.watch(request, context):
+                yield response
+            return
+
+    check = dispatcher.unary(HEALTH_CHECK, health.check, health_pb2.HealthCheckRequest.FromString,
+                             health_pb2.HealthCheckResponse.SerializeToString, counted=False)
+    watch_handler = grpc.stream_stream_rpc_method_handler(
+        capped_stream(watch_cap, watch, dispatcher.request_timeout),
+        request_deserializer=health_pb2.HealthCheckRequest.FromString,
+        response_serializer=health_pb2.HealthCheckResponse.SerializeToString,
     )
-    handler = grpc.method_handlers_generic_handler(REFLECTION_V1, {"ServerReflectionInfo": v1})
-    server.add_generic_rpc_handlers((handler,))
+    return grpc.method_handlers_generic_handler(HEALTH_SERVICE, {"Check": check, "Watch": watch_handler})
+
+
+async def _build(store: RuleStore, settings: Limits, addr: str, tls: grpc.ServerCredentials | None,
+                 servicer: Servicer, health: Health, options: list[tuple[str, int]],
+                 beat_address: str = "") -> tuple[Any, ...]:
+    """The grpc.aio server with every handler, bound (not started); created on the loop it will run on."""
+    limited = [f"/{api.SERVICE_NAME}/{m.name}" for m in pb.DESCRIPTOR.services_by_name["GpuAdvisor"].methods]
+    admission = AdmissionControl(limited, settings.max_concurrent, settings.max_queue)
+    # Only the answers need threads: one per running call of each method, plus spares for cancelled answers
+    # that have not reached their next stage yet. Waiting calls wait on the loop.
+    executor = futures.ThreadPoolExecutor(len(limited) * settings.max_concurrent + SPARE_WORKERS,
+                                          thread_name_prefix="rpc")
+    dispatcher = Dispatcher(executor, settings.request_timeout)
+    server = grpc.aio.server(options=options, maximum_concurrent_rpcs=settings.max_calls or None)
+    add_servicer(servicer, server, dispatcher, admission)  # bad bytes: INVALID_ARGUMENT
+    server.add_generic_rpc_handlers((_health_handlers(health, dispatcher, StreamCap("health Watch", 2,
+                                                                                      WATCH_STREAMS_TOTAL)),))
+    if settings.reflection:
+        cap = StreamCap("reflection", REFLECTION_PER_CONNECTION, settings.max_reflection_streams)
+        server.add_generic_rpc_handlers(reflection_handlers(
+            (api.SERVICE_NAME, HEALTH_SERVICE, reflection.SERVICE_NAME), cap, settings.stream_idle_timeout))
+    try:
+        port = server.add_secure_port(addr, tls) if tls else server.add_insecure_port(addr)
+        if port and beat_address:
+            server.add_insecure_port(beat_address)  # the probe's heartbeat: heartbeat.py
+    except RuntimeError:
+        port = 0
+    return server, port, executor, dispatcher, admission
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one client, or all of them, may hold of the server."""
+
+    max_concurrent: int = DEFAULT_MAX_CONCURRENT
+    max_queue: int = DEFAULT_MAX_QUEUE
+    max_calls: int = DEFAULT_MAX_CALLS
+    request_timeout: float = DEFAULT_REQUEST_TIMEOUT
+    stream_idle_timeout: float = DEFAULT_STREAM_IDLE_TIMEOUT
+    max_reflection_streams: int = DEFAULT_MAX_REFLECTION_STREAMS
+    reflection: bool = True
+
+
+def _core_options(shared_port: bool, max_streams: int, max_connections: int, max_connection_age: float,
+                  reset_protection: bool = True) -> list[tuple[str, int]]:
+    options: list[tuple[str, int]] = [("grpc.so_reuseport", int(shared_port)),
+                                      ("grpc.max_receive_message_length", MAX_REQUEST_BYTES)]
+    if max_streams > 0:
+        # Core's "overload protection" counts a connection's streams until they are freed, not only until they
+        # end, and refuses a new one beyond the cap with RST_STREAM REFUSED_STREAM. That is what holds off HTTP/2
+        # rapid reset (CVE-2023-44487): a client opening and resetting streams in a loop (2-3 million resets in
+        # 10 s) left legitimate calls on other connections 1442/1442 and 1266/1266 OK with it on, RSS +4 MB;
+        # with it off, 6/171 OK and RSS 80 -> 343 MB (make bench BENCH_ARGS=--attack). The cost: a client with
+        # more calls in flight on one connection than the cap may see a stream refused (UNAVAILABLE; 10 of 3,556
+        # calls at 4 in flight, 175 of 2,768 at 16), which the server never started, so a retry is safe: the
+        # gpu-advisor client retries UNAVAILABLE.
+        options += [("grpc.max_concurrent_streams", max_streams),
+                    ("grpc.http.overload_protection", int(reset_protection))]
+    if max_connections > 0:
+        # Core closes a connection accepted beyond this many at once (the client sees UNAVAILABLE and retries).
+        options.append(("grpc.max_allowed_incoming_connections", max_connections))
+    if max_connection_age > 0:
+        options += [("grpc.max_connection_age_ms", max(1, round(max_connection_age * 1000))),
+                    ("grpc.max_connection_age_grace_ms", round(CONNECTION_AGE_GRACE_SECONDS * 1000))]
+    return options
 
 
 def serve(
-    addr: str, rules_dir: str, admin_token: str = "", watch: bool = True, workers: int | None = None,
+    addr: str, rules_dir: str, admin_token: str = "", watch: bool = True,
     poll_seconds: float = 0.5, max_concurrent: int = DEFAULT_MAX_CONCURRENT, max_queue: int = DEFAULT_MAX_QUEUE,
     tls: grpc.ServerCredentials | None = None, shared_port: bool = False, response_cache: int = 0,
     max_streams: int = DEFAULT_MAX_STREAMS, health_addr: str = "", peers: fanout.Peers | None = None,
-    max_connection_age: float = DEFAULT_MAX_CONNECTION_AGE,
+    max_connection_age: float = DEFAULT_MAX_CONNECTION_AGE, max_connections: int = DEFAULT_MAX_CONNECTIONS,
+    max_calls: int = DEFAULT_MAX_CALLS, request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
+    stream_idle_timeout: float = DEFAULT_STREAM_IDLE_TIMEOUT,
+    max_reflection_streams: int = DEFAULT_MAX_REFLECTION_STREAMS, reflection_on: bool = True,
+    probe_stale_seconds: float = STALE_SECONDS, reset_protection: bool = True,
 ) -> tuple[AdvisorServer, int, RuleStore]:
     """Start serving and return (server, bound port, store). Health stays NOT_SERVING until rules load.
 
-    Each GpuAdvisor method runs at most `max_concurrent` calls with `max_queue` more waiting; `workers`
-    defaults to enough threads for all of them plus spares for health. `tls`: plaintext when None.
+    Each GpuAdvisor method runs at most `max_concurrent` calls with `max_queue` more waiting (on the event loop:
+    a waiting call costs no thread). `tls`: plaintext when None.
     `shared_port`: one of `--processes N` workers (SO_REUSEPORT); otherwise a busy port fails here.
     `response_cache`: keep that many Recommend answers for repeated identical requests (0 = off).
     `health_addr`: also answer grpc.health.v1 (only) on this host:port, plaintext, from a process of its own
-    that mirrors this server's health (service/serving/probe.py).
+    that mirrors this server's health as long as the server answers its own health calls
+    (service/serving/probe.py, service/serving/heartbeat.py).
     `peers`: a `--processes N` worker's channel to its supervisor; ReloadRules then reloads every worker.
     `max_connection_age`: seconds before a client connection is asked to move to a new one (0 = never).
+    `max_connections`, `max_calls`: connections and calls (streams) open at once on the whole server (0 = no cap);
+    `request_timeout`: seconds a call may take to send its request; `stream_idle_timeout`: a silent reflection
+    stream is closed after it; `max_reflection_streams`: reflection streams open at once in all;
+    `reflection_on`: False leaves server reflection out. `reset_protection`: Core refuses a connection's streams
+    beyond `max_streams` until the ended ones are freed (HTTP/2 rapid reset).
     """
     # The rules-checking helper is spawned before gRPC starts its threads (service/rulebook/vetting.py).
     store = RuleStore(rules_dir, poll_seconds=poll_seconds, vetter=vetting.shared())
     store.self_test = self_test(store.rules_dir)
-    health_servicer = health.HealthServicer()
+    runner = LoopThread()
+    health = Health(runner.loop)
     for name in ("", api.SERVICE_NAME):
-        health_servicer.set(name, health_pb2.HealthCheckResponse.NOT_SERVING)
+        health.set(name, health_pb2.HealthCheckResponse.NOT_SERVING)
 
     def mark_serving(_bundle: object) -> None:
         for name in ("", api.SERVICE_NAME):
-            health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
+            health.set(name, health_pb2.HealthCheckResponse.SERVING)
 
     store.on_activate.append(mark_serving)
     store.on_activate.append(lambda bundle: metrics.rules_activated(bundle.revision))
     store.on_reject.append(lambda _error: metrics.rules_rejected())
-    limited = [f"/{api.SERVICE_NAME}/{m.name}" for m in pb.DESCRIPTOR.services_by_name["GpuAdvisor"].methods]
-    admission = AdmissionInterceptor(limited, max_concurrent, max_queue)
-    executor = TrackingExecutor(workers or len(limited) * (max_concurrent + max_queue) + SPARE_WORKERS)
-    # The request interceptor comes first so refused calls are logged and counted too.
-    options: list[tuple[str, int]] = [("grpc.so_reuseport", int(shared_port)),
-                                      ("grpc.max_receive_message_length", MAX_REQUEST_BYTES)]
-    if max_streams > 0:
-        # Core's "overload protection" also counts streams that ended but that Python has not let go of yet,
-        # and refuses new ones with RST_STREAM REFUSED_STREAM, which gRPC clients report as UNAVAILABLE
-        # (34 of 40 calls on a warm channel, with a cap of 4). Without it, the client keeps the excess waiting.
-        options += [("grpc.max_concurrent_streams", max_streams), ("grpc.http.overload_protection", 0)]
-    if max_connection_age > 0:
-        options += [("grpc.max_connection_age_ms", max(1, round(max_connection_age * 1000))),
-                    ("grpc.max_connection_age_grace_ms", round(CONNECTION_AGE_GRACE_SECONDS * 1000))]
-    server = grpc.server(executor, interceptors=[RequestContextInterceptor(), admission], options=options)
+    limits = Limits(max_concurrent, max_queue, max_calls, request_timeout, stream_idle_timeout,
+                    max_reflection_streams, reflection_on)
     servicer = Servicer(store, admin_token, peers)
     if response_cache > 0:
         servicer.Recommend = cache.ResponseCache(response_cache).wrap(store, servicer.Recommend)  # type: ignore[method-assign]
     servicer.Recommend = rules_flag.flag_newer_rules(store, servicer.Recommend)  # type: ignore[method-assign]
-    add_servicer(servicer, server)  # like the generated add_*, but bad bytes: INVALID_ARGUMENT
-    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
-    health_name = health_pb2.DESCRIPTOR.services_by_name["Health"].full_name
-    _enable_reflection((api.SERVICE_NAME, health_name, reflection.SERVICE_NAME), server)
-    try:
-        port = server.add_secure_port(addr, tls) if tls else server.add_insecure_port(addr)
-    except RuntimeError:
-        port = 0
+    options = _core_options(shared_port, max_streams, max_connections, max_connection_age, reset_protection)
+    beat = heartbeat.SelfCheck() if health_addr else None
+    server, port, executor, dispatcher, admission = runner.run(
+        _build(store, limits, addr, tls, servicer, health, options, beat.address if beat else ""))
     probe = None
     try:
         if port == 0:
             raise processes.BindError(f"cannot bind {addr}")
         if health_addr:
-            probe = ProbeProcess(health_addr, health_servicer, ("", api.SERVICE_NAME), shared_port)
+            probe = ProbeProcess(health_addr, health, ("", api.SERVICE_NAME), shared_port,
+                                 stale_seconds=probe_stale_seconds, beat_check=beat)
             store.on_activate.append(lambda _bundle: probe.send())
     except processes.BindError:
         log.error("bind_failed", addr=health_addr if port else addr,
                   hint="address in use or not local; --processes N shares a port")
+        runner.close()
         store.close()
+        if beat is not None:
+            beat.close()
         raise
     if peers is not None:
         peers.start(store)
     result = store.reload()
     if not result.ok:
         log.error("rules_invalid_at_start", problems=list(result.problems)[:50], rules=rules_dir)
-    server.start()
+    runner.run(server.start())
     if watch:
         store.start_watching()
     log.info("serving", addr=addr, port=port, rules=rules_dir, revision=store.status().revision or None,
              tls=tls is not None, health_port=probe.port if probe else None,
              admin=bool(admin_token), max_concurrent=max_concurrent, max_queue=max_queue, max_streams=max_streams,
-             max_connection_age=max_connection_age)
-    return AdvisorServer(server, executor, health_servicer, admission, probe), port, store
+             max_connection_age=max_connection_age, max_connections=max_connections, max_calls=max_calls,
+             request_timeout=request_timeout, reflection=reflection_on)
+    return AdvisorServer(server, runner, executor, dispatcher.inflight, health, admission, probe,
+                         on_stopped=beat.close if beat else None), port, store
+
+
+def _flag_env(name: str) -> bool:
+    return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
 
 
 def _add_serving_flags(parser: argparse.ArgumentParser) -> None:
@@ -322,11 +433,46 @@ def _add_serving_flags(parser: argparse.ArgumentParser) -> None:
                         help="seconds before a client connection is asked (GOAWAY) to reconnect, so clients "
                              "spread over pods and workers added since (env GPU_ADVISOR_MAX_CONNECTION_AGE, "
                              "default %(default)s; 0 = never)")
+    parser.add_argument("--max-connections", type=int, metavar="N",
+                        default=env("GPU_ADVISOR_MAX_CONNECTIONS", str(DEFAULT_MAX_CONNECTIONS)),
+                        help="client connections open at once on the server; a connection beyond it is closed "
+                             "(env GPU_ADVISOR_MAX_CONNECTIONS, default %(default)s; 0 = no cap)")
+    parser.add_argument("--max-calls", type=int, metavar="N",
+                        default=env("GPU_ADVISOR_MAX_CALLS", str(DEFAULT_MAX_CALLS)),
+                        help="calls (streams) open at once on the whole server, waiting ones and streams "
+                             "included; more hear RESOURCE_EXHAUSTED (env GPU_ADVISOR_MAX_CALLS, default "
+                             "%(default)s; 0 = no cap)")
+    parser.add_argument("--request-timeout", type=float, metavar="S",
+                        default=env("GPU_ADVISOR_REQUEST_TIMEOUT", str(DEFAULT_REQUEST_TIMEOUT)),
+                        help="seconds a call may take to send its request message after its headers; then "
+                             "DEADLINE_EXCEEDED (env GPU_ADVISOR_REQUEST_TIMEOUT, default %(default)s)")
+    parser.add_argument("--stream-idle-timeout", type=float, metavar="S",
+                        default=env("GPU_ADVISOR_STREAM_IDLE_TIMEOUT", str(DEFAULT_STREAM_IDLE_TIMEOUT)),
+                        help="a reflection stream silent this long is closed (env GPU_ADVISOR_STREAM_IDLE_TIMEOUT, "
+                             "default %(default)s)")
+    parser.add_argument("--max-reflection-streams", type=int, metavar="N",
+                        default=env("GPU_ADVISOR_MAX_REFLECTION_STREAMS", str(DEFAULT_MAX_REFLECTION_STREAMS)),
+                        help=f"reflection streams open at once on the server ({REFLECTION_PER_CONNECTION} per "
+                             "connection); more hear RESOURCE_EXHAUSTED (env GPU_ADVISOR_MAX_REFLECTION_STREAMS, "
+                             "default %(default)s)")
+    parser.add_argument("--no-rapid-reset-protection", action="store_true",
+                        default=_flag_env("GPU_ADVISOR_NO_RAPID_RESET_PROTECTION"),
+                        help="let a connection open new streams while its ended ones are not yet freed: no refused "
+                             "streams for clients with more calls in flight than --max-streams, but no defence "
+                             "against HTTP/2 rapid reset (env GPU_ADVISOR_NO_RAPID_RESET_PROTECTION=1)")
+    parser.add_argument("--no-reflection", action="store_true",
+                        default=_flag_env("GPU_ADVISOR_NO_REFLECTION"),
+                        help="do not answer server reflection (env GPU_ADVISOR_NO_REFLECTION=1)")
     parser.add_argument("--health-addr", metavar="HOST:PORT", default=env("GPU_ADVISOR_HEALTH_ADDR", ""),
                         help="also answer grpc.health.v1 on this address, plaintext, from a process of its own "
                              "that mirrors this server's health, so probes stay fast while the main port is "
                              "flooded or uses TLS "
                              "(env GPU_ADVISOR_HEALTH_ADDR; off when empty)")
+    parser.add_argument("--probe-stale-seconds", type=float, metavar="S",
+                        default=env("GPU_ADVISOR_PROBE_STALE_SECONDS", str(STALE_SECONDS)),
+                        help="with --health-addr: the probe answers NOT_SERVING once the server has not answered "
+                             "its own health call for this long (env GPU_ADVISOR_PROBE_STALE_SECONDS, default "
+                             "%(default)s)")
     parser.add_argument("--grace-seconds", type=float, metavar="S",
                         default=env("GPU_ADVISOR_GRACE_SECONDS", str(DEFAULT_GRACE_SECONDS)),
                         help="on SIGTERM/SIGINT, time for accepted calls to finish (env GPU_ADVISOR_GRACE_SECONDS, "
@@ -352,12 +498,21 @@ def _serving_options(parser: argparse.ArgumentParser, args: argparse.Namespace) 
             or not 0 <= args.max_connection_age <= MAX_CONNECTION_AGE):
         parser.error("--max-concurrent must be >= 1, --max-queue, --max-streams and --grace-seconds >= 0, "
                      f"--max-connection-age from 0 to {MAX_CONNECTION_AGE}")
+    if (args.max_connections < 0 or args.max_calls < 0 or args.request_timeout <= 0
+            or args.stream_idle_timeout <= 0 or args.max_reflection_streams < 1 or args.probe_stale_seconds <= 0):
+        parser.error("--max-connections and --max-calls must be >= 0, --request-timeout, --stream-idle-timeout "
+                     "and --probe-stale-seconds > 0, --max-reflection-streams >= 1")
     try:
         return {
             "admin_token": admin_token(os.environ, args.admin_token_file),
             "tls": server_credentials(args.tls_cert, args.tls_key, args.tls_client_ca),
             "max_concurrent": args.max_concurrent, "max_queue": args.max_queue, "max_streams": args.max_streams,
             "health_addr": args.health_addr, "max_connection_age": args.max_connection_age,
+            "max_connections": args.max_connections, "max_calls": args.max_calls,
+            "request_timeout": args.request_timeout, "stream_idle_timeout": args.stream_idle_timeout,
+            "max_reflection_streams": args.max_reflection_streams, "reflection_on": not args.no_reflection,
+            "reset_protection": not args.no_rapid_reset_protection,
+            "probe_stale_seconds": args.probe_stale_seconds,
         }
     except ConfigError as err:
         parser.error(str(err))

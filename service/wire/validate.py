@@ -47,6 +47,10 @@ ECHO = 40  # characters of a caller's own text repeated in a description
 # that leaves room. Core refuses a larger one with RESOURCE_EXHAUSTED before Python parses it: a 3.9 MB
 # request took 46 ms to parse, holding the GIL, before any limit here could refuse it.
 MAX_REQUEST_BYTES = 512 * 1024
+# The largest answer the service sends. Answers are a few KB to a few tens of KB (the trace included); rules
+# whose messages make one larger fail their rule tests, and at serve time the call ends with INTERNAL naming the
+# rules revision rather than sending it (a template repeating a padded field made 2.4 MB answers).
+MAX_ANSWER_BYTES = 256 * 1024
 
 
 def _echo(text: str) -> str:

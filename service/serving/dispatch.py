@@ -1,0 +1,258 @@
+"""Every unary call of the asyncio server: read the request within a time limit, log and count it, admit it, and
+run the CPU-bound answer on a bounded thread pool.
+
+Why the calls are registered as client-streaming: gRPC's asyncio server awaits a unary call's request message
+before the handler runs, with no limit, so a stream that sends its headers and never its message would hold a
+slot of the server-wide cap for good. The wire is the same for a unary call (one message, then the end of the
+stream); here the message is read with `wait_for`, and a call whose message has not come in
+`request_timeout` seconds ends with DEADLINE_EXCEEDED.
+
+The servicer's methods stay synchronous (`grpc.ServicerContext`-style): they run in a worker thread with a
+`CallContext`, which answers what they ask (time left, whether the caller still waits, metadata, peer) from
+values taken on the loop, and turns `abort` into an exception the loop side sends as the call's status.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import threading
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from concurrent import futures
+from typing import Any, NoReturn
+
+import grpc
+import structlog
+from google.protobuf.message import DecodeError
+
+from . import metrics
+from .interceptors import REQUEST_ID, Admission, Limiter
+
+log = structlog.get_logger("gpu_advisor.rpc")
+
+NO_DEADLINE = 1e9  # seconds left reported for a call without a deadline, as grpc's sync server does
+
+
+class Aborted(Exception):  # noqa: N818 - a control-flow signal, like grpc's own abort
+    def __init__(self, code: grpc.StatusCode, details: str, trailing: tuple[tuple[str, str | bytes], ...] = ()):
+        super().__init__(details)
+        self.code, self.details, self.trailing = code, details, trailing
+
+
+class CallContext:
+    """The part of `grpc.ServicerContext` the servicer uses, for a call whose answer runs in a worker thread."""
+
+    def __init__(self, metadata: tuple[tuple[str, Any], ...], peer: str, seconds_left: float | None):
+        self._metadata = metadata
+        self._peer = peer
+        self._deadline = None if seconds_left is None else time.monotonic() + seconds_left
+        self.gone = threading.Event()  # set on the loop when the call ends or the caller leaves
+        self._trailing: tuple[tuple[str, Any], ...] = ()
+
+    def time_remaining(self) -> float:
+        return NO_DEADLINE if self._deadline is None else max(self._deadline - time.monotonic(), 0.0)
+
+    def is_active(self) -> bool:
+        return not self.gone.is_set()
+
+    def invocation_metadata(self) -> tuple[tuple[str, Any], ...]:
+        return self._metadata
+
+    def peer(self) -> str:
+        return self._peer
+
+    def abort(self, code: grpc.StatusCode, details: str) -> NoReturn:
+        raise Aborted(code, details)
+
+    def abort_with_status(self, status: Any) -> NoReturn:
+        raise Aborted(status.code, status.details, tuple(status.trailing_metadata or ()))
+
+    def set_trailing_metadata(self, metadata: tuple[tuple[str, Any], ...]) -> None:
+        self._trailing = tuple(metadata)
+
+    def trailing_metadata(self) -> tuple[tuple[str, Any], ...]:
+        return self._trailing
+
+
+class Undecodable:
+    """Stands in for a request whose bytes are not a valid message of its type."""
+
+    def __init__(self, type_name: str):
+        self.type_name = type_name
+
+
+def tolerant(cls: Any) -> Callable[[bytes], Any]:
+    """A deserializer that returns `Undecodable` instead of raising (grpc would answer INTERNAL)."""
+
+    def parse(data: bytes) -> Any:
+        try:
+            return cls.FromString(data)
+        except DecodeError:
+            return Undecodable(cls.DESCRIPTOR.full_name)
+
+    return parse
+
+
+class InFlight:
+    """Calls handed to the dispatcher (arrived, waiting or running), for the drain's quiet wait."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self.pending = 0
+        self._arrived = 0  # every arrival ever, so a call that came and went still restarts the quiet wait
+
+    def arrive(self) -> None:
+        with self._cond:
+            self.pending += 1
+            self._arrived += 1
+            self._cond.notify_all()
+
+    def leave(self) -> None:
+        with self._cond:
+            self.pending -= 1
+            self._cond.notify_all()
+
+    def wait_quiet(self, quiet: float, until: float) -> bool:
+        """True once nothing was pending and nothing arrived for `quiet` seconds; False if the monotonic time
+        `until` came first."""
+        with self._cond:
+            seen, since = self._arrived, time.monotonic()
+            while True:
+                now = time.monotonic()
+                if self.pending or self._arrived != seen:
+                    seen, since = self._arrived, now
+                elif now - since >= quiet:
+                    return True
+                if now >= until:
+                    return False
+                self._cond.wait(min(until - now, max(quiet - (now - since), 0.001)))
+
+
+SyncBehavior = Callable[[Any, Any], Any]
+AsyncBehavior = Callable[[Any, Any], Awaitable[Any]]
+
+
+class Dispatcher:
+    """Builds the method handlers. `executor` runs the synchronous answers; `request_timeout`: seconds a call may
+    take to send its request message; `inflight` counts the calls that the drain waits for (`counted`)."""
+
+    def __init__(self, executor: futures.ThreadPoolExecutor, request_timeout: float):
+        self.executor = executor
+        self.request_timeout = request_timeout
+        self.inflight = InFlight()
+
+    def unary(self, method: str, behavior: SyncBehavior | AsyncBehavior, deserialize: Callable[[bytes], Any],
+              serialize: Callable[[Any], bytes], limiter: Limiter | None = None,
+              counted: bool = True) -> grpc.RpcMethodHandler:
+        """A unary method: `behavior(request, context)` is a coroutine function (run on the loop, e.g. health
+        Check) or a plain function (run in a worker thread with a CallContext, after `limiter` admits it)."""
+        on_loop = asyncio.iscoroutinefunction(behavior)
+
+        async def handle(requests: Any, context: grpc.aio.ServicerContext) -> Any:
+            metadata = tuple(context.invocation_metadata() or ())
+            rid = str(dict(metadata).get(REQUEST_ID) or uuid.uuid4())[:128]
+            structlog.contextvars.bind_contextvars(request_id=rid, method=method)
+            started = time.perf_counter()
+            code = grpc.StatusCode.OK
+            if counted:
+                self.inflight.arrive()
+            try:
+                await context.send_initial_metadata(((REQUEST_ID, rid),))
+                request = await self._read(context)
+                if on_loop:
+                    response = await behavior(request, context)  # type: ignore[misc]
+                else:
+                    response = await self._in_thread(method, behavior, request, context, metadata, limiter)
+                context.set_trailing_metadata(((REQUEST_ID, rid),))
+                return response
+            except Aborted as stop:
+                code = stop.code
+                context.set_trailing_metadata((*stop.trailing, (REQUEST_ID, rid)))
+                await context.abort(stop.code, stop.details)
+            except asyncio.CancelledError:
+                code = grpc.StatusCode.DEADLINE_EXCEEDED if _expired(context) else grpc.StatusCode.CANCELLED
+                raise
+            except grpc.aio.AbortError:
+                code = context.code() or grpc.StatusCode.UNKNOWN  # the behavior aborted on the loop
+                raise
+            except Exception:
+                code = grpc.StatusCode.INTERNAL
+                log.exception("rpc_failed")
+                context.set_trailing_metadata(((REQUEST_ID, rid),))
+                await context.abort(grpc.StatusCode.INTERNAL, f"internal error (request id {rid})")
+            finally:
+                if counted:
+                    self.inflight.leave()
+                elapsed = time.perf_counter() - started
+                name = getattr(code, "name", str(code))
+                peer = context.peer()
+                if not peer.startswith("unix:"):  # the probe's heartbeat (heartbeat.py), twice a second
+                    log.info("rpc", code=name, ms=round(elapsed * 1000, 2), peer=peer)
+                    metrics.observe_rpc(method, name, elapsed)
+                structlog.contextvars.clear_contextvars()
+
+        return grpc.stream_unary_rpc_method_handler(handle, request_deserializer=deserialize,
+                                                    response_serializer=serialize)
+
+    async def _read(self, context: grpc.aio.ServicerContext) -> Any:
+        try:
+            request = await asyncio.wait_for(context.read(), self.request_timeout)
+        except TimeoutError:
+            raise Aborted(grpc.StatusCode.DEADLINE_EXCEEDED,
+                          f"the request message did not arrive within {self.request_timeout:g} s") from None
+        if request is grpc.aio.EOF:
+            raise Aborted(grpc.StatusCode.INVALID_ARGUMENT, "request: the call sent no request message")
+        return request
+
+    async def _in_thread(self, method: str, behavior: SyncBehavior, request: Any, context: grpc.aio.ServicerContext,
+                         metadata: tuple[tuple[str, Any], ...], limiter: Limiter | None) -> Any:
+        call = CallContext(metadata, context.peer(), context.time_remaining())
+        context.add_done_callback(lambda _ctx: call.gone.set())
+        if limiter is not None:
+            try:
+                outcome = await limiter.enter(call.time_remaining())
+            except asyncio.CancelledError:
+                metrics.abandoned(method, "queue")
+                raise
+            if outcome is Admission.FULL:
+                raise Aborted(grpc.StatusCode.RESOURCE_EXHAUSTED,
+                              f"busy: {limiter.concurrent} calls running and {limiter.queue} waiting; "
+                              "retry with backoff")
+            if outcome is Admission.EXPIRED:
+                metrics.abandoned(method, "queue")
+                raise Aborted(grpc.StatusCode.DEADLINE_EXCEEDED, "the deadline passed while waiting to start")
+        loop = asyncio.get_running_loop()
+        try:
+            work = loop.run_in_executor(self.executor, contextvars.copy_context().run, behavior, request, call)
+        except BaseException:
+            if limiter is not None:
+                limiter.leave()
+            raise
+        if limiter is not None:
+            # The slot is free when the thread is done, not when the caller leaves: the answer stops at its next
+            # stage, and until then it still holds the GIL and a worker.
+            work.add_done_callback(lambda _f: limiter.leave())
+        try:
+            return await asyncio.shield(work)
+        except asyncio.CancelledError:
+            call.gone.set()
+            raise
+
+
+def _expired(context: grpc.aio.ServicerContext) -> bool:
+    left = context.time_remaining()
+    return left is not None and left <= 0
+
+
+def guard(behavior: SyncBehavior) -> SyncBehavior:
+    """INVALID_ARGUMENT for bytes that did not decode (see `tolerant`), before the servicer sees them."""
+    from .errors import abort_invalid
+
+    def call(request: Any, context: Any) -> Any:
+        if isinstance(request, Undecodable):
+            abort_invalid(context, [("request", f"is not a valid {request.type_name} (protobuf decoding failed)")])
+        return behavior(request, context)
+
+    return call
