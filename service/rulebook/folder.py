@@ -37,10 +37,10 @@ from .checks import (
     question_problems,
 )
 from .files import RuleFile, read_folder, walk
+from .limits import size_problems
 from .model_files import model_entries
 from .offer_checks import check_offers
 from .offer_files import read_offers
-from .limits import size_problems
 
 KINDS = ("catalog", "assumptions", "rules", "decision_table", "benchmark_plan", "checklist", "messages", "models")
 LOCALES = ("en", "zh-CN")
