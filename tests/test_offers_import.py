@@ -22,7 +22,7 @@ RULES = Path(__file__).parents[1] / "rules"
 FIX = Path(__file__).parent / "fixtures" / "offers"
 SKY = FIX / "skypilot" / "v7"
 AS_OF = date(2026, 12, 1)
-REFERENCE = Path("/work/shared/data/offers-reference")
+REFERENCE = (Path(__file__).parents[2] / "shared" / "data" / "offers-reference").resolve()  # ../shared beside the repo
 
 
 def ids() -> set[str]:
