@@ -181,7 +181,6 @@ def _place_every_gpu(run: Run, shape: Shape | None, sizings: list[Sizing], day: 
         return
     a, brief = run.book.assumptions, run.req.brief
     scopes = _allowed_scopes(run, day)
-    by_brief = allow_list(brief)
     p = brief.placement
     key = (scopes, day, p.providers, p.regions, p.countries)
     leaders = run.shared.leaders.get(key)
@@ -189,6 +188,7 @@ def _place_every_gpu(run: Run, shape: Shape | None, sizings: list[Sizing], day: 
         # Host RAM below the GPUs' memory cannot hold what they load and save (a 48 GB card on a 4 GB host).
         ratio = float(a.values.get("min_host_ram_per_gpu_memory", 0.0))
         gib = {g.id: g.capacity_gb * 1e9 / 2**30 for g in run.book.catalog}
+        by_brief = allow_list(brief)
 
         def allowed(o: Offer) -> bool:
             host_ok = o.memory_gib is None or o.memory_gib >= ratio * gib.get(o.gpu, 0.0) * o.gpus_per_instance

@@ -24,9 +24,9 @@ from collections.abc import Callable
 from datetime import date
 from typing import Any
 
-from ..domain.brief import UNSPECIFIED, Brief
+from ..domain.brief import TRAINING_WORKLOADS, UNSPECIFIED, Brief
 from ..domain.catalog import tier_preference
-from ..domain.offers import EU_MEMBERS, Offer, OfferTable
+from ..domain.offers import EU_MEMBERS, Offer, OfferTable, offer_filter
 from ..money import cost as money
 from ..money import ownership as own
 from .sizing.common import Placed, Sizing, size_unit_cost
@@ -44,16 +44,24 @@ def scopes_of(table: OfferTable, day: date) -> tuple[Scope, ...]:
     return tuple(sorted({(o.provider, o.country, o.tier) for rows in table.shapes(day).values() for o in rows}))
 
 
+def _brief_part(brief: Brief) -> dict[str, Any]:
+    """The brief fields an offer fact holds: briefs alike in these get the same verdicts (brief_key)."""
+    lat = brief.latency
+    return {
+        "workload": brief.workload,
+        "run_cycle": brief.run_cycle,
+        "boundary": brief.boundary,
+        "is_training": brief.workload in TRAINING_WORKLOADS,
+        "latency_target": lat.p95_ms > 0 or lat.p99_ms > 0 or lat.ttft_ms > 0,
+        "interruptible_ok": brief.placement.interruptible_ok,
+    }
+
+
 def offer_fact(brief: Brief, scope: Scope, index: int) -> dict[str, Any]:
     provider, country, tier = scope
     return {
         "id": f"offer:{index}",
-        "workload": brief.workload,
-        "run_cycle": brief.run_cycle,
-        "boundary": brief.boundary,
-        "is_training": brief.workload in ("PRETRAINING", "FULL_FINETUNE", "ADAPTER_FINETUNE"),
-        "latency_target": brief.latency.p95_ms > 0 or brief.latency.p99_ms > 0 or brief.latency.ttft_ms > 0,
-        "interruptible_ok": brief.placement.interruptible_ok,
+        **_brief_part(brief),
         "provider": provider,
         "country": country,
         "country_known": bool(country),
@@ -63,26 +71,14 @@ def offer_fact(brief: Brief, scope: Scope, index: int) -> dict[str, Any]:
 
 
 def brief_key(brief: Brief) -> tuple[Any, ...]:
-    """The brief fields an offer fact holds (offer_fact): briefs alike in these get the same verdicts."""
-    lat = brief.latency
-    return (brief.workload, brief.run_cycle, brief.boundary, lat.p95_ms > 0 or lat.p99_ms > 0 or lat.ttft_ms > 0,
-            brief.placement.interruptible_ok)
+    """The brief fields an offer fact holds: briefs alike in these get the same verdicts."""
+    return tuple(_brief_part(brief).values())
 
 
 def allow_list(brief: Brief) -> Callable[[Offer], bool]:
     """The brief's own filters: providers (any case), regions, countries ("EU" = the member states)."""
     p = brief.placement
-    providers = {x.lower() for x in p.providers}
-    regions = set(p.regions)
-    countries: set[str] = set()
-    for c in p.countries:
-        countries |= EU_MEMBERS if c.upper() == "EU" else {c.upper()}
-
-    def ok(o: Offer) -> bool:
-        return ((not providers or o.provider.lower() in providers) and (not regions or o.region in regions)
-                and (not countries or o.country in countries))
-
-    return ok
+    return offer_filter(providers=p.providers, regions=p.regions, countries=p.countries)
 
 
 def instances_needed(s: Sizing, gpi: int, training: bool) -> int | None:
@@ -174,7 +170,7 @@ def place(
 ) -> None:
     """Price `s` on its cheapest placement in the compared tier (else the next tier that has one) and list the
     placements a team could take; a caller's quote keeps pricing it. Nothing changes without an allowed offer."""
-    training = brief.workload in ("PRETRAINING", "FULL_FINETUNE", "ADAPTER_FINETUNE")
+    training = brief.workload in TRAINING_WORKLOADS
     s.offers_loaded = bool(len(table))
     s.has_offers = bool(table.for_gpu(s.gpu.id))
     spread = table.market(s.gpu.id, "on_demand", day)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import date
 
@@ -63,6 +63,38 @@ class Offer:
 
 def _order(o: Offer) -> tuple[float, str, str, str, str]:
     return (o.usd_per_gpu_hour, o.provider, o.instance_type, o.region, o.tier)
+
+
+def expand_countries(codes: Iterable[str]) -> frozenset[str]:
+    """ISO codes in upper case, with "EU" standing for the member states."""
+    out: set[str] = set()
+    for c in codes:
+        c = c.upper()
+        out |= EU_MEMBERS if c == "EU" else {c}
+    return frozenset(out)
+
+
+def offer_filter(
+    tiers: Sequence[str] | None = None,
+    providers: Sequence[str] | None = None,
+    regions: Sequence[str] | None = None,
+    countries: Sequence[str] | None = None,
+) -> Callable[[Offer], bool]:
+    """Whether an offer passes every given filter (None or empty = no filter). Providers compare in any case;
+    "EU" stands for the member states; a country filter drops offers whose country is unknown (a placement rule
+    cannot be met by a guess)."""
+    tier_set = set(tiers) if tiers else None
+    provider_set = {p.lower() for p in providers} if providers else None
+    region_set = set(regions) if regions else None
+    country_set = expand_countries(countries) if countries else None
+
+    def ok(o: Offer) -> bool:
+        return ((tier_set is None or o.tier in tier_set)
+                and (provider_set is None or o.provider.lower() in provider_set)
+                and (region_set is None or o.region in region_set)
+                and (country_set is None or o.country in country_set))
+
+    return ok
 
 
 @dataclass(frozen=True)
@@ -149,28 +181,9 @@ class OfferTable:
         regions: Sequence[str] | None = None,
         countries: Sequence[str] | None = None,
     ) -> list[Offer]:
-        """The offers of one GPU valid on `day` that pass every given filter (None or empty = no filter).
-
-        Providers compare case-insensitively; countries are ISO codes, and "EU" stands for the member states.
-        A country filter drops offers whose country is unknown: a placement rule cannot be met by a guess.
-        """
-        rows = self._day(day).get(gpu, ())
-        tier_set = set(tiers) if tiers else None
-        provider_set = {p.lower() for p in providers} if providers else None
-        region_set = set(regions) if regions else None
-        country_set: set[str] | None = None
-        if countries:
-            country_set = set()
-            for c in countries:
-                c = c.upper()
-                country_set |= EU_MEMBERS if c == "EU" else {c}
-        return [
-            o for o in rows
-            if (tier_set is None or o.tier in tier_set)
-            and (provider_set is None or o.provider.lower() in provider_set)
-            and (region_set is None or o.region in region_set)
-            and (country_set is None or o.country in country_set)
-        ]
+        """The offers of one GPU valid on `day` that pass every given filter (`offer_filter`)."""
+        ok = offer_filter(tiers, providers, regions, countries)
+        return [o for o in self._day(day).get(gpu, ()) if ok(o)]
 
     def shapes(self, day: date) -> dict[tuple[str, str, int], tuple[Offer, ...]]:
         """(gpu, tier, gpus per instance) → that shape's offers valid on `day`, cheapest per instance first.
@@ -216,7 +229,5 @@ class OfferTable:
 
     def spread(self, gpu: str, tier: str, day: date) -> tuple[float, float, float, int] | None:
         """(min, median, max, count) of $/GPU-hour over the GPU's offers in one tier on `day`; None when none."""
-        prices = [o.usd_per_gpu_hour for o in self._day(day).get(gpu, ()) if o.tier == tier]
-        if not prices:
-            return None
-        return (prices[0], statistics.median(prices), prices[-1], len(prices))  # rows are sorted by price
+        got = self.market(gpu, tier, day)
+        return got[:4] if got is not None else None

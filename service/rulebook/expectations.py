@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..domain.offers import EU_MEMBERS
+from ..domain.offers import expand_countries
 
 KEYS = (
     "status",
@@ -225,9 +225,7 @@ def _placement_failures(expect: dict[str, Any], cands: list[dict[str, Any]]) -> 
     """Where the candidates are placed: whole instances, inside the countries and providers allowed, never
     priced in a tier the case rules out, with the caveats it names."""
     fails: list[str] = []
-    countries = {c.upper() for c in expect.get("placement_countries_in", [])}
-    if "EU" in countries:
-        countries |= EU_MEMBERS  # "EU" stands for the member states
+    countries = expand_countries(expect.get("placement_countries_in", []))
     providers = {p.lower() for p in expect.get("placement_providers_in", [])}
     for c in cands:
         gpu, placements = c.get("gpu"), c.get("placements", [])

@@ -43,6 +43,7 @@ from ..domain.catalog import Gpu, tier_preference  # noqa: E402
 from ..domain.models import ModelEntry  # noqa: E402
 from ..domain.offers import Offer, OfferQuery, OfferTable  # noqa: E402
 from .proto_schema import field_at, json_type  # noqa: E402
+from .validate import is_country_code  # noqa: E402
 
 __all__ = ["pb", "pb_grpc", "request_from_proto", "request_to_proto", "advice_to_proto", "gpu_to_proto",
            "model_to_proto", "models_matching", "response_to_dict", "enum_name", "enum_number", "SERVICE_NAME"]
@@ -363,7 +364,7 @@ def offer_query_from_proto(r: pb.ListOffersRequest, known_gpus: frozenset[str]) 
             bad.append(("as_of", "must be a date YYYY-MM-DD"))
     if r.gpu and r.gpu not in known_gpus:
         bad.append(("gpu", f"unknown GPU id '{r.gpu[:40]}'"))
-    if r.country and not (len(r.country) == 2 and r.country.isascii() and r.country.isalpha()):
+    if r.country and not is_country_code(r.country):
         bad.append(("country", "must be an ISO 3166-1 alpha-2 code or EU"))
     for name in ("provider", "page_token"):
         if len(getattr(r, name)) > 256:

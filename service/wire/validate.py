@@ -157,6 +157,11 @@ def _check_plan(msg: Message, plan: _Plan, out: list[Violation]) -> None:
             out.append((path, f"must be at most {MAX_STRING} characters"))
 
 
+def is_country_code(text: str) -> bool:
+    """Two ASCII letters, any case: an ISO 3166-1 alpha-2 code, or EU."""
+    return len(text) == 2 and text.isascii() and text.isalpha()
+
+
 MAX_PLACEMENT_ENTRIES = 64
 MAX_PLACEMENT_NAME = 64
 
@@ -172,7 +177,7 @@ def _check_placement(p: Any, out: list[Violation]) -> None:  # noqa: ANN401 - pb
                 out.append((f"{path}[{i}]", "must not be empty"))
             elif len(item) > MAX_PLACEMENT_NAME:
                 out.append((f"{path}[{i}]", f"must be at most {MAX_PLACEMENT_NAME} characters"))
-            elif name == "countries" and not (len(item) == 2 and item.isascii() and item.isalpha()):
+            elif name == "countries" and not is_country_code(item):
                 out.append((f"{path}[{i}]", f"must be an ISO 3166-1 alpha-2 code or EU, not '{_echo(item)}'"))
 
 
