@@ -102,11 +102,11 @@ def instances_needed(s: Sizing, gpi: int, training: bool) -> int | None:
 # placement of a shape is its first, and only a few providers of the compared tier are shown: if a provider is not
 # among a shape's first LEADERS, that many cheaper providers are, so it would not be shown anyway.
 LEADERS = MAX_PROVIDERS_SHOWN + 1  # the tier's cheapest, and a few more providers
-Leaders = dict[str, tuple[tuple[int, tuple[Offer, ...]], ...]]  # gpu -> ((gpus per instance, leaders), ...) by tier
-GPIS = (1, 2, 4, 8, 16, 36, 72)
+# (gpu, offer tier) -> ((gpus per instance, that shape's leaders), ...), narrowest shape first
+Leaders = dict[tuple[str, str], tuple[tuple[int, tuple[Offer, ...]], ...]]
 
 
-def leaders_of(table: OfferTable, day: date, allowed: Callable[[Offer], bool]) -> dict[tuple[str, str], Leaders]:
+def leaders_of(table: OfferTable, day: date, allowed: Callable[[Offer], bool]) -> Leaders:
     """(gpu, tier) -> per shape the allowed providers' cheapest offers, cheapest first. Built once per rules
     version, day and allowed scope (advisor.py keeps it), so an answer's cost does not grow with the table."""
     out: dict[tuple[str, str], list[tuple[int, tuple[Offer, ...]]]] = {}
@@ -122,12 +122,10 @@ def leaders_of(table: OfferTable, day: date, allowed: Callable[[Offer], bool]) -
                 break
         if kept:
             out.setdefault((gpu, tier), []).append((gpi, tuple(kept)))
-    return {k: tuple(sorted(v, key=lambda x: x[0])) for k, v in out.items()}  # type: ignore[misc]
+    return {k: tuple(sorted(v, key=lambda x: x[0])) for k, v in out.items()}
 
 
-def options(
-    s: Sizing, leaders: dict[tuple[str, str], Any], training: bool,
-) -> tuple[dict[str, Placed], list[Placed]]:
+def options(s: Sizing, leaders: Leaders, training: bool) -> tuple[dict[str, Placed], list[Placed]]:
     """The cheapest placement per offer tier, and the cheapest of each of the first few providers in the tier
     compared (like for like), cheapest first. Keys order by (whole configuration $/h, GPUs, provider, instance
     type, region)."""
@@ -145,7 +143,7 @@ def options(
             if cur is None or key[:5] < cur[:5]:
                 best[tier] = key
             fits.setdefault(tier, []).append((gpi, n, offers))
-    compared = next((t.lower() for t in tier_preference(s.compared_tier) if t.lower() in fits), "")
+    compared = next((_offer_tier(t) for t in tier_preference(s.compared_tier) if _offer_tier(t) in fits), "")
     keys = sorted(((n * o.usd_per_hour, n * gpi, o.provider, o.instance_type, o.region, o, n)
                    for gpi, n, offers in fits.get(compared, ()) for o in offers), key=lambda k: k[:5])
     seen: set[str] = set()
@@ -166,15 +164,14 @@ def _placed(key: tuple[float, int, str, str, str, Offer, int]) -> Placed:
 
 def place(
     s: Sizing, brief: Brief, shape: Shape, a: Any, table: OfferTable, day: date,  # noqa: ANN401 - Assumptions
-    leaders: dict[tuple[str, str], Any], max_age_days: int,
+    leaders: Leaders, max_age_days: int,
 ) -> None:
     """Price `s` on its cheapest placement in the compared tier (else the next tier that has one) and list the
     placements a team could take; a caller's quote keeps pricing it. Nothing changes without an allowed offer."""
     training = brief.workload in TRAINING_WORKLOADS
     s.offers_loaded = bool(len(table))
     s.has_offers = bool(table.for_gpu(s.gpu.id))
-    spread = table.market(s.gpu.id, "on_demand", day)
-    s.market = spread
+    s.market = table.market(s.gpu.id, "on_demand", day)
     if not s.has_offers or not s.fits or s.count <= 0:
         return
     best, by_provider = options(s, leaders, training)
@@ -188,7 +185,9 @@ def place(
             chosen = best.get(_offer_tier(tier))
             if chosen is not None:
                 break
-    shown = [chosen] if chosen is not None else []
+    if chosen is None:
+        return  # the catalog's row in the compared tier prices it, like for like; a caveat says no offer did
+    shown = [chosen]
     for tier in tier_preference(s.compared_tier):
         p = best.get(_offer_tier(tier))
         if p is not None and p not in shown:
@@ -198,12 +197,10 @@ def place(
             break
         if p not in shown and all(q.offer.provider != p.offer.provider for q in shown):
             shown.append(p)
-    if chosen is None:
-        return  # the catalog's row in the compared tier prices it, like for like; a caveat says no offer did
     s.placements = tuple(shown)
     if s.quote is not None:
         return  # the caller's quote prices it (answer.py lists it first); the offers are there for reference
-    _reprice(s, chosen, brief, shape, a, training, spread)
+    _reprice(s, chosen, brief, shape, a, training, s.market)
     s.placement = chosen
     s.offer_stale = (day - chosen.offer.as_of).days > max_age_days
 
