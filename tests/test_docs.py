@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 
 from service.frontends import cli, rules_cli
-from service.serving import server
+from service.serving import flags
 
 ROOT = Path(__file__).parents[1]
 README = ROOT / "README.md"
@@ -41,7 +41,7 @@ def _flags(parser: argparse.ArgumentParser) -> set[str]:
 
 def _server_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser()
-    server._add_serving_flags(parser)  # noqa: SLF001
+    flags.add_serving_flags(parser)
     return parser
 
 

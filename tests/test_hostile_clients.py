@@ -18,7 +18,7 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
-from service.bench.attacks import REFLECTION, IdleStreams, Legit, RapidReset, rss_mb
+from service.bench.attacks import REFLECTION, ConnectionFlood, IdleStreams, Legit, RapidReset, rss_mb
 from service.wire.api import pb_grpc
 from tests.test_server import good_request
 from tests.test_serving import log_events, start_process
@@ -99,6 +99,34 @@ def test_the_server_wide_call_cap_refuses_with_resource_exhausted(tmp_path: Path
         with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
             assert wait_until(lambda: health_pb2_grpc.HealthStub(channel).Check(
                 health_pb2.HealthCheckRequest(), timeout=10).status == SERVING)
+    finally:
+        stop(proc)
+
+
+def _health_from_a_new_client(port: int) -> bool:
+    with grpc.insecure_channel(f"127.0.0.1:{port}", options=[("grpc.use_local_subchannel_pool", 1)]) as channel:
+        try:
+            reply = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=5)
+        except grpc.RpcError:
+            return False
+        return reply.status == SERVING
+
+
+@pytest.mark.parametrize("idle", ["0", "1"])
+def test_connections_left_idle_are_closed_and_give_the_connection_cap_back(tmp_path: Path, idle: str):
+    # Silent connections held --max-connections for a whole connection age (300 s), refusing every newcomer.
+    env = {"GPU_ADVISOR_MAX_CONNECTIONS": "20", "GPU_ADVISOR_MAX_CONNECTION_IDLE": idle}
+    proc, port, _log = start_process(tmp_path, env)
+    try:
+        with ConnectionFlood("127.0.0.1", port, connections=20) as flood:
+            assert flood.ready.wait(60) and not flood.refused
+            if idle == "0":  # no idle limit: they stay, and the cap keeps a new client out
+                time.sleep(3)
+                assert flood.closed_by_server == 0
+                assert not _health_from_a_new_client(port)
+            else:
+                assert wait_until(lambda: flood.closed_by_server == 20, 30), flood.closed_by_server
+                assert wait_until(lambda: _health_from_a_new_client(port), 30)
     finally:
         stop(proc)
 

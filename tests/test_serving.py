@@ -246,6 +246,17 @@ def test_connection_age_flag_and_env(monkeypatch):
             parse_args(["--max-connection-age", bad])
 
 
+def test_connection_idle_flag_and_env(monkeypatch):
+    monkeypatch.delenv("GPU_ADVISOR_MAX_CONNECTION_IDLE", raising=False)
+    assert parse_args([])[1]["max_connection_idle"] == 120
+    assert parse_args(["--max-connection-idle", "0"])[1]["max_connection_idle"] == 0
+    monkeypatch.setenv("GPU_ADVISOR_MAX_CONNECTION_IDLE", "30")
+    assert parse_args([])[1]["max_connection_idle"] == 30
+    for bad in ("-1", "nan", "3000000"):
+        with pytest.raises(SystemExit):
+            parse_args(["--max-connection-idle", bad])
+
+
 # -- deadlines ---------------------------------------------------------------------------------------------
 
 

@@ -356,24 +356,44 @@ def _show(label: str, load: Load) -> None:
           f"non-OK {load.grpc_errors}")
 
 
-def run_load(seconds: float, k: int, streams: int, baseline: str = "") -> int:
+def pooled(loads: list[Load]) -> Load:
+    """Several runs of one measurement as one: median rps and CPU per call, every latency, every failure."""
+    return Load(median([x.rps for x in loads]), [ms for x in loads for ms in x.latencies_ms],
+                sum(x.failed for x in loads), median([x.cpu_ms_per_call for x in loads]),
+                sum(x.grpc_errors for x in loads))
+
+
+def run_load(seconds: float, k: int, streams: int, baseline: str = "", rounds: int = 0) -> int:
+    """`rounds` (0: 3 with a baseline, else 1): the checkouts are loaded in turn, round after round, and each
+    figure is the median of its rounds, so a slow spell of this shared machine falls on both sides."""
     use_h2load = have_h2load()
     tool = "h2load (nghttp2)" if use_h2load else "grpc.aio fallback in the bench process (h2load not found)"
     briefs = distinct_briefs(k)
+    rounds = rounds or (3 if baseline else 1)
     print(f"5. Load on a server process: {tool}; {k} distinct Recommend briefs x {streams} streams each, "
-          f"{seconds:g} s per run, response cache off (but in the row that names it), INFO logs")
+          f"{seconds:g} s per run, response cache off (but in the row that names it), INFO logs"
+          + (f"; {rounds} rounds, checkouts in turn, medians" if rounds > 1 else ""))
     print("  failed: streams the client saw fail (h2load: mostly a connection's first streams beyond the 2-stream "
           "cap, refused before it read the server's SETTINGS, which gRPC clients retry); non-OK: calls the server "
           "logged with a status other than OK (e.g. RESOURCE_EXHAUSTED)")
     targets = [("baseline " + baseline, Path(baseline).resolve())] if baseline else []
     targets.append(("this checkout", REPO))
+    runs: dict[str, list[tuple[Load, Load, Load]]] = {name: [] for name, _ in targets}
+    for turn in range(rounds):
+        for name, repo in targets:
+            one = ServerProcess(1, repo)
+            try:
+                runs[name].append(_measure(one, seconds, briefs, streams, use_h2load))
+            finally:
+                one.stop()
+            if rounds > 1:
+                h, r, _ = runs[name][-1]
+                print(f"  round {turn + 1} [{name}]: health {h.cpu_ms_per_call:.2f} ms, Recommend "
+                      f"{r.cpu_ms_per_call:.2f} ms server CPU per call; ratio {r.rps / h.rps:.2f} in rps, "
+                      f"{h.cpu_ms_per_call / r.cpu_ms_per_call:.2f} in CPU")
     for name, repo in targets:
-        print(f"  [{name}]")
-        one = ServerProcess(1, repo)
-        try:
-            health, rec, half = _measure(one, seconds, briefs, streams, use_h2load)
-        finally:
-            one.stop()
+        health, rec, half = (pooled(list(x)) for x in zip(*runs[name], strict=True))
+        print(f"  [{name}]" + (f" medians of {rounds} rounds (p50/p99 over all their calls)" if rounds > 1 else ""))
         _show("health Check (the gRPC floor), 1 process", health)
         _show(f"Recommend, {k} distinct briefs, 1 process", rec)
         _show(f"Recommend at half saturation ({rec.rps / 2:.0f} rps offered)", half)
@@ -382,7 +402,7 @@ def run_load(seconds: float, k: int, streams: int, baseline: str = "") -> int:
               f"minus its health Check: {rec.cpu_ms_per_call - health.cpu_ms_per_call:.2f} ms")
         print(f"  ratio Recommend/health: {rec.rps / health.rps:.2f} in rps, "
               f"{health.cpu_ms_per_call / rec.cpu_ms_per_call:.2f} in server CPU per call"
-              f"   (target >= 0.40; p99 at half <= 10 ms)")
+              f"   (accepted for now: about 0.22; issue 7's target >= 0.40; p99 at half <= 10 ms)")
         if repo == REPO:
             floor = _rpc_floor(repo, seconds, briefs, streams, use_h2load)
             _show("Recommend from the response cache, 1 process", floor)

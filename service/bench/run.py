@@ -9,7 +9,7 @@ compare the ratios, not the absolute numbers).
    server's gRPC floor), p50/p99 at half of that saturation (offered evenly), Recommend from the response cache
    (the RPC's cost without the answer's), and Recommend rps with 1 vs 2 processes.
    `--load-only` runs just this; `--baseline DIR` runs the same load against another checkout (e.g. ../main)
-   first, for before/after in one run.
+   too, for before/after in one run: the two in turn for `--rounds` rounds (3 by default), medians shown.
 6. offers scale: the same answers with no offers, the 1,842-row reference table and 50,000 synthetic rows
    (CPU per answer and its ratio to no offers), the time to load 50,000 rows cold and by live reload, RSS.
    `--offers` runs just this.
@@ -72,6 +72,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--briefs", type=int, default=8, help="distinct Recommend briefs (one h2load each)")
     parser.add_argument("--streams", type=int, default=4, help="concurrent streams per connection")
     parser.add_argument("--baseline", default="", help="another checkout to load the same way first")
+    parser.add_argument("--rounds", type=int, default=0,
+                        help="load rounds, checkouts in turn, medians shown (default: 3 with --baseline, else 1)")
     parser.add_argument("--overload", action="store_true", help="only health under a Recommend flood")
     parser.add_argument("--offers", action="store_true", help="only section 6 (offers scale)")
     parser.add_argument("--attack", action="store_true",
@@ -87,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.load_only:
         from .loadgen import run_load
 
-        return run_load(args.load_seconds, args.briefs, args.streams, args.baseline)
+        return run_load(args.load_seconds, args.briefs, args.streams, args.baseline, args.rounds)
 
     from google.protobuf.json_format import ParseDict
 
@@ -213,7 +215,7 @@ def main(argv: list[str] | None = None) -> int:
     run_offers_scale(requests)
     from .loadgen import run_load
 
-    return run_load(args.load_seconds, args.briefs, args.streams, args.baseline)
+    return run_load(args.load_seconds, args.briefs, args.streams, args.baseline, args.rounds)
 
 
 def _overload(seconds: float, baseline: str) -> int:
