@@ -103,7 +103,7 @@ def abandoned(stage: str) -> float:
 
 
 def test_a_full_queue_is_refused_at_once_while_health_answers(held):
-    running, engine = held(max_concurrent=1, max_queue=2)
+    running, engine = held(max_concurrent=1, max_queue=2, request_timeout=60)
     limiter = running.server.admission.limiters[RECOMMEND]
     # No deadline on these: a call without one reports ~forever as its time left, and must queue all the same.
     accepted = [running.stub.Recommend.future(good_request()) for _ in range(3)]
@@ -117,6 +117,23 @@ def test_a_full_queue_is_refused_at_once_while_health_answers(held):
     # Health, and the other methods (each has its own admission), still answer while Recommend is saturated.
     assert all(health_status(running.channel) == SERVING for _ in range(20))
     assert call(running.stub.GetRuleset, pb.GetRulesetRequest(), timeout=5).code == grpc.StatusCode.OK
+
+    # Refused before its request is read: a call that sends only its headers hears it at once, not after the
+    # request timeout (60 s here).
+    silent = threading.Event()
+
+    def never() -> Iterator[pb.RecommendRequest]:
+        silent.wait(30)
+        yield from ()
+
+    headers_only = running.channel.stream_unary(RECOMMEND, request_serializer=pb.RecommendRequest.SerializeToString,
+                                                response_deserializer=pb.RecommendResponse.FromString)
+    try:
+        with pytest.raises(grpc.RpcError) as err:
+            headers_only(never(), timeout=20)
+        assert err.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+    finally:
+        silent.set()
 
     engine.release.set()
     assert all(f.result(timeout=30).candidates for f in accepted)

@@ -34,6 +34,11 @@ class Limiter:
         self._waiters: deque[asyncio.Future[None]] = deque()
 
     @property
+    def full(self) -> bool:
+        """A call arriving now would be refused: every slot running and the queue full."""
+        return self.running >= self.concurrent and len(self._waiters) >= self.queue
+
+    @property
     def waiting(self) -> int:
         return len(self._waiters)
 

@@ -56,7 +56,7 @@ class LoopThread:
 class AdvisorServer:
     """The started grpc.aio server seen from synchronous code: `stop` and `drain`, its admission and health."""
 
-    def __init__(self, server: grpc.aio.Server, runner: LoopThread, executor: futures.ThreadPoolExecutor,
+    def __init__(self, server: grpc.aio.Server, runner: LoopThread, executor: futures.Executor,
                  inflight: InFlight, health: Health, admission: AdmissionControl, probe: ProbeProcess | None = None,
                  on_stopped: Callable[[], None] | None = None):
         self._server = server

@@ -14,7 +14,6 @@ import signal
 import socket
 import sys
 import threading
-from concurrent import futures
 from dataclasses import dataclass
 from datetime import date
 from typing import Any, NoReturn
@@ -58,6 +57,7 @@ from .logging import configure
 from .probe import STALE_SECONDS, ProbeProcess
 from .signals import stop_on_signals
 from .streams import REFLECTION_V1, StreamCap, capped_stream, reflection_handlers  # noqa: F401 (tests import it here)
+from .workers import Workers
 
 log = structlog.get_logger("gpu_advisor.server")
 
@@ -244,8 +244,7 @@ async def _build(store: RuleStore, settings: Limits, addr: str, tls: grpc.Server
     admission = AdmissionControl(limited, settings.max_concurrent, settings.max_queue)
     # Only the answers need threads: one per running call of each method, plus spares for cancelled answers
     # that have not reached their next stage yet. Waiting calls wait on the loop.
-    executor = futures.ThreadPoolExecutor(len(limited) * settings.max_concurrent + SPARE_WORKERS,
-                                          thread_name_prefix="rpc")
+    executor = Workers(len(limited) * settings.max_concurrent + SPARE_WORKERS, thread_name_prefix="rpc")
     dispatcher = Dispatcher(executor, settings.request_timeout)
     server = grpc.aio.server(options=options, maximum_concurrent_rpcs=settings.max_calls or None)
     add_servicer(servicer, server, dispatcher, admission)  # bad bytes: INVALID_ARGUMENT
