@@ -40,7 +40,7 @@ from .run import Evaluator, Run, Scored, effects_of
 from .shape_notes import shape_notes
 from .sizing.common import Sizing, compared_tier
 from .sizing.inference import prefill_batch_sequences
-from .sizing.per_gpu import size, size_all
+from .sizing.per_gpu import latency_of, size, size_all
 from .sizing.shape import Shape, shape_of
 from .targets import Resize, unmet_targets
 
@@ -366,7 +366,7 @@ def _render(
         not_shown=tuple(c.sizing.gpu.id for c in ranked.survivors[ranked.limit:]),
         price_tier=compared_tier(brief),
         unmet=unmet_targets(brief, [c.sizing for c in ranked.survivors], [c.sizing for c in scored],
-                            _resizer(run), shape.output_tokens if shape else 0),
+                            _resizer(run, shape), shape.output_tokens if shape else 0),
     )
     # The summary is rendered from the otherwise finished answer, which nobody else holds yet: set in place
     # rather than copied field by field through the frozen constructor.
@@ -391,16 +391,18 @@ def _run_fit(run: Run, top: Sizing | None) -> F.RunFit | None:
     return F.RunFit(days, again.count if again and again.fits else 0)
 
 
-def _resizer(run: Run) -> Resize:
-    """Size one GPU again for this request with another average output length (the headline's suggestion)."""
+def _resizer(run: Run, sized: Shape | None) -> Resize:
+    """Size one GPU again for this request with another average output length (the headline's suggestion): its
+    fit and latency only, on the model architecture `sized` already resolved."""
     book, req = run.book, run.req
     day = req.as_of or date.today()
+    arch = sized.arch if sized else None
 
-    def resize(s: Sizing, output_tokens: int) -> Sizing:
+    def resize(s: Sizing, output_tokens: int) -> tuple[bool, float]:
         brief = replace(req.brief, traffic=replace(req.brief.traffic, avg_output_tokens=output_tokens))
-        shape = shape_of(brief, book.assumptions)
+        shape = shape_of(brief, book.assumptions, arch)
         assert shape is not None  # the same brief sized before; only the output length differs
-        return size_all((s.gpu,), brief, shape, book.assumptions, req.quotes, day)[0]
+        return latency_of(s.gpu, brief, shape, book.assumptions, day)
 
     return resize
 

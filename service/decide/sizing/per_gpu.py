@@ -31,6 +31,13 @@ def size_all(
     return [req.size(t.gpu(g)) for g in gpus]
 
 
+def latency_of(gpu: Gpu, brief: Brief, shape: Shape, a: Assumptions, day: date) -> tuple[bool, float]:
+    """`size(gpu, brief, ...)`'s `fits` and `est_latency_ms` (RequestSizer.fit_and_latency): what the missed-target
+    suggestion asks of each output length it tries. No quotes: they set the price, never the speed."""
+    t = tb.tables(a)
+    return RequestSizer(brief, shape, a, t.constants, (), day).fit_and_latency(t.gpu(gpu))
+
+
 def size(
     gpu: Gpu, brief: Brief, shape: Shape, a: Assumptions, quotes: tuple[Quote, ...], day: date,
     memo: Memo | None = None,

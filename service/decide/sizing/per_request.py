@@ -129,6 +129,17 @@ class RequestSizer:
         self.size_ownership(s)
         return s
 
+    def fit_and_latency(self, gt: tb.GpuTable) -> tuple[bool, float]:
+        """`size(gt)`'s `fits` and `est_latency_ms`, without the price, cluster, cost and ownership figures that
+        follow the speed and change neither (the missed-target suggestion reads only these two)."""
+        if self.workload in TRAINING_WORKLOADS:
+            s = self.size(gt)
+        else:
+            s = Sizing.blank(gt.gpu, self.tier)
+            s.tflops = compute_tflops(gt.gpu, self.shape.precision)
+            self.size_inference(s, gt)
+        return s.fits, s.est_latency_ms
+
     def _training_need(self, n: int, sequences: int) -> mem.MemoryBreakdown:
         """full_training_need(n, sequences): of its parts only the engine overhead (per GPU) depends on n, so
         the rest is worked out once per sequence count and the engine's share appended per n."""

@@ -1,0 +1,41 @@
+"""The lean paths an answer takes where the full computation would give the same figures: each is held equal to
+the full one on random inputs."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import date
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from service.decide.sizing.per_gpu import latency_of, size
+from service.decide.sizing.shape import shape_of
+from service.rulebook.folder import load_rulebook
+from tests.test_advisor import brief_strategy
+
+RULES = Path(__file__).parents[1] / "rules"
+
+
+@pytest.fixture(scope="module")
+def book():  # noqa: ANN201
+    book, problems = load_rulebook(RULES, today=date(2026, 11, 15))
+    assert book is not None, problems
+    return book
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(brief=brief_strategy(), outputs=st.integers(1, 4000))
+def test_fit_and_latency_at_another_output_length_are_what_size_gives(book, brief, outputs):  # noqa: ANN001
+    a = book.assumptions
+    first = shape_of(brief, a)
+    if first is None:
+        return
+    again = replace(brief, traffic=replace(brief.traffic, avg_output_tokens=outputs))
+    shape = shape_of(again, a, first.arch)
+    assert shape == shape_of(again, a)  # the architecture reads the model only
+    for gpu in book.catalog:
+        full = size(gpu, again, shape, a, (), date(2026, 11, 15))
+        assert repr(latency_of(gpu, again, shape, a, date(2026, 11, 15))) == repr((full.fits, full.est_latency_ms))
