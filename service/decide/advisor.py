@@ -27,6 +27,7 @@ from ..domain.brief import AdviceRequest, Brief
 from ..domain.models import find
 from ..domain.offers import Offer
 from ..engine.ir import Action
+from ..physics.memory import MemoryBreakdown
 from ..render.messages import compact
 from ..render.summary import render_summary
 from . import facts as F
@@ -397,12 +398,16 @@ def _resizer(run: Run, sized: Shape | None) -> Resize:
     book, req = run.book, run.req
     day = req.as_of or date.today()
     arch = sized.arch if sized else None
+    # The memory a width needs reads the output length only through the context it sizes (tokens per sequence):
+    # lengths tried at the same context share their breakdowns.
+    needs: dict[tuple[int, int], dict[tuple[int, int], MemoryBreakdown]] = {}
 
     def resize(s: Sizing, output_tokens: int) -> tuple[bool, float]:
         brief = replace(req.brief, traffic=replace(req.brief.traffic, avg_output_tokens=output_tokens))
         shape = shape_of(brief, book.assumptions, arch)
         assert shape is not None  # the same brief sized before; only the output length differs
-        return latency_of(s.gpu, brief, shape, book.assumptions, day)
+        shared = needs.setdefault((shape.tokens_per_sequence, shape.sequences), {})
+        return latency_of(s.gpu, brief, shape, book.assumptions, day, shared)
 
     return resize
 

@@ -30,8 +30,11 @@ class RequestSizer:
     GPU with no bandwidth, a negative price), the plain function is called instead and raises what it raises."""
 
     def __init__(
-        self, brief: Brief, shape: Shape, a: Assumptions, c: tb.Constants, quotes: tuple[Quote, ...], day: date
+        self, brief: Brief, shape: Shape, a: Assumptions, c: tb.Constants, quotes: tuple[Quote, ...], day: date,
+        needs: dict[tuple[int, int], mem.MemoryBreakdown] | None = None,
     ) -> None:
+        """`needs`: memory breakdowns by (n, tp) already worked out for a brief and shape that differ from these
+        only in what the memory does not read (the output length at the same sized context)."""
         self.brief, self.shape, self.a, self.c, self.day = brief, shape, a, c, day
         self.memo: Memo = {}  # the plain functions' per-request memo (training, prefill-only speed)
         self.tier = compared_tier(brief)
@@ -42,7 +45,7 @@ class RequestSizer:
         w = brief.workload
         self.workload = w
         self.decode = w not in ("PRETRAINING", "FULL_FINETUNE", "ADAPTER_FINETUNE", "EMBEDDING", "MEDIA_GENERATION")
-        self.needs: dict[tuple[int, int], mem.MemoryBreakdown] = {}  # by (n, tp)
+        self.needs: dict[tuple[int, int], mem.MemoryBreakdown] = {} if needs is None else needs  # by (n, tp)
         self.training_needs: dict[tuple[int, int], mem.MemoryBreakdown] = {}  # by (n, sequences)
         self.training_parts: dict[int, tuple[tuple[str, float], ...]] = {}  # all but the engine, by sequences
         inference = w not in ("PRETRAINING", "FULL_FINETUNE", "ADAPTER_FINETUNE")
