@@ -11,6 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from service.decide.advisor import with_output_tokens
 from service.decide.sizing.per_gpu import latency_of, size
 from service.decide.sizing.shape import shape_of
 from service.rulebook.folder import load_rulebook
@@ -43,3 +44,13 @@ def test_fit_and_latency_at_other_output_lengths_are_what_size_gives(book, brief
         for gpu in book.catalog:
             full = size(gpu, again, shape, a, (), day)
             assert repr(latency_of(gpu, again, shape, a, day, needs)) == repr((full.fits, full.est_latency_ms))
+
+
+@settings(max_examples=200, deadline=None)
+@given(brief=brief_strategy(), outputs=st.integers(1, 4000))
+def test_a_brief_with_other_output_tokens_is_what_replace_makes(brief, outputs):  # noqa: ANN001
+    before = repr(brief)
+    made = with_output_tokens(brief, outputs)
+    want = replace(brief, traffic=replace(brief.traffic, avg_output_tokens=outputs))
+    assert made == want and repr(made) == repr(want) and hash(made) == hash(want)
+    assert repr(brief) == before  # the brief asked about is left as it was
