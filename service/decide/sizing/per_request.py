@@ -99,14 +99,14 @@ class RequestSizer:
     def size(self, gt: tb.GpuTable) -> Sizing:
         gpu = gt.gpu
         s = Sizing.blank(gpu, self.tier)
-        row = gt.rent_price(self.day, self.tiers)
+        row, purchase = gt.prices_on(self.day, self.tiers)
         quote = self.quote_of.get(gpu.id)
         if quote is not None:
             s.price, s.quote, s.usd_per_gpu_hour = row, quote, quote.usd_per_hour
             s.price_tier = quote.tier if quote.tier != UNSPECIFIED else self.tier
         else:
             s.price, s.usd_per_gpu_hour, s.price_tier = row, row.usd if row else 0.0, row.tier if row else ""
-        s.purchase = gt.purchase_price(self.day)
+        s.purchase = purchase
         s.tflops = compute_tflops(gpu, self.shape.precision)
         w = self.workload
         if w in ("PRETRAINING", "FULL_FINETUNE"):
