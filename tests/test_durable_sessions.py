@@ -93,3 +93,14 @@ def test_a_batch_the_engine_never_saw_keeps_the_empty_session():
         assert e.evaluate("candidate", [{"id": "a", "v": 1.0}]) == {"a": {"r"}}
     finally:
         e.close()
+
+
+def test_a_kept_session_holds_no_fact_between_batches():
+    e = DurableEngine([rule("r", (Condition("v", "ge", 0.0),)), rule("s", (Condition("w", "eq", "x"),))])
+    try:
+        for batch in ([{"id": "a", "v": 1.0, "w": "x"}, {"id": "b", "v": -1.0, "w": "y"}], [{"id": "a", "v": 2.0}]):
+            e.evaluate("candidate", batch)
+            (shard,) = e._shards["candidate"]
+            assert shard.sid and durable._dre.get_facts(shard.handle, shard.sid) == "[]"
+    finally:
+        e.close()

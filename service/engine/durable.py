@@ -26,6 +26,8 @@ time per answer (0.53-0.69 -> 0.50-0.55 ms, interleaved in one process); the C m
 A new session costs the engine per rule of its ruleset (more than matching a request's 14 candidates in a
 40-rule shard), so each shard keeps one and empties it: asserting, reading and retracting a bench answer's six
 batches took ~0.23 ms against ~0.60 ms with a session created and deleted per batch (same batches, one process).
+The engine finds a fact to retract by type, session and id, so it is sent those alone (the candidate shard's
+retraction 0.041 -> 0.007 ms), and a session is kept only when the engine then lists no fact in it.
 """
 
 from __future__ import annotations
@@ -181,6 +183,15 @@ def _read(text: str, keys: dict[str, str], out: list[set[str]]) -> None:
                 out[int(match["m"]["id"])].add(rule_id)
 
 
+def _retraction(fact_type: str, sid: str, n: int) -> str:
+    """A batch's facts as the engine finds them to retract (by type, session and id), without the fields it
+    would parse again for nothing."""
+    head = '{"t":' + _string(fact_type) + ',"sid":"' + sid + '","id":"'
+    rows = [head + str(i) + '"}' for i in range(n)]
+    rows.append('{"t":"' + _SENTINEL + '","sid":"' + sid + '","id":"' + _SENTINEL + '"}')
+    return "[" + ",".join(rows) + "]"
+
+
 class _Shard:
     def __init__(self, name: str, definition: dict[str, Any], keys: dict[str, str], alias: dict[str, str]):
         self.name = name
@@ -256,7 +267,7 @@ class DurableEngine:
             batch.append(row)
         batch.append({"t": _SENTINEL, "sid": sid, "id": _SENTINEL})
         keys = shard.keys
-        facts_text = text = encode_batch(batch)
+        text = encode_batch(batch)
         # Rows of scalars only (no brace but each row's own, no bracket but the batch's; one inside a string sends
         # the batch the slow way) make every `{"m":` and `"id":"` in an action text structure: read by search.
         flat = text.count("{") == len(batch) and text.count("[") == 1
@@ -274,9 +285,10 @@ class DurableEngine:
                 else:
                     _read(text, keys, out)
                 text = _dre.complete_and_start_action(shard.handle, state_handle)
-            _dre.retract_facts(shard.handle, facts_text)
-            # Emptied means no action left waiting either: a session that had one would be deleted, not reused.
-            emptied = not _dre.start_action_for_state(shard.handle, state_handle)
+            _dre.retract_facts(shard.handle, _retraction(fact_type, sid, len(facts)))
+            # Emptied: no fact left and no action waiting; a session with either is deleted, not reused.
+            emptied = (_dre.get_facts(shard.handle, sid) == "[]"
+                       and not _dre.start_action_for_state(shard.handle, state_handle))
         except _dre.error as exc:
             raise EngineError(f"durable_rules failed in {shard.name}: {exc}") from exc
         finally:
