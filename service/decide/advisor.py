@@ -23,14 +23,15 @@ from ..domain.advice import (
     RulesetRef,
 )
 from ..domain.assumptions import Assumptions
-from ..domain.brief import AdviceRequest, Brief
+from ..domain.brief import AdviceRequest, Brief, Traffic
 from ..domain.models import find
 from ..domain.offers import Offer
 from ..engine.ir import Action
+from ..physics.memory import MemoryBreakdown
 from ..render.messages import compact
 from ..render.summary import render_summary
 from . import facts as F
-from .answer import benchmark, candidate_of, checklist, dedupe_warnings, once, said_texts
+from .answer import benchmark, build, candidate_of, checklist, dedupe_warnings, once, said_texts
 from .book import Rulebook
 from .cancel import StillWanted, checkpoint
 from .models import filled_fields, resolve
@@ -40,7 +41,7 @@ from .run import Evaluator, Run, Scored, effects_of
 from .shape_notes import shape_notes
 from .sizing.common import Sizing, compared_tier
 from .sizing.inference import prefill_batch_sequences
-from .sizing.per_gpu import size, size_all
+from .sizing.per_gpu import latency_of, size, size_all
 from .sizing.shape import Shape, shape_of
 from .targets import Resize, unmet_targets
 
@@ -366,7 +367,7 @@ def _render(
         not_shown=tuple(c.sizing.gpu.id for c in ranked.survivors[ranked.limit:]),
         price_tier=compared_tier(brief),
         unmet=unmet_targets(brief, [c.sizing for c in ranked.survivors], [c.sizing for c in scored],
-                            _resizer(run), shape.output_tokens if shape else 0),
+                            _resizer(run, shape), shape.output_tokens if shape else 0),
     )
     # The summary is rendered from the otherwise finished answer, which nobody else holds yet: set in place
     # rather than copied field by field through the frozen constructor.
@@ -391,18 +392,32 @@ def _run_fit(run: Run, top: Sizing | None) -> F.RunFit | None:
     return F.RunFit(days, again.count if again and again.fits else 0)
 
 
-def _resizer(run: Run) -> Resize:
-    """Size one GPU again for this request with another average output length (the headline's suggestion)."""
+def _resizer(run: Run, sized: Shape | None) -> Resize:
+    """Size one GPU again for this request with another average output length (the headline's suggestion): its
+    fit and latency only, on the model architecture `sized` already resolved."""
     book, req = run.book, run.req
     day = req.as_of or date.today()
+    arch = sized.arch if sized else None
+    # The memory a width needs reads the output length only through the context it sizes (tokens per sequence):
+    # lengths tried at the same context share their breakdowns.
+    needs: dict[tuple[int, int], dict[tuple[int, int], MemoryBreakdown]] = {}
 
-    def resize(s: Sizing, output_tokens: int) -> Sizing:
-        brief = replace(req.brief, traffic=replace(req.brief.traffic, avg_output_tokens=output_tokens))
-        shape = shape_of(brief, book.assumptions)
+    def resize(s: Sizing, output_tokens: int) -> tuple[bool, float]:
+        brief = with_output_tokens(req.brief, output_tokens)
+        shape = shape_of(brief, book.assumptions, arch)
         assert shape is not None  # the same brief sized before; only the output length differs
-        return size_all((s.gpu,), brief, shape, book.assumptions, req.quotes, day)[0]
+        shared = needs.setdefault((shape.tokens_per_sequence, shape.sequences), {})
+        return latency_of(s.gpu, brief, shape, book.assumptions, day, shared)
 
     return resize
+
+
+def with_output_tokens(brief: Brief, n: int) -> Brief:
+    """`replace(brief, traffic=replace(brief.traffic, avg_output_tokens=n))` without the frozen constructors'
+    guarded setattr per field: the same brief (equal, same repr and hash) at a tenth of the cost, ~5 per answer
+    that suggests shorter outputs. tests/test_lean_paths.py holds the two equal."""
+    traffic = build(Traffic, **{**brief.traffic.__dict__, "avg_output_tokens": n})
+    return build(Brief, **{**brief.__dict__, "traffic": traffic})
 
 
 def _assumed(act: Action, a: Assumptions) -> str | int | float | bool | None:

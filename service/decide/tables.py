@@ -9,7 +9,7 @@ here depends on a brief: the answer path may keep these for as long as the rules
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from datetime import date
 
 from ..domain.assumptions import Assumptions
@@ -73,6 +73,9 @@ class GpuTable:
     per_node: int
     rent_rows: tuple[Price, ...]  # newest first (latest valid_from, then as_of); ties keep catalog order
     purchase_rows: tuple[Price, ...]
+    # (day, tier preference) -> (rent_price, purchase_price): every request of a day asks the same rows
+    on_day: dict[tuple[date, tuple[str, ...]], tuple[Price | None, Price | None]] = field(
+        default_factory=dict, compare=False, repr=False)
 
     def rent_price(self, day: date, tiers: tuple[str, ...]) -> Price | None:
         """Gpu.rent_price over the presorted rows: the first row of the first tier that has one valid on
@@ -86,6 +89,16 @@ class GpuTable:
 
     def purchase_price(self, day: date) -> Price | None:
         return next((p for p in self.purchase_rows if p.valid_on(day)), None)
+
+    def prices_on(self, day: date, tiers: tuple[str, ...]) -> tuple[Price | None, Price | None]:
+        """(rent_price(day, tiers), purchase_price(day)), looked up once per day and tier preference."""
+        key = (day, tiers)
+        found = self.on_day.get(key)
+        if found is None:
+            if len(self.on_day) >= 64:  # days asked with as_of: keep a few, not every one ever asked
+                self.on_day.clear()
+            found = self.on_day[key] = (self.rent_price(day, tiers), self.purchase_price(day))
+        return found
 
 
 def _newest_first(rows: list[Price]) -> tuple[Price, ...]:

@@ -40,8 +40,8 @@ def _sized(s: Sizing) -> bool:
 
 
 # Sizes one GPU again for the same brief with another average output length: (the GPU's sizing, output tokens) ->
-# its new sizing.
-Resize = Callable[[Sizing, int], Sizing]
+# (whether it fits, its est_latency_ms) at that length.
+Resize = Callable[[Sizing, int], tuple[bool, float]]
 
 
 def unmet_targets(
@@ -83,8 +83,8 @@ def _output_tokens(target: float, s: Sizing, resize: Resize | None, outputs: int
         return 0
 
     def meets(n: int) -> bool:
-        again = resize(s, n)
-        return again.fits and 0 < again.est_latency_ms <= target * (1 + _SLACK)
+        fits, latency_ms = resize(s, n)
+        return fits and 0 < latency_ms <= target * (1 + _SLACK)
 
     guess = min(outputs - 1, max(1, int((target - s.est_ttft_ms) / s.step_ms)))
     if meets(guess):

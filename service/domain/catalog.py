@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import date
+from functools import lru_cache
 
 RENT_TIER_ORDER = ("ON_DEMAND", "MARKETPLACE", "RESERVED", "SPOT")
 
 
+@lru_cache(maxsize=16)  # a brief's tier is one of a few names; placement asks per GPU, twice
 def tier_preference(tier: str) -> tuple[str, ...]:
     """Rent tiers to try for a comparison at `tier`: that tier first, then the others in a fixed order, so every
     GPU without a row in `tier` falls back the same way."""

@@ -42,6 +42,7 @@ from ..domain.brief import (  # noqa: E402
 from ..domain.catalog import Gpu, tier_preference  # noqa: E402
 from ..domain.models import ModelEntry  # noqa: E402
 from ..domain.offers import Offer, OfferQuery, OfferTable  # noqa: E402
+from ..memo import IdentityMemo  # noqa: E402
 from .proto_schema import field_at, json_type  # noqa: E402
 from .validate import is_country_code  # noqa: E402
 
@@ -249,7 +250,7 @@ def advice_to_proto(a: Advice) -> pb.RecommendResponse:
                                assumed=[path for path, _ in a.assumed], unmet_targets=[u.field for u in a.unmet])
     for c in a.candidates:
         m, cost, own = c.memory, c.cost, c.ownership
-        out.candidates.add(
+        cand = out.candidates.add(
             gpu=c.gpu, name=c.name, count=c.count, score=c.score,
             memory={"need_gb": m.need_gb, "capacity_gb": m.capacity_gb, "headroom": m.headroom,
                     "breakdown": [{"component": n, "gb": v} for n, v in m.breakdown]},
@@ -262,10 +263,12 @@ def advice_to_proto(a: Advice) -> pb.RecommendResponse:
             reasons=_reasons(c.reasons), caveats=_reasons(c.caveats), interconnect=c.interconnect,
             throughput=c.throughput, performance=_performance(c.performance),
             score_breakdown=_score_breakdown(c.score_breakdown),
-            placements=[pb.Placement(offer=offer_to_proto(p.offer), instances=p.instances,
-                                     usd_per_hour=p.usd_per_hour) for p in c.placements],
             market=_market(c.market),
         )
+        add = cand.placements.add
+        for p in c.placements:
+            # An offer's message is the same in every answer that shows it: parsed from its bytes, kept per offer.
+            add(instances=p.instances, usd_per_hour=p.usd_per_hour).offer.MergeFromString(_offer_bytes(p.offer))
     for x in a.excluded:
         out.excluded.add(gpu=x.gpu, reasons=_reasons(x.reasons))
     if a.route:
@@ -389,6 +392,10 @@ def offer_to_proto(o: Offer) -> pb.Offer:
         usd_per_hour=o.usd_per_hour, usd_per_gpu_hour=round(o.usd_per_gpu_hour, 6),
         as_of=o.as_of.isoformat() if o.as_of != date.min else "", source=o.source,
     )
+
+
+# The offers an answer shows are the rules version's own (a caller's quote is the rare one made per answer).
+_offer_bytes: IdentityMemo[Offer, bytes] = IdentityMemo(lambda o: offer_to_proto(o).SerializeToString(), limit=4096)
 
 
 def _market(m: domain.MarketSpread | None) -> pb.MarketSpread | None:

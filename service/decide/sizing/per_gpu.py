@@ -11,6 +11,7 @@ from ...domain.assumptions import Assumptions
 from ...domain.brief import TRAINING_WORKLOADS, Brief, Quote
 from ...domain.catalog import Gpu
 from ...money import cost as money
+from ...physics.memory import MemoryBreakdown
 from .. import tables as tb
 from .cluster import size_cluster, whole_racks
 from .common import Memo, Sizing, compared_tier, compute_tflops, gpu_rent_price, size_ownership, size_unit_cost
@@ -29,6 +30,16 @@ def size_all(
     t = tb.tables(a)
     req = RequestSizer(brief, shape, a, t.constants, quotes, day)
     return [req.size(t.gpu(g)) for g in gpus]
+
+
+def latency_of(
+    gpu: Gpu, brief: Brief, shape: Shape, a: Assumptions, day: date, needs: dict[tuple[int, int], MemoryBreakdown]
+) -> tuple[bool, float]:
+    """`size(gpu, brief, ...)`'s `fits` and `est_latency_ms` (RequestSizer.fit_and_latency): what the missed-target
+    suggestion asks of each output length it tries. No quotes: they set the price, never the speed. `needs`: the
+    memory breakdowns of an earlier length whose shape sized the same context and sequences (see RequestSizer)."""
+    t = tb.tables(a)
+    return RequestSizer(brief, shape, a, t.constants, (), day, needs).fit_and_latency(t.gpu(gpu))
 
 
 def size(

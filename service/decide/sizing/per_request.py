@@ -30,8 +30,11 @@ class RequestSizer:
     GPU with no bandwidth, a negative price), the plain function is called instead and raises what it raises."""
 
     def __init__(
-        self, brief: Brief, shape: Shape, a: Assumptions, c: tb.Constants, quotes: tuple[Quote, ...], day: date
+        self, brief: Brief, shape: Shape, a: Assumptions, c: tb.Constants, quotes: tuple[Quote, ...], day: date,
+        needs: dict[tuple[int, int], mem.MemoryBreakdown] | None = None,
     ) -> None:
+        """`needs`: memory breakdowns by (n, tp) already worked out for a brief and shape that differ from these
+        only in what the memory does not read (the output length at the same sized context)."""
         self.brief, self.shape, self.a, self.c, self.day = brief, shape, a, c, day
         self.memo: Memo = {}  # the plain functions' per-request memo (training, prefill-only speed)
         self.tier = compared_tier(brief)
@@ -42,7 +45,7 @@ class RequestSizer:
         w = brief.workload
         self.workload = w
         self.decode = w not in ("PRETRAINING", "FULL_FINETUNE", "ADAPTER_FINETUNE", "EMBEDDING", "MEDIA_GENERATION")
-        self.needs: dict[tuple[int, int], mem.MemoryBreakdown] = {}  # by (n, tp)
+        self.needs: dict[tuple[int, int], mem.MemoryBreakdown] = {} if needs is None else needs  # by (n, tp)
         self.training_needs: dict[tuple[int, int], mem.MemoryBreakdown] = {}  # by (n, sequences)
         self.training_parts: dict[int, tuple[tuple[str, float], ...]] = {}  # all but the engine, by sequences
         inference = w not in ("PRETRAINING", "FULL_FINETUNE", "ADAPTER_FINETUNE")
@@ -96,14 +99,14 @@ class RequestSizer:
     def size(self, gt: tb.GpuTable) -> Sizing:
         gpu = gt.gpu
         s = Sizing.blank(gpu, self.tier)
-        row = gt.rent_price(self.day, self.tiers)
+        row, purchase = gt.prices_on(self.day, self.tiers)
         quote = self.quote_of.get(gpu.id)
         if quote is not None:
             s.price, s.quote, s.usd_per_gpu_hour = row, quote, quote.usd_per_hour
             s.price_tier = quote.tier if quote.tier != UNSPECIFIED else self.tier
         else:
             s.price, s.usd_per_gpu_hour, s.price_tier = row, row.usd if row else 0.0, row.tier if row else ""
-        s.purchase = gt.purchase_price(self.day)
+        s.purchase = purchase
         s.tflops = compute_tflops(gpu, self.shape.precision)
         w = self.workload
         if w in ("PRETRAINING", "FULL_FINETUNE"):
@@ -128,6 +131,17 @@ class RequestSizer:
         self.size_unit_cost(s)
         self.size_ownership(s)
         return s
+
+    def fit_and_latency(self, gt: tb.GpuTable) -> tuple[bool, float]:
+        """`size(gt)`'s `fits` and `est_latency_ms`, without the price, cluster, cost and ownership figures that
+        follow the speed and change neither (the missed-target suggestion reads only these two)."""
+        if self.workload in TRAINING_WORKLOADS:
+            s = self.size(gt)
+        else:
+            s = Sizing.blank(gt.gpu, self.tier)
+            s.tflops = compute_tflops(gt.gpu, self.shape.precision)
+            self.size_inference(s, gt)
+        return s.fits, s.est_latency_ms
 
     def _training_need(self, n: int, sequences: int) -> mem.MemoryBreakdown:
         """full_training_need(n, sequences): of its parts only the engine overhead (per GPU) depends on n, so

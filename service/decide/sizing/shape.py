@@ -47,7 +47,9 @@ class Shape:
                                                self.experts_per_token, tokens)
 
 
-def shape_of(brief: Brief, a: Assumptions) -> Shape | None:
+def shape_of(brief: Brief, a: Assumptions, arch: mem.Architecture | None = None) -> Shape | None:
+    """`arch`: the architecture already resolved for this brief's model (it reads the model and the rules only), so
+    a brief sized again with other traffic does not resolve it again."""
     m, t = brief.model, brief.traffic
     if m.params_billion <= 0:
         return None
@@ -56,14 +58,15 @@ def shape_of(brief: Brief, a: Assumptions) -> Shape | None:
     if precision == "UNSPECIFIED":
         precision = "BF16"
         defaults.append("model.precision")
-    arch = mem.resolve_architecture(
-        m.params_billion, m.layers, m.kv_heads, m.head_dim, m.hidden_size, tb.bands(a), kind=m.attention,
-        kv_lora_rank=m.kv_lora_rank, rope_head_dim=m.rope_head_dim, window=m.sliding_window_tokens,
-        mla_default=(int(a.num("mla_kv_lora_rank")), int(a.num("mla_rope_head_dim"))),
-        # A window without the layers that use it: hybrid models (Gemma 3, gpt-oss, Llama 4) window only some,
-        # so the worst case for memory is that none does (a note says so and a question asks).
-        window_layers=m.sliding_window_layers if m.sliding_window_layers > 0 else 0,
-    )
+    if arch is None:
+        arch = mem.resolve_architecture(
+            m.params_billion, m.layers, m.kv_heads, m.head_dim, m.hidden_size, tb.bands(a), kind=m.attention,
+            kv_lora_rank=m.kv_lora_rank, rope_head_dim=m.rope_head_dim, window=m.sliding_window_tokens,
+            mla_default=(int(a.num("mla_kv_lora_rank")), int(a.num("mla_rope_head_dim"))),
+            # A window without the layers that use it: hybrid models (Gemma 3, gpt-oss, Llama 4) window only some,
+            # so the worst case for memory is that none does (a note says so and a question asks).
+            window_layers=m.sliding_window_layers if m.sliding_window_layers > 0 else 0,
+        )
     context = m.context_tokens
     if context <= 0:
         context = int(a.num("default_context_tokens"))
