@@ -136,10 +136,10 @@ def test_probes_are_native_grpc_on_the_served_health_port(built, overlay: str):
 
 @pytest.mark.parametrize("overlay", OVERLAYS)
 def test_env_names_are_the_servers(built, overlay: str):
-    # The server's settings are read in server.py, for the admin token and TLS files in credentials.py, and
+    # The server's settings are read in flags.py, for the admin token and TLS files in credentials.py, and
     # for the rules load's limits in store.py and vetting.py.
     server_source = "".join((REPO / "service" / f).read_text()
-                            for f in ("serving/server.py", "serving/credentials.py", "rulebook/store.py",
+                            for f in ("serving/flags.py", "serving/credentials.py", "rulebook/store.py",
                                       "rulebook/vetting.py"))
     for name in _env(built[overlay]):
         assert f'"{name}"' in server_source, f"{name} is not read by the server"
