@@ -35,8 +35,9 @@ class Limiter:
 
     @property
     def full(self) -> bool:
-        """A call arriving now would be refused: every slot running and the queue full."""
-        return self.running >= self.concurrent and len(self._waiters) >= self.queue
+        """A call arriving now would be refused: no slot free to take at once, and the queue full."""
+        busy = self.running >= self.concurrent or bool(self._waiters)
+        return busy and len(self._waiters) >= self.queue
 
     @property
     def waiting(self) -> int:
@@ -48,7 +49,7 @@ class Limiter:
         if self.running < self.concurrent and not self._waiters:
             self.running += 1
             return Admission.ADMITTED
-        if len(self._waiters) >= self.queue:
+        if self.full:
             return Admission.FULL
         granted: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._waiters.append(granted)
