@@ -55,11 +55,16 @@ class Band:
     """One class's measured error, as the answer cites it: median absolute % error per estimate, 0 where the class
     has no measured point of that estimate (`points` counts the class's rows of every estimate)."""
 
-    basis: str  # which dataset(s) and class, e.g. "aiconfigurator+published: moe serving"
+    basis: str  # the class and its datasets, e.g. "MoE serving: aiconfigurator, published"
     points: int
     itl_error_pct: float = 0.0
     ttft_error_pct: float = 0.0
     throughput_error_pct: float = 0.0
+    of: str = ""  # the class's key (CLASSES), for the answer's words for it; not on the wire
+
+
+# The fields of the API's Accuracy message (wire/api.py fills it from these).
+WIRE_FIELDS = ("basis", "points", "itl_error_pct", "ttft_error_pct", "throughput_error_pct")
 
 
 @dataclass(frozen=True)
@@ -84,3 +89,38 @@ class AccuracyTable:
 
 
 EMPTY = AccuracyTable()
+
+
+@dataclass(frozen=True)
+class Margin:
+    """One target of the brief beside the estimate it depends on and that estimate's measured error."""
+
+    target_field: str  # brief path: latency.p95_ms, latency.ttft_ms, training.target_days
+    figure: float  # the estimate (ms or days)
+    target: float
+    band_pct: float  # measured error of the figure, %
+
+    @property
+    def at_risk(self) -> bool:
+        """Met, but by less than the measured error: an estimate as far off as the class's median misses it."""
+        return self.figure <= self.target < self.figure * (1 + self.band_pct / 100)
+
+
+def margins(band: Band | None, p95_target: float, ttft_target: float, days_target: float, e2e_ms: float,
+            ttft_ms: float, training_days: float) -> tuple[Margin, ...]:
+    """The brief's targets with the measured error of the figure each depends on (none without a band). An
+    end-to-end latency is TTFT plus the decode steps: its error is theirs weighted by their share of it (a part
+    with no measured point takes the other's error)."""
+    if band is None:
+        return ()
+    out = []
+    itl, ttft = band.itl_error_pct or band.ttft_error_pct, band.ttft_error_pct or band.itl_error_pct
+    if p95_target > 0 and e2e_ms > 0 and itl > 0:
+        share = min(1.0, ttft_ms / e2e_ms)
+        out.append(Margin("latency.p95_ms", e2e_ms, p95_target, share * ttft + (1 - share) * itl))
+    if ttft_target > 0 and ttft_ms > 0 and ttft > 0:
+        out.append(Margin("latency.ttft_ms", ttft_ms, ttft_target, ttft))
+    if days_target > 0 and training_days > 0 and band.throughput_error_pct > 0:
+        # GPU-hours at a fixed count are days: their measured error is the deadline's.
+        out.append(Margin("training.target_days", training_days, days_target, band.throughput_error_pct))
+    return tuple(out)

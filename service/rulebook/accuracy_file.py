@@ -15,7 +15,8 @@ def accuracy_table(docs: list[Doc]) -> tuple[AccuracyTable, list[Problem]]:
     classes = docs[0].data.get("classes") or {}
     bands = {
         str(c): Band(basis=str(v["basis"]), points=int(v["points"]), itl_error_pct=float(v["itl_error_pct"]),
-                     ttft_error_pct=float(v["ttft_error_pct"]), throughput_error_pct=float(v["throughput_error_pct"]))
+                     ttft_error_pct=float(v["ttft_error_pct"]), throughput_error_pct=float(v["throughput_error_pct"]),
+                     of=str(c))
         for c, v in classes.items()
     }
     return AccuracyTable(bands, docs[0].path), problems
