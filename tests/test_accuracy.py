@@ -132,3 +132,13 @@ def test_the_p95_band_weighs_ttft_and_decode_by_their_share() -> None:
     (m,) = margins(band, 1200, 0, 0, e2e_ms=1000, ttft_ms=250, training_days=0)
     assert m.at_risk
     assert margins(None, 1200, 500, 30, 1000, 250, 29) == ()
+
+
+def test_work_no_class_measures_carries_no_band_and_says_so(bundle: Any) -> None:
+    # Embeddings have no ITL or TTFT and no measured throughput yet: no serving band is borrowed for them.
+    brief = Brief(workload="EMBEDDING", model=Model(0.335, precision="FP16", context_tokens=512),
+                  traffic=Traffic(avg_input_tokens=512, requests_per_second=2000))
+    advice = bundle.advise(AdviceRequest(brief=brief, max_candidates=50, as_of=TODAY))
+    assert advice.candidates and all(c.performance.accuracy is None for c in advice.candidates)
+    note = next(n.text for n in advice.notes if n.rule_id == "accuracy.unmeasured")
+    assert "no measurement of this kind of work" in note

@@ -18,7 +18,8 @@ from ..decide.sizing.inference import inference_speed
 from ..decide.sizing.per_gpu import size
 from ..decide.sizing.shape import shape_of
 from ..domain.accuracy import classes_of
-from ..domain.brief import AdviceRequest
+from ..domain.brief import AdviceRequest, Brief
+from ..domain.catalog import Gpu
 from ..domain.models import name_index
 from ..rulebook.version import Bundle
 from .datasets import AICONFIGURATOR, PUBLISHED, Row, Skipped, read_aiconfigurator, read_published
@@ -90,7 +91,7 @@ def _estimates(bundle: Bundle, row: Row, day: date) -> tuple[Any, str]:  # noqa:
     brief = resolve(row.brief, book.models)
     gpu = next(g for g in book.catalog if g.id == row.gpu)
     m = brief.model
-    moe = m.experts > 0 or 0 < m.active_params_billion < m.params_billion
+    moe = 0 < m.active_params_billion < m.params_billion  # as the answer classes a candidate (decide/accuracy.py)
     precision = m.precision if m.precision != "UNSPECIFIED" else "BF16"
     classes = classes_of(brief.workload, precision, moe, brief.traffic.avg_input_tokens, gpu.vendor, gpu.gpu_class)
     est = {
@@ -101,13 +102,17 @@ def _estimates(bundle: Bundle, row: Row, day: date) -> tuple[Any, str]:  # noqa:
     note = ""
     serving = brief.workload not in TRAINING and brief.workload != "MEDIA_GENERATION"
     if serving and row.gpus and perf.tensor_parallel != row.gpus:
-        # The product would serve this on another width: the same sizing at the measured one.
-        a = book.assumptions
-        shape = shape_of(brief, a)
-        assert shape is not None  # the answer above sized it
-        s = size(gpu, brief, shape, a, (), day)
-        inference_speed(s, brief, shape, a, row.gpus, {})
-        est.update(itl=s.itl_ms, ttft=s.est_ttft_ms, throughput=s.tokens_per_second)
+        est.update(_at_width(bundle, brief, gpu, row.gpus, day))
         note = f"at the measured {row.gpus} GPUs (the answer chose {perf.tensor_parallel})"
     return (est, classes, note), ""
 
+
+def _at_width(bundle: Bundle, brief: Brief, gpu: Gpu, width: int, day: date) -> dict[str, float]:
+    """ITL, TTFT and tokens/s of one copy on `width` GPUs: the sizing the answer runs, at a width the product
+    would not have chosen. (When the brief can name its parallelism, asking the answer for it replaces this.)"""
+    a = bundle.book.assumptions
+    shape = shape_of(brief, a)
+    assert shape is not None  # the answer sized this brief
+    s = size(gpu, brief, shape, a, (), day)
+    inference_speed(s, brief, shape, a, width, {})
+    return {"itl": s.itl_ms, "ttft": s.est_ttft_ms, "throughput": s.tokens_per_second}

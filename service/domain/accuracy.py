@@ -41,6 +41,8 @@ def classes_of(workload: str, precision: str, moe: bool, input_tokens: int, vend
         out.append("training")
     elif workload == "MEDIA_GENERATION":
         out.append("media")
+    elif workload == "EMBEDDING":
+        pass  # prefill-only: no ITL or TTFT, and no measured embedding throughput yet
     else:
         if precision == "FP4":
             out.append("fp4")
