@@ -26,6 +26,8 @@ DATASETS = {
 SYSTEMS = {"h100_sxm": "h100-sxm", "h200_sxm": "h200", "b200_sxm": "b200", "gb200": "gb200"}
 # Its quantisation → the API's precision (the GEMM's; "" = the checkpoint's BF16).
 PRECISIONS = {"fp8": "FP8", "fp8_block": "FP8", "nvfp4": "FP4", "": "BF16"}
+# Its backend names → the toolchain names a brief uses for the serving engine.
+ENGINES = {"trtllm": "tensorrt-llm", "vllm": "vllm", "sglang": "sglang"}
 SUCCESS_UNITS = {"BATCH_INFERENCE": "TOKEN", "PRETRAINING": "TRAINING_RUN", "MEDIA_GENERATION": "IMAGE"}
 
 
@@ -85,6 +87,7 @@ def read_aiconfigurator(path: Path, models: set[str], catalog: set[str]) -> tupl
                     workload="REALTIME_INFERENCE",
                     model=Model(name=model, precision=precision, context_tokens=isl + osl),
                     traffic=Traffic(concurrent_sessions=concurrency, avg_input_tokens=isl, avg_output_tokens=osl),
+                    toolchain=(ENGINES.get(r["backend"], r["backend"]),),  # the engine it was measured on
                 )
                 width = max(1, _int(r["tp_size"])) * max(1, _int(r["pp_size"]))
                 rows.append(Row(rid, "aiconfigurator", brief, gpu, width,
@@ -127,8 +130,8 @@ def read_published(path: Path) -> list[Row]:
             training = Training(tokens_billion=_num(r["tokens_billion"]), target_days=_num(r["target_days"]),
                                 global_batch_tokens=_int(r["global_batch_tokens"]))
             brief = Brief(workload=workload, model=model, traffic=traffic, training=training,
-                          success_unit=SUCCESS_UNITS.get(workload, "UNSPECIFIED"),
-                          media=Media())
+                          success_unit=SUCCESS_UNITS.get(workload, "UNSPECIFIED"), media=Media(),
+                          toolchain=tuple(t for t in r["toolchain"].split() if t))
             measured = {key: _num(r[col]) for col, key in MEASURED if r[col]}
             rows.append(Row(r["id"], "published", brief, r["gpu"], _int(r["gpus"]), measured, r["source"]))
     return rows
