@@ -10,8 +10,8 @@ from typing import Any, TextIO
 
 from google.protobuf.json_format import MessageToJson
 
-from ..rulebook.importers.__main__ import add_arguments as add_import_arguments
-from ..rulebook.importers.__main__ import run as run_import
+from ..market.importers.__main__ import add_arguments as add_import_arguments
+from ..market.importers.__main__ import run as run_import
 from ..wire.api import enum_number, pb
 from .table import print_table
 

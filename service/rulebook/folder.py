@@ -27,7 +27,9 @@ from ..engine.ir import Program
 from ..engine.load import Doc, Problem, load_yaml, plain, pos
 from ..engine.parse import compile_docs, did_you_mean
 from ..engine.schema_errors import most_specific, readable
-from .accelerators import read_accelerator_map
+from ..market.accelerators import read_accelerator_map
+from ..market.offer_checks import check_offers
+from ..market.offer_files import read_offers
 from .checks import (
     format_spec_problems,
     lint_problems,
@@ -39,8 +41,6 @@ from .checks import (
 from .files import RuleFile, read_folder, walk
 from .limits import size_problems
 from .model_files import model_entries
-from .offer_checks import check_offers
-from .offer_files import read_offers
 
 KINDS = ("catalog", "assumptions", "rules", "decision_table", "benchmark_plan", "checklist", "messages", "models")
 LOCALES = ("en", "zh-CN")

@@ -1,7 +1,7 @@
 """`offers import`: turn a SkyPilot catalog or a gpuhunt CSV into a `rules/offers` CSV and print the report.
 
-    python -m service.rulebook.importers offers import --from skypilot DIR --out FILE [--as-of DATE] [--provider P ...]
-    python -m service.rulebook.importers offers import --from gpuhunt FILE --out FILE ...
+    python -m service.market.importers offers import --from skypilot DIR --out FILE [--as-of DATE] [--provider P ...]
+    python -m service.market.importers offers import --from gpuhunt FILE --out FILE ...
 
 (`gpu-advisor offers import` takes the same arguments.)
 """
