@@ -34,6 +34,7 @@ from . import facts as F
 from .answer import benchmark, build, candidate_of, checklist, dedupe_warnings, once, said_texts
 from .book import Rulebook
 from .cancel import StillWanted, checkpoint
+from .host_ram import host_ram_ok
 from .models import filled_fields, resolve
 from .placement import Scope, allow_list, brief_key, leaders_of, offer_fact, place, scopes_of
 from .provisional import route_depends_on
@@ -192,8 +193,8 @@ def _place_every_gpu(run: Run, shape: Shape | None, sizings: list[Sizing], day: 
         by_brief = allow_list(brief)
 
         def allowed(o: Offer) -> bool:
-            host_ok = o.memory_gib is None or o.memory_gib >= ratio * gib.get(o.gpu, 0.0) * o.gpus_per_instance
-            return host_ok and (o.provider, o.country, o.tier) in scopes and by_brief(o)
+            return (host_ram_ok(o, gib.get(o.gpu, 0.0), ratio) and (o.provider, o.country, o.tier) in scopes
+                    and by_brief(o))
 
         leaders = leaders_of(table, day, allowed)
         if len(run.shared.leaders) >= 64:

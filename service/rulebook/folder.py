@@ -28,7 +28,7 @@ from ..engine.load import Doc, Problem, load_yaml, plain, pos
 from ..engine.parse import compile_docs, did_you_mean
 from ..engine.schema_errors import most_specific, readable
 from ..market.accelerators import read_accelerator_map
-from ..market.offer_checks import check_offers
+from ..market.offer_checks import check_offers, supersede
 from ..market.offer_files import read_offers
 from .checks import (
     format_spec_problems,
@@ -253,6 +253,8 @@ def _offers(
         got, errs = read_offers(shown, text)
         rows += got
         problems += errs
+    rows, superseded = supersede(rows)
+    problems += superseded
     problems += check_offers(rows, known_gpus, today, max_age_days)
     return OfferTable(rows), problems
 

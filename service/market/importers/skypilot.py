@@ -9,6 +9,7 @@ What the catalog does that an offer must not:
 - GCP prices attached GPUs apart from the host VM (accelerator rows with an empty InstanceType, or the reference's
   "(GPU component only)"): the host VM row's price is added so the offer is the whole instance; without a host
   row the offer is dropped and reported, because a GPU-only price would undercut every other provider.
+- A spot price above the on-demand one (runpod L40S) is not written: no one takes interruptible capacity at more.
 - Empty, NaN or 0 prices are not prices (vast writes spot 0.00 where it has none; aws p5e has no on-demand price
   in most regions): the row's other tier is kept, the missing one is reported.
 - Host RAM that is not the host's: every Vast row carries a placeholder 65,536 MiB, Cudo's RAM is chosen at
@@ -187,6 +188,7 @@ def import_vms_csv(
     unknown_ram: dict[str, int] = {}
     auction: dict[str, int] = {}
     placeholder_spot: dict[str, int] = {}
+    spot_above: dict[str, int] = {}
     for (prov, instance, region), g in groups.items():
         where = f"{label}:{g.line} {instance} {region}"
         vcpus, memory = g.vcpus, g.memory
@@ -224,7 +226,11 @@ def import_vms_csv(
             made.append(Offer(tier=_on_demand_tier(prov, instance), usd_per_hour=price, **common))  # type: ignore[arg-type]
         elif prov not in AUCTION and spot is not None:
             report.notes.append(f"{where}: no on-demand price (empty, NaN or 0); its spot price is kept")
-        if spot is not None:
+        if spot is not None and price is not None and spot > price:
+            # Interruptible capacity above the on-demand rate is no offer anyone takes (runpod L40S, gcp H100 in
+            # some regions): a stale or mislabelled figure, left out and counted rather than linted on every load.
+            spot_above[prov] = spot_above.get(prov, 0) + 1
+        elif spot is not None:
             made.append(Offer(tier="spot", usd_per_hour=spot, **common))  # type: ignore[arg-type]
         elif g.spot_placeholder:
             placeholder_spot[prov] = placeholder_spot.get(prov, 0) + 1
@@ -243,6 +249,8 @@ def import_vms_csv(
         report.notes.append(f"{prov}: host RAM written as unknown on {n} offers ({HOST_RAM_UNKNOWN[prov]})")
     for prov, n in sorted(placeholder_spot.items()):
         report.notes.append(f"{prov}: spot price 0.00 is a placeholder on {n} offers: no spot offer written")
+    for prov, n in sorted(spot_above.items()):
+        report.notes.append(f"{prov}: spot price above on-demand on {n} offers: no spot offer written")
     for prov, n in sorted(auction.items()):
         report.notes.append(f"{prov}: {n} offers imported as spot, not on-demand ({AUCTION[prov]})")
     return offers, report
