@@ -1,5 +1,6 @@
-"""`gpu-advisor offers`: what a team can rent (ListOffers) as a table, and `gpu-advisor offers import`, which turns
-a SkyPilot catalog or a dstack gpuhunt CSV on disk into a rules/offers table (no server, no network)."""
+"""`gpu-advisor offers`: what a team can rent (ListOffers) as a table; `offers --dropped`, the rows a rules folder
+holds that no answer uses and why; `offers import`, which turns a SkyPilot catalog or a dstack gpuhunt CSV on disk
+into a rules/offers table (no server, no network); `offers refresh`, which downloads them (market/refresh.py)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ from google.protobuf.json_format import MessageToJson
 from ..market.dropped import print_dropped
 from ..market.importers.__main__ import add_arguments as add_import_arguments
 from ..market.importers.__main__ import run as run_import
+from ..market.refresh import add_arguments as add_refresh_arguments
+from ..market.refresh import run as run_refresh
 from ..wire.api import enum_number, pb
 from .table import print_table
 
@@ -69,6 +72,10 @@ def add_parser(sub: Any, common: argparse.ArgumentParser, stub: Callable[[argpar
                                           "into a rules/offers table, with a report of dropped rows")
     add_import_arguments(imp)
     imp.set_defaults(run=run_import)
+    ref = inner.add_parser("refresh", help="download the SkyPilot and gpuhunt catalogs, import, vet and swap the "
+                                           "rules folder's offer tables in atomically; prints what changed")
+    add_refresh_arguments(ref)
+    ref.set_defaults(run=run_refresh)
 
 
 def _list(args: argparse.Namespace, stub: Callable[[argparse.Namespace], Any]) -> int:
