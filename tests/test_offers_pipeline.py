@@ -88,7 +88,11 @@ def test_fixture_catalog_v7_and_v8_imports_vets_and_serves(
     assert all(p.offer.provider != "mithril" for c in always_on.candidates[:1] for p in c.placements[:1])
 
     dropped, served = dropped_rows(rules)
-    assert served > 0 and {d.kind for d in dropped} == {"superseded"}  # cudo's 4 GiB shape: RAM unknown, kept
+    assert served > 0 and {d.kind for d in dropped} == {"superseded", "placement"}
+    # cudo lists each RAM configuration as a shape: the 4 GiB one is left out (said why), the 48 GiB one placed
+    small = [d for d in dropped if d.kind == "placement"]
+    assert [d.what.split()[1] for d in small] == ["sapphire-rapids-h100_1x2v4gb"]
+    assert "host RAM 4 GiB is below" in small[0].reason
 
 
 @pytest.mark.skipif(not REFERENCE.is_dir(), reason="the shared offers reference is not beside the repo")

@@ -8,6 +8,7 @@ from datetime import date
 
 from ..domain.offers import Offer
 from ..engine.load import Problem
+from ..engine.parse import did_you_mean
 
 PLACEHOLDER_PRICE = 99_999_999  # catalogs write 99999999 (or 0) where a price is missing
 _COUNTRY = re.compile(r"[A-Z]{2}")
@@ -67,7 +68,8 @@ def check_offers(rows: Sequence[Offer], known_gpus: set[str], today: date, max_a
             on_demand.setdefault((o.provider, o.instance_type, o.region), []).append(o)
     for o in rows:
         if o.gpu not in known_gpus:
-            problems.append(_problem(o, "unknown-gpu", f'gpu "{o.gpu}" is not a catalog id'))
+            problems.append(_problem(o, "unknown-gpu", f'gpu "{o.gpu}" is not a catalog id'
+                                     + did_you_mean(o.gpu, sorted(known_gpus))))
         if o.usd_per_hour <= 0 or o.usd_per_hour >= PLACEHOLDER_PRICE:
             problems.append(_problem(o, "placeholder-price",
                                      f"usd_per_hour {o.usd_per_hour:g} is a placeholder, not a price"))

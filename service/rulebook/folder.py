@@ -250,7 +250,7 @@ def _offers(
         if f.rel == ACCELERATOR_MAP:
             problems += read_accelerator_map(shown, text, known_gpus)[1]
             continue
-        got, errs = read_offers(shown, text)
+        got, errs = read_offers(shown, text, known_gpus)
         rows += got
         problems += errs
     rows, superseded = supersede(rows)

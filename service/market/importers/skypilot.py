@@ -9,11 +9,12 @@ What the catalog does that an offer must not:
 - GCP prices attached GPUs apart from the host VM (accelerator rows with an empty InstanceType, or the reference's
   "(GPU component only)"): the host VM row's price is added so the offer is the whole instance; without a host
   row the offer is dropped and reported, because a GPU-only price would undercut every other provider.
-- A spot price above the on-demand one (runpod L40S) is not written: no one takes interruptible capacity at more.
+- A spot price above the on-demand one (runpod L40S) means the two look swapped: the row is dropped, not guessed.
 - Empty, NaN or 0 prices are not prices (vast writes spot 0.00 where it has none; aws p5e has no on-demand price
   in most regions): the row's other tier is kept, the missing one is reported.
-- Host RAM that is not the host's: every Vast row carries a placeholder 65,536 MiB, Cudo's RAM is chosen at
-  order time. Written as unknown (empty), never as a small host a placement rule would refuse.
+- Host RAM that is not the host's: every Vast row carries a placeholder 65,536 MiB. Written as unknown (empty),
+  never as a small host a placement rule would refuse. (Cudo's configurable RAM is listed shape by shape, each
+  at its own price: kept as listed.)
 - Mithril sells by auction: its "price" is the spot price, so its rows are spot offers, not on-demand ones.
 - Names hide memory: the GPU memory column (`GpuInfo`, or the reference's `gpu_memory_mib`) maps an 80 GB A100
   listed as `A100` to a100-80gb and refuses a 48 GB RTX 4090 the catalog's 24 GB rtx-4090 would misdescribe.
@@ -66,9 +67,11 @@ _GCP_HOSTS: dict[str, dict[int, str]] = {
     "l4": {1: "g2-standard-4", 2: "g2-standard-24", 4: "g2-standard-48", 8: "g2-standard-96"},
 }
 # Providers whose MemoryGiB is not the host's RAM (written empty: unknown, not small), and why.
+# Cudo's RAM is configurable too, but its catalog lists each configuration as its own shape at its own price
+# (1x2v4gb, 1x4v8gb, ... 2x48v96gb): those rows keep their RAM, so the host-RAM rule picks the cheapest shape with
+# enough of it rather than a 4 GiB host's price for a configuration nobody could run.
 HOST_RAM_UNKNOWN = {
     "vast": "Vast rows carry SkyPilot's placeholder host RAM (65,536 MiB)",
-    "cudo": "Cudo's host RAM is chosen at order time (the listed shape is one of many)",
 }
 # Providers whose listed price is an auction (spot) price, never an on-demand one.
 AUCTION = {"mithril": "Mithril prices by auction (price = spot price)"}
@@ -188,7 +191,6 @@ def import_vms_csv(
     unknown_ram: dict[str, int] = {}
     auction: dict[str, int] = {}
     placeholder_spot: dict[str, int] = {}
-    spot_above: dict[str, int] = {}
     for (prov, instance, region), g in groups.items():
         where = f"{label}:{g.line} {instance} {region}"
         vcpus, memory = g.vcpus, g.memory
@@ -227,10 +229,12 @@ def import_vms_csv(
         elif prov not in AUCTION and spot is not None:
             report.notes.append(f"{where}: no on-demand price (empty, NaN or 0); its spot price is kept")
         if spot is not None and price is not None and spot > price:
-            # Interruptible capacity above the on-demand rate is no offer anyone takes (runpod L40S, gcp H100 in
-            # some regions): a stale or mislabelled figure, left out and counted rather than linted on every load.
-            spot_above[prov] = spot_above.get(prov, 0) + 1
-        elif spot is not None:
+            # Interruptible capacity above the on-demand rate is no offer anyone takes: the two figures look
+            # swapped (runpod's file lists SpotPrice before Price; its L40S reads $0.43 on-demand, $0.86 spot, the
+            # reverse of RunPod's list), so neither is trusted. Dropped and counted, never guessed.
+            report.drop("spot price above on-demand: the two look swapped, neither is used", where, g.rows, prov)
+            continue
+        if spot is not None:
             made.append(Offer(tier="spot", usd_per_hour=spot, **common))  # type: ignore[arg-type]
         elif g.spot_placeholder:
             placeholder_spot[prov] = placeholder_spot.get(prov, 0) + 1
@@ -249,8 +253,6 @@ def import_vms_csv(
         report.notes.append(f"{prov}: host RAM written as unknown on {n} offers ({HOST_RAM_UNKNOWN[prov]})")
     for prov, n in sorted(placeholder_spot.items()):
         report.notes.append(f"{prov}: spot price 0.00 is a placeholder on {n} offers: no spot offer written")
-    for prov, n in sorted(spot_above.items()):
-        report.notes.append(f"{prov}: spot price above on-demand on {n} offers: no spot offer written")
     for prov, n in sorted(auction.items()):
         report.notes.append(f"{prov}: {n} offers imported as spot, not on-demand ({AUCTION[prov]})")
     return offers, report
