@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 import http.server
 import io
+import json
 import re
 import shutil
 import threading
@@ -15,15 +16,17 @@ import zipfile
 from collections.abc import Callable, Iterator
 from datetime import date
 from pathlib import Path
+from typing import Any
 
 import pytest
 from google.protobuf.json_format import ParseDict
 
 from service.frontends.cli import main as cli_main
+from service.market.publish import main as publish_main
 from service.market.refresh import EXIT_PARTIAL, FetchError, Options, fetch, refresh, vet_tables
 from service.wire.api import pb
 
-from .conftest import Running
+from .conftest import RULES, Running
 
 FIX = Path(__file__).parent / "fixtures" / "offers"
 DAY = date(2026, 12, 1)
@@ -140,3 +143,51 @@ def test_only_https_or_loopback_is_fetched() -> None:
         fetch("http://example.com/catalogs/v7/aws/vms.csv")
     with pytest.raises(FetchError, match="only https://"):
         fetch("file:///etc/passwd")
+
+
+class _FakeApi(http.server.BaseHTTPRequestHandler):
+    patches: list[tuple[str, dict[str, str], Any]] = []
+
+    def do_PATCH(self) -> None:  # noqa: N802 - the HTTP method's name
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        self.patches.append((self.path, dict(self.headers), body))
+        self.send_response(200)
+        self.end_headers()
+        self.wfile.write(b"{}")
+
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+        pass
+
+
+def test_the_cronjob_publishes_changed_tables_into_the_rules_configmap_in_one_patch(
+    mirror: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The ConfigMap as the job mounts it: one flat key per rules file, '/' spelled '__'.
+    mount = tmp_path / "configmap"
+    mount.mkdir()
+    for f in RULES.rglob("*"):
+        if f.is_file():
+            (mount / "__".join(f.relative_to(RULES).parts)).write_bytes(f.read_bytes())
+    (mount / "..data").mkdir()  # the kubelet's hidden entries are skipped
+    api = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _FakeApi)
+    threading.Thread(target=api.serve_forever, daemon=True).start()
+    token = tmp_path / "token"
+    token.write_text("sa-token\n")
+    try:
+        code = publish_main(["--from", str(mount), "--namespace", "ml", "--api-server",
+                             f"http://127.0.0.1:{api.server_address[1]}", "--token-file", str(token),
+                             "--ca-file", str(tmp_path / "none"), "--skypilot-url", f"{mirror}/catalogs",
+                             "--catalog-version", "v7", "--skypilot", "aws,nebius,lambda", "--gpuhunt", "",
+                             "--as-of", "2026-12-01"])
+    finally:
+        api.shutdown()
+        api.server_close()
+    said = capsys.readouterr().out
+    assert code == EXIT_PARTIAL, said  # lambda's file is not a catalog: kept, reported
+    [(path, headers, body)] = _FakeApi.patches
+    assert path == "/api/v1/namespaces/ml/configmaps/gpu-advisor-rules"
+    assert headers["Authorization"] == "Bearer sa-token"
+    assert headers["Content-Type"] == "application/merge-patch+json"
+    assert sorted(body["data"]) == ["offers__aws.csv", "offers__nebius.csv"]
+    assert "SkyPilot catalog v7, aws/vms.csv, read 2026-12-01" in body["data"]["offers__aws.csv"]
+    assert "gpu-advisor-rules: patched offers__aws.csv, offers__nebius.csv" in said

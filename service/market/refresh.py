@@ -57,7 +57,7 @@ class FetchError(Exception):
     pass
 
 
-def _check_url(url: str) -> None:
+def check_url(url: str) -> None:
     u = urllib.parse.urlsplit(url)
     if u.scheme == "https":
         return
@@ -72,7 +72,7 @@ def _check_url(url: str) -> None:
 
 def fetch(url: str, timeout: float = TIMEOUT_S, max_bytes: int = MAX_BYTES) -> bytes:
     """The body of a GET, or FetchError saying why not (HTTP status, network error, size)."""
-    _check_url(url)
+    check_url(url)
     req = urllib.request.Request(url, headers={"User-Agent": "gpu-advisor offers refresh"})
     try:
         with urllib.request.urlopen(req, timeout=timeout) as resp:  # noqa: S310 - scheme checked above
