@@ -90,3 +90,15 @@ def test_a_catalog_relative_range_on_an_offer_priced_candidate_says_what_to_writ
     assert "priced_rent_x" in fails[0]
     assert relative_failures("h100-sxm", "cost.usd_per_hour", 5.16, {"priced_rent_x": [2, 8]}, catalog,
                              candidate) == []  # 2 GPUs rented at the offer's price
+
+
+def test_offers_dropped_lists_each_unused_row_with_its_reason(capsys: Any) -> None:
+    from service.frontends.cli import main as cli_main
+
+    from .conftest import RULES
+
+    assert cli_main(["offers", "--dropped", "--rules", str(RULES), "--as-of", "2026-12-01"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    rows = [line for line in out if line.startswith("rules/offers/")]
+    assert rows and all("placement" in line and "host RAM" in line for line in rows)
+    assert f"{len(rows)} offer rows dropped ({len(rows)} placement)" in out[-1]

@@ -354,7 +354,8 @@ def import_skypilot(
 ) -> tuple[list[Offer], ImportReport]:
     """Every provider file under `root`; when one provider has files of several schema versions, the newest
     version's file is imported and the older files' rows are counted as superseded (said in a note)."""
-    report = ImportReport(label or f"skypilot {root.name or root}")
+    # The report names the dataset, not where this machine keeps its copy.
+    report = ImportReport(label or "SkyPilot catalog")
     by_provider: dict[str, list[tuple[int, Path]]] = {}
     for path, prov in _files(root):
         rel = Path(_shown(root, path, prov))
