@@ -19,6 +19,7 @@ import argparse
 import contextlib
 import io
 import ipaddress
+import os
 import shutil
 import sys
 import tempfile
@@ -277,8 +278,9 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
     def names(text: str) -> tuple[str, ...]:
         return tuple(p.strip().lower() for p in text.split(",") if p.strip())
 
-    ap.add_argument("--rules", type=Path, default=Path("rules"),
-                    help="the rules folder whose offers/ tables are refreshed (the one the server watches)")
+    ap.add_argument("--rules", type=Path, default=Path(os.environ.get("GPU_ADVISOR_RULES", "rules")),
+                    help="the rules folder whose offers/ tables are refreshed, the one the server watches (env "
+                         "GPU_ADVISOR_RULES, default rules)")
     ap.add_argument("--skypilot-url", default=SKYPILOT_URL, help="base URL of the SkyPilot catalog (default: "
                                                                  "the public repository)")
     ap.add_argument("--catalog-version", type=names, default=VERSIONS,
