@@ -117,3 +117,15 @@ def test_the_whole_reference_imports_vets_and_serves_placed_answers(
     assert h100.placements[0].offer.usd_per_gpu_hour == pytest.approx(1.80)
     always_on = recommend(running, {**BATCH, "run_cycle": "RUN_CYCLE_ALWAYS_ON"})
     assert always_on.candidates[0].placements[0].offer.provider != "mithril"
+
+
+def test_the_rule_tests_hold_with_no_offer_table_at_all(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Rule tests test the rules, not today's prices: the cases about offer rules bring their own rows."""
+    rules = rules_without_offers(tmp_path)
+    assert rules_cli(["check", str(rules)]) == 0, capsys.readouterr().out
+    assert ", 0 failed" in capsys.readouterr().err
+    # A case's own rows are read like an offers/*.csv: a mistake is named, not served.
+    placement = rules / "tests" / "placement.yaml"
+    placement.write_text(placement.read_text().replace("gpu: mi300x,", "gpu: mi300, ", 1))
+    assert rules_cli(["check", str(rules)]) == 1
+    assert "offers: gpu \"mi300\" is not a catalog id (did you mean 'mi300x'?)" in capsys.readouterr().out
