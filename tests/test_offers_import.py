@@ -163,3 +163,17 @@ def test_import_over_the_shared_reference(amap: AcceleratorMap) -> None:
     assert not [o for o in rows if o.provider == "gcp"]  # GPU-only prices, no host rows in the reference
     assert {o.provider for o in rows} >= {"aws", "lambda", "runpod", "vast", "nebius", "cudo", "shadeform"}
     assert [p for p in check_offers(rows, ids(), AS_OF, 30) if p.severity == "error"] == []
+
+
+def test_import_out_replaces_the_table_by_rename_never_in_place(tmp_path: Path) -> None:
+    """A server watching the folder sees the old table or the new one: the new bytes go to a temporary file in the
+    same folder, then take the name in one rename (a new inode), and nothing is left beside it."""
+    out = tmp_path / "aws.csv"
+    out.write_text("old\n")
+    before = out.stat().st_ino
+    with open(out) as reader:  # a reader holding the old file keeps reading the old bytes
+        assert main(["--from", "skypilot", str(SKY / "aws" / "vms.csv"), "--out", str(out),
+                     "--as-of", "2026-12-01"]) == 0
+        assert reader.read() == "old\n"
+    assert out.stat().st_ino != before and out.read_text().startswith("provider,")
+    assert [p.name for p in tmp_path.iterdir()] == ["aws.csv"]
