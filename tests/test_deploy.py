@@ -162,7 +162,8 @@ def test_sizing_and_security_context_are_kept(built, overlay: str):
 def test_no_service_account_token_is_mounted(built, overlay: str):
     docs = built[overlay]
     pod = _pod(docs)
-    account = _one(docs, "ServiceAccount")
+    # the server's account (production also has the offers refresh job's, which patches the rules ConfigMap)
+    [account] = [d for d in docs if d["kind"] == "ServiceAccount" and d["metadata"]["name"] == "gpu-advisor"]
     assert pod["serviceAccountName"] == account["metadata"]["name"]
     assert pod["automountServiceAccountToken"] is False and account["automountServiceAccountToken"] is False
 
@@ -407,3 +408,24 @@ def test_dockerfile_runs_as_non_root_with_rules_baked_in():
     assert "GPU_ADVISOR_RULES=/app/rules" in final
     build = text.rsplit("\nFROM ", 1)[0]
     assert "COPY rules ./rules" in build and "COPY --from=build /app /app" in final
+
+
+def test_production_refreshes_offers_daily_into_the_rules_configmap_with_only_that_right(built):
+    docs = built["production"]
+    [job] = [d for d in docs if d["kind"] == "CronJob"]
+    assert job["spec"]["concurrencyPolicy"] == "Forbid" and job["spec"]["schedule"].split()[2:] == ["*", "*", "*"]
+    pod = job["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+    [container] = pod["containers"]
+    assert container["command"] == ["python", "-m", "service.market.publish"]
+    assert container["image"] == _container(docs)["image"]  # the server's image, pinned the same way
+    assert container["securityContext"]["readOnlyRootFilesystem"] is True
+    configmap = _one(docs, "ConfigMap")["metadata"]["name"]
+    assert {"name": "rules", "configMap": {"name": configmap}} in pod["volumes"]
+    [role] = [d for d in docs if d["kind"] == "Role"]
+    assert role["rules"] == [{"apiGroups": [""], "resources": ["configmaps"], "resourceNames": [configmap],
+                              "verbs": ["get", "patch"]}]
+    # its pods are not the server's: the server's no-egress NetworkPolicy does not select them
+    policy = _one(docs, "NetworkPolicy")["spec"]["podSelector"]["matchLabels"]
+    labels = job["spec"]["jobTemplate"]["spec"]["template"]["metadata"]["labels"]
+    assert not policy.items() <= labels.items()
+    assert "CronJob" not in {d["kind"] for d in built["dev"]}

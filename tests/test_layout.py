@@ -22,7 +22,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("render",),
     ("decide",),
     ("wire",),
-    ("rulebook",),
+    ("rulebook", "market"),
     ("serving",),
     ("frontends",),
     ("bench", "accuracy", "__main__"),

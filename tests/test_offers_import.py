@@ -9,14 +9,14 @@ import pytest
 from ruamel.yaml import YAML
 
 from service.domain.offers import Offer
-from service.rulebook.accelerators import AcceleratorMap, read_accelerator_map
-from service.rulebook.importers.__main__ import main
-from service.rulebook.importers.common import offers_csv_text
-from service.rulebook.importers.gpuhunt import import_gpuhunt
-from service.rulebook.importers.regions import country_of
-from service.rulebook.importers.skypilot import import_skypilot
-from service.rulebook.offer_checks import check_offers
-from service.rulebook.offer_files import read_offers
+from service.market.accelerators import AcceleratorMap, read_accelerator_map
+from service.market.importers.__main__ import catalog_memory, main
+from service.market.importers.common import offers_csv_text
+from service.market.importers.gpuhunt import import_gpuhunt
+from service.market.importers.regions import country_of
+from service.market.importers.skypilot import import_skypilot
+from service.market.offer_checks import check_offers
+from service.market.offer_files import read_offers
 
 RULES = Path(__file__).parents[1] / "rules"
 FIX = Path(__file__).parent / "fixtures" / "offers"
@@ -33,6 +33,7 @@ def ids() -> set[str]:
 def amap() -> AcceleratorMap:
     m, problems = read_accelerator_map("accelerators.csv", (RULES / "offers" / "accelerators.csv").read_text(), ids())
     assert problems == []
+    m.catalog_gb = catalog_memory(RULES)
     return m
 
 
@@ -50,12 +51,17 @@ def test_aws_zones_collapse_and_p5e_keeps_spot_only(amap: AcceleratorMap) -> Non
     assert got[("p5e.48xlarge", "us-east-2", "spot")].usd_per_hour == 22.1
     assert got[("p4de.24xlarge", "eu-central-1", "on_demand")].country == "DE"
     assert ("p4de.24xlarge", "eu-central-1", "spot") not in got  # SpotPrice "nan"
-    assert len(rows) == 4 and report.rows_read == 8 and report.rows_written == 4
-    assert report.dropped["no on-demand price (empty, NaN or 0); spot kept if listed"] == 1
+    # 8 rows: 3 regions written (p5 us-east-1 from 2 zones, p5e us-east-2 spot only, p4de), 3 zone rows
+    # superseded, the V100 and the CPU-only rows dropped: the counts add up
+    c = report.providers["aws"]
+    assert len(rows) == 4 and (c.read, c.written, c.superseded, c.dropped) == (8, 3, 3, 2) and c.balanced()
+    assert c.tiers == {"on_demand": 2, "spot": 2}
+    assert any("p5e.48xlarge us-east-2: no on-demand price" in n for n in report.notes)
     assert report.dropped["accelerator V100 has no catalog id"] == 1
     assert report.dropped["no accelerator (CPU-only instance)"] == 1
     o = got[("p5.48xlarge", "us-east-1", "on_demand")]
-    assert (o.gpu, o.gpus_per_instance, o.source, o.as_of) == ("h100-sxm", 8, "skypilot-catalog v7 aws/vms.csv", AS_OF)
+    assert (o.gpu, o.gpus_per_instance, o.source, o.as_of) == (
+        "h100-sxm", 8, "SkyPilot catalog v7, aws/vms.csv, read 2026-12-01", AS_OF)
 
 
 def test_gcp_gpu_rows_get_their_host_vm_price(amap: AcceleratorMap) -> None:
@@ -67,7 +73,8 @@ def test_gcp_gpu_rows_get_their_host_vm_price(amap: AcceleratorMap) -> None:
     assert got[("a2-highgpu-1g", "us-central1", "spot")].usd_per_hour == pytest.approx(0.9 + 0.29576)
     assert got[("a3-highgpu-1g", "us-central1", "on_demand")].usd_per_hour == pytest.approx(4.20076 + 1.18251)
     assert not [o for o in rows if o.region == "europe-west4"]
-    assert report.dropped["gcp: GPU priced alone and no host VM row for its machine type and region"] == 2
+    assert report.dropped["gcp: GPU priced alone and no host VM row for its machine type and region"] == 1
+    assert report.providers["gcp"].balanced()
     assert "v7/gcp/vms.csv:8 a3-highgpu-1g (GPU component only) europe-west4" in report.render()
 
 
@@ -77,18 +84,18 @@ def test_lambda_runpod_vast_layouts(amap: AcceleratorMap) -> None:
     assert got[("lambda", "gpu_1x_h100_sxm5", "on_demand")].country == "DE"
     assert got[("lambda", "gpu_1x_h100_pcie", "on_demand")].gpu == "h100-pcie"
     assert got[("lambda", "gpu_8x_a100_80gb_sxm4", "on_demand")].usd_per_gpu_hour == pytest.approx(1.79)
-    assert got[("runpod", "1x_L40S_SECURE", "spot")].usd_per_hour == 0.99  # above on-demand: kept, linted
+    assert ("runpod", "1x_L40S_SECURE", "on_demand") not in got  # spot $0.99 above on-demand $0.86: swapped?
+    assert report.dropped["spot price above on-demand: the two look swapped, neither is used"] == 1
     assert got[("runpod", "1x_MI300X_SECURE", "on_demand")].gpu == "mi300x"
     vast = got[("vast", "1x-H100_SXM-32-65536", "marketplace")]
     assert (vast.country, vast.region) == ("CZ", "Czechia, CZ, EU")
     assert ("vast", "1x-H100_SXM-32-65536", "spot") not in got
     assert got[("vast", "1x-RTX_5090-32-65536", "spot")].country == "US"
-    assert report.dropped["spot price 0.00 is a placeholder"] == 1
+    assert "vast: spot price 0.00 is a placeholder on 1 offers: no spot offer written" in report.notes
+    assert all(c.balanced() for c in report.providers.values())
     assert sum(n for r, n in report.dropped.items() if r.startswith("accelerator H100")) == 2  # vast, runpod NVL
     assert not any(o.provider == "aws" for o in rows)
-    warnings = check_offers(rows, ids(), AS_OF, 30)
-    assert [(p.rule_id, p.path, p.line) for p in warnings] == [
-        ("offers.spot-above-on-demand", "v7/runpod/vms.csv", 2)]
+    assert check_offers(rows, ids(), AS_OF, 30) == []
 
 
 def test_gpuhunt_catalog_and_query_dump(amap: AcceleratorMap) -> None:
@@ -103,7 +110,7 @@ def test_gpuhunt_catalog_and_query_dump(amap: AcceleratorMap) -> None:
     got = {(o.provider, o.region, o.tier): o for o in rows}
     assert got[("gcp", "us-central1", "spot")].usd_per_hour == 27.5
     assert got[("gcp", "us-central1", "on_demand")].gpu == "h100-sxm"
-    assert got[("lambda", "us-east-1", "on_demand")].source == "dstack gpuhunt catalog lambda.csv"
+    assert got[("lambda", "us-east-1", "on_demand")].source == "dstack gpuhunt catalog, lambda.csv, read 2026-12-01"
     assert report.dropped["price empty, NaN or 0"] == 1
     assert len(rows) == 3
 
@@ -124,7 +131,8 @@ def test_cli_writes_file_and_prints_report(tmp_path: Path, capsys: pytest.Captur
     rows, problems = read_offers("offers.csv", out.read_text())
     assert problems == [] and {o.provider for o in rows} == {"aws"} and len(rows) == 4
     printed = capsys.readouterr().out
-    assert "4 offers written" in printed and "accelerator V100 has no catalog id" in printed
+    assert "8 rows read = 3 written + 3 superseded + 2 dropped; 4 offers" in printed
+    assert "accelerator V100 has no catalog id" in printed
 
 
 def test_regions_to_countries() -> None:
@@ -140,9 +148,32 @@ def test_regions_to_countries() -> None:
 def test_import_over_the_shared_reference(amap: AcceleratorMap) -> None:
     rows, report = import_skypilot(REFERENCE, amap, AS_OF)
     assert report.rows_read == 1842
-    assert len(rows) > 1000 and report.rows_written == len(rows)
-    assert report.dropped["no region"] == 17  # seeweb rows without a region
-    assert report.dropped["no on-demand price (empty, NaN or 0); spot kept if listed"] >= 1  # aws p5e
+    assert all(c.balanced() for c in report.providers.values())
+    assert report.rows_written + report.rows_superseded + report.rows_dropped == 1842
+    assert sum(report.offers.values()) == len(rows) > 1000
+    assert report.providers["gcp"].dropped == 82  # GPU-only prices, no host rows in the reference: one per row
+    seeweb = [o for o in rows if o.provider == "seeweb" and o.gpu == "h100-sxm"]
+    assert seeweb and all(o.region == "unlisted" and o.country == "" for o in seeweb)  # kept, region said
+    assert {o.tier for o in rows if o.provider == "mithril"} == {"spot"}  # an auction, not on-demand
+    assert all(o.memory_gib is None for o in rows if o.provider == "vast")  # SkyPilot's placeholder
+    assert {o.memory_gib for o in rows if o.provider == "cudo"} >= {4.0, 48.0}  # each configuration a shape
+    assert not [o for o in rows if o.provider == "vast" and o.gpu == "rtx-4090" and "Hong Kong" in o.region
+                and o.gpus_per_instance == 2]  # 48 GB cards are not the catalog's 24 GB rtx-4090
+    assert not any("shared" in o.source or "offers-reference" in o.source or "../" in o.source for o in rows)
     assert not [o for o in rows if o.provider == "gcp"]  # GPU-only prices, no host rows in the reference
     assert {o.provider for o in rows} >= {"aws", "lambda", "runpod", "vast", "nebius", "cudo", "shadeform"}
     assert [p for p in check_offers(rows, ids(), AS_OF, 30) if p.severity == "error"] == []
+
+
+def test_import_out_replaces_the_table_by_rename_never_in_place(tmp_path: Path) -> None:
+    """A server watching the folder sees the old table or the new one: the new bytes go to a temporary file in the
+    same folder, then take the name in one rename (a new inode), and nothing is left beside it."""
+    out = tmp_path / "aws.csv"
+    out.write_text("old\n")
+    before = out.stat().st_ino
+    with open(out) as reader:  # a reader holding the old file keeps reading the old bytes
+        assert main(["--from", "skypilot", str(SKY / "aws" / "vms.csv"), "--out", str(out),
+                     "--as-of", "2026-12-01"]) == 0
+        assert reader.read() == "old\n"
+    assert out.stat().st_ino != before and out.read_text().startswith("provider,")
+    assert [p.name for p in tmp_path.iterdir()] == ["aws.csv"]

@@ -127,9 +127,9 @@ def test_list_gpus_counts_each_gpus_offers(stub: Any):
         listed = _offers(stub, gpu=g.id, page_size=1000, as_of=day)
         assert g.offer_count == listed.total
         if listed.offers:
-            prices = [o.usd_per_gpu_hour for o in listed.offers]
-            assert g.offer_min_usd_per_gpu_hour == pytest.approx(min(prices))
-            assert g.offer_max_usd_per_gpu_hour == pytest.approx(max(prices))
+            prices = [o.usd_per_gpu_hour for o in listed.offers]  # ListOffers rounds to 6 decimals
+            assert g.offer_min_usd_per_gpu_hour == pytest.approx(min(prices), abs=1e-6)
+            assert g.offer_max_usd_per_gpu_hour == pytest.approx(max(prices), abs=1e-6)
         else:
             assert g.offer_min_usd_per_gpu_hour == g.offer_max_usd_per_gpu_hour == 0
 

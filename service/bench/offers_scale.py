@@ -48,12 +48,14 @@ def _none(_: Path) -> str:
 
 
 def _reference(folder: Path) -> str:
-    from ..rulebook.accelerators import read_accelerator_map
-    from ..rulebook.importers.__main__ import catalog_ids
-    from ..rulebook.importers.common import write_offers_csv
-    from ..rulebook.importers.skypilot import import_skypilot
+    from ..market.accelerators import read_accelerator_map
+    from ..market.importers.__main__ import catalog_memory
+    from ..market.importers.common import write_offers_csv
+    from ..market.importers.skypilot import import_skypilot
 
-    amap, _ = read_accelerator_map("accelerators.csv", (folder / "accelerators.csv").read_text(), catalog_ids())
+    memory = catalog_memory()
+    amap, _ = read_accelerator_map("accelerators.csv", (folder / "accelerators.csv").read_text(), set(memory))
+    amap.catalog_gb = memory  # GPUs told apart by their memory too, as `offers import` does
     rows, report = import_skypilot(REFERENCE, amap, date(2026, 12, 1))
     write_offers_csv(rows, folder / "reference.csv")
     return f"reference: {report.rows_read:,} rows read, {len(rows):,} offers of catalog GPUs"

@@ -35,6 +35,8 @@ from .accuracy import unmeasured_note
 from .answer import benchmark, build, candidate_of, checklist, dedupe_warnings, once, said_texts
 from .book import Rulebook
 from .cancel import StillWanted, checkpoint
+from .freshness import freshness
+from .host_ram import host_ram_ok
 from .models import filled_fields, resolve
 from .placement import Scope, allow_list, brief_key, leaders_of, offer_fact, place, scopes_of
 from .provisional import route_depends_on
@@ -130,7 +132,7 @@ def advise(
     scored = _candidate_rules(run, base, sizings)
     ranked = _ranked(scored, req, book.assumptions)
     checkpoint(still_wanted, "plan")
-    route = _route(run, base, shape, ranked)
+    route = _route(run, base, shape, ranked, day)
     checkpoint(still_wanted, "render")
     return _render(run, shape, asks, scored, ranked, route, base)
 
@@ -193,8 +195,8 @@ def _place_every_gpu(run: Run, shape: Shape | None, sizings: list[Sizing], day: 
         by_brief = allow_list(brief)
 
         def allowed(o: Offer) -> bool:
-            host_ok = o.memory_gib is None or o.memory_gib >= ratio * gib.get(o.gpu, 0.0) * o.gpus_per_instance
-            return host_ok and (o.provider, o.country, o.tier) in scopes and by_brief(o)
+            return (host_ram_ok(o, gib.get(o.gpu, 0.0), ratio) and (o.provider, o.country, o.tier) in scopes
+                    and by_brief(o))
 
         leaders = leaders_of(table, day, allowed)
         if len(run.shared.leaders) >= 64:
@@ -313,7 +315,7 @@ def _ranked(scored: list[Scored], req: AdviceRequest, a: Assumptions) -> _Ranked
     return _Ranked(survivors, survivors[:limit], limit)
 
 
-def _route(run: Run, base: dict[str, Any], shape: Shape | None, ranked: _Ranked) -> _Routed:
+def _route(run: Run, base: dict[str, Any], shape: Shape | None, ranked: _Ranked, day: date) -> _Routed:
     """Stage 3, plan rules: the route (hit policy first) and plan-level mistakes; stage 4, outcome rules: the
     mistakes that depend on the route."""
     a, brief = run.book.assumptions, run.req.brief
@@ -323,6 +325,7 @@ def _route(run: Run, base: dict[str, Any], shape: Shape | None, ranked: _Ranked)
         base, top, len(ranked.survivors), brief.economics.hours_per_month,
         a.num("model_api_usd_per_million_tokens"), ratio, _run_fit(run, top),
     )
+    plan.update(freshness([c.sizing for c in ranked.shown], day, int(a.values.get("stale_price_days", 45))))
     route_kind, rationale = DEFAULT_ROUTE, []
     # A utilization the brief did not give is the rules' default: a message that prints it says so.
     said = {**plan, "utilization_basis": "" if plan["utilization_given"] else run.name("note.utilization_assumed")}

@@ -28,6 +28,7 @@ from ..domain.brief import (
 from ..domain.catalog import Gpu
 from ..engine.parse import FactSchema, FieldSpec
 from ..memo import IdentityMemo
+from .freshness import FRESHNESS_FIELDS
 from .sizing.common import Sizing, compared_tier
 from .sizing.shape import INFERENCE_WORKLOADS, Shape
 
@@ -203,6 +204,7 @@ PLAN_FIELDS: dict[str, FieldSpec] = {
     "top_count_to_fit": FieldSpec(
         "int", "GPUs of the first candidate's type that finish the run within fit_days (0 = not training)"
     ),
+    **FRESHNESS_FIELDS,
 }
 
 OUTCOME_FIELDS: dict[str, FieldSpec] = {
@@ -449,6 +451,7 @@ def plan_fact(
         "long_run": bool(fit and top and top.train_hours / 24 > fit.days),
         "fit_days": round(fit.days, 1) if fit else 0.0,
         "top_count_to_fit": fit.count if fit else 0,
+        **dict.fromkeys(FRESHNESS_FIELDS, 0),  # advisor._route fills these in (decide/freshness.py)
     }
 
 

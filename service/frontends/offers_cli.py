@@ -1,17 +1,24 @@
-"""`gpu-advisor offers`: what a team can rent (ListOffers) as a table, and `gpu-advisor offers import`, which turns
-a SkyPilot catalog or a dstack gpuhunt CSV on disk into a rules/offers table (no server, no network)."""
+"""`gpu-advisor offers`: what a team can rent (ListOffers) as a table; `offers --dropped`, the rows a rules folder
+holds that no answer uses and why; `offers import`, which turns a SkyPilot catalog or a dstack gpuhunt CSV on disk
+into a rules/offers table (no server, no network); `offers refresh`, which downloads them (market/refresh.py)."""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable, Sequence
+from datetime import date
+from pathlib import Path
 from typing import Any, TextIO
 
 from google.protobuf.json_format import MessageToJson
 
-from ..rulebook.importers.__main__ import add_arguments as add_import_arguments
-from ..rulebook.importers.__main__ import run as run_import
+from ..market.dropped import print_dropped
+from ..market.importers.__main__ import add_arguments as add_import_arguments
+from ..market.importers.__main__ import run as run_import
+from ..market.refresh import add_arguments as add_refresh_arguments
+from ..market.refresh import run as run_refresh
 from ..wire.api import enum_number, pb
 from .table import print_table
 
@@ -55,15 +62,25 @@ def add_parser(sub: Any, common: argparse.ArgumentParser, stub: Callable[[argpar
     offers.add_argument("--as-of", default="", help="YYYY-MM-DD: the offers valid that day (default today)")
     offers.add_argument("--page-size", type=int, default=50, help="offers per page (at most 1000)")
     offers.add_argument("--page-token", default="", help="the token the previous page printed")
+    offers.add_argument("--dropped", action="store_true",
+                        help="no server: every offer row of the rules folder (--rules) that no answer uses, and why")
+    offers.add_argument("--rules", type=Path, default=Path(os.environ.get("GPU_ADVISOR_RULES", "rules")),
+                        help="the rules folder --dropped reads (env GPU_ADVISOR_RULES, default rules)")
     offers.set_defaults(run=lambda a: _list(a, stub))
     inner = offers.add_subparsers(dest="offers_command")
     imp = inner.add_parser("import", help="turn a SkyPilot catalog (v7/v8 <provider>/vms.csv) or a gpuhunt CSV "
                                           "into a rules/offers table, with a report of dropped rows")
     add_import_arguments(imp)
     imp.set_defaults(run=run_import)
+    ref = inner.add_parser("refresh", help="download the SkyPilot and gpuhunt catalogs, import, vet and swap the "
+                                           "rules folder's offer tables in atomically; prints what changed")
+    add_refresh_arguments(ref)
+    ref.set_defaults(run=run_refresh)
 
 
 def _list(args: argparse.Namespace, stub: Callable[[argparse.Namespace], Any]) -> int:
+    if args.dropped:
+        return print_dropped(args.rules, date.fromisoformat(args.as_of) if args.as_of else None, sys.stdout)
     channel, client = stub(args)
     request = pb.ListOffersRequest(
         gpu=args.gpu, provider=args.provider, country=args.country, as_of=args.as_of, page_size=args.page_size,

@@ -47,6 +47,7 @@ KEYS = (
     "placement_providers_in",
     "cost_tiers_not",
     "caveats_include",
+    "reasons_include",
 )
 CJK = re.compile(r"[\u4e00-\u9fff]")
 EXPONENT = re.compile(r"\d[eE][+-]?\d")
@@ -175,7 +176,7 @@ def check(
                 continue
             v = float(by_id[gpu].get(attr[0], {}).get(attr[1], 0.0))
             if isinstance(rng, dict):
-                fails += relative_failures(gpu, ".".join(attr), v, rng, catalog)
+                fails += relative_failures(gpu, ".".join(attr), v, rng, catalog, by_id[gpu])
             elif not _in(v, rng):
                 fails.append(f"{gpu} {'.'.join(attr)} {v} not in {rng}")
     summary = r.get("summary", "")
@@ -247,13 +248,15 @@ def _placement_failures(expect: dict[str, Any], cands: list[dict[str, Any]]) -> 
         if tier in expect.get("cost_tiers_not", []):
             fails.append(f"{gpu} is priced at a {tier} rate")
     by_id = {c.get("gpu"): c for c in cands}
-    for gpu, rules in expect.get("caveats_include", {}).items():
-        got = {x.get("rule_id") for x in by_id.get(gpu, {}).get("caveats", [])}
-        if gpu not in by_id:
-            fails.append(f"{gpu} is not a candidate (caveats {rules} expected)")
-        for rid in rules:
-            if gpu in by_id and rid not in got:
-                fails.append(f"{gpu} has no caveat from {rid} (got {sorted(got)})")
+    for key, field in (("caveats_include", "caveats"), ("reasons_include", "reasons")):
+        what = field.removesuffix("s")
+        for gpu, rules in expect.get(key, {}).items():
+            got = {x.get("rule_id") for x in by_id.get(gpu, {}).get(field, [])}
+            if gpu not in by_id:
+                fails.append(f"{gpu} is not a candidate ({field} {rules} expected)")
+            for rid in rules:
+                if gpu in by_id and rid not in got:
+                    fails.append(f"{gpu} has no {what} from {rid} (got {sorted(got)})")
     return fails
 
 
@@ -264,25 +267,59 @@ RELATIVE = {
     "catalog_rent_x": lambda p: p["rent"],
     # break-even hours ÷ (purchase $ ÷ rent $/h), the break-even before running costs: ≥ 1 with them
     "catalog_purchase_over_rent_x": lambda p: p["purchase"] / p["rent"],
+    # $/h ÷ the $/GPU-hour that prices the candidate (its offer when placed, else the catalog's rent) = the GPUs
+    # rented, whatever today's offer rows are
+    "priced_rent_x": lambda p: p["priced"],
 }
 
 
+def _offer_of(candidate: dict[str, Any]) -> dict[str, Any] | None:
+    """The offer that prices a placed candidate (its first placement, whose $/h is the candidate's), else None."""
+    placements = candidate.get("placements", [])
+    if not placements:
+        return None
+    first = placements[0]
+    cost = float(candidate.get("cost", {}).get("usd_per_hour", 0.0))
+    if abs(float(first.get("usd_per_hour", 0.0)) - cost) > 1e-3:
+        return None
+    offer = first.get("offer", {})
+    return offer if offer.get("instance_type") != "quote" else None
+
+
 def relative_failures(
-    gpu: str, what: str, value: float, spec: dict[str, Any], catalog: dict[str, dict[str, float]] | None
+    gpu: str, what: str, value: float, spec: dict[str, Any], catalog: dict[str, dict[str, float]] | None,
+    candidate: dict[str, Any] | None = None,
 ) -> list[str]:
     fails = []
+    offer = _offer_of(candidate or {})
     for basis, rng in spec.items():
         if basis not in RELATIVE:
             fails.append(f"{gpu} {what}: unknown relative range '{basis}' (known: {', '.join(RELATIVE)})")
             continue
-        prices = (catalog or {}).get(gpu, {})
+        prices = dict((catalog or {}).get(gpu, {}))
+        if "rent" in prices:
+            prices["priced"] = prices["rent"]
+        if offer is not None and float(offer.get("usd_per_gpu_hour", 0.0)) > 0:
+            prices["priced"] = float(offer["usd_per_gpu_hour"])
         try:
             base = float(RELATIVE[basis](prices))
         except (KeyError, ZeroDivisionError):
             fails.append(f"{gpu} {what}: {basis} needs the catalog's prices for {gpu} (got {prices or 'none'})")
             continue
         ratio = value / base if base else float("inf")
-        if not _in(ratio, rng):
-            fails.append(f"{gpu} {what} {value} is {ratio:.4g} x {basis.removeprefix('catalog_').removesuffix('_x')}"
-                         f" ({base:.4g} from the catalog), not in {rng}")
+        if _in(ratio, rng):
+            continue
+        from_where = "the catalog"
+        if basis == "priced_rent_x" and offer is not None:
+            from_where = f"the offer {offer.get('provider')} {offer.get('instance_type')} that prices it"
+        msg = (f"{gpu} {what} {value} is {ratio:.4g} x {basis.removesuffix('_x')} ({base:.4g} from {from_where}), "
+               f"not in {rng}")
+        if basis.startswith("catalog_") and offer is not None:
+            # The range follows the catalog while an offer prices the candidate: an offer refresh moves the figure
+            # and no catalog edit moves it back. Say so, and what to write instead.
+            msg += (f"; {gpu} is priced from an offer ({offer.get('provider')} {offer.get('instance_type')}, "
+                    f"${float(offer.get('usd_per_gpu_hour', 0.0)):.4g}/GPU-h), not the catalog: write the range "
+                    "relative to the price in use (priced_rent_x: GPUs rented), or test the rule's effect "
+                    "(fired, reasons_include) instead of today's prices")
+        fails.append(msg)
     return fails

@@ -28,8 +28,10 @@ from ..engine.ir import Program
 from ..engine.load import Doc, Problem, load_yaml, plain, pos
 from ..engine.parse import compile_docs, did_you_mean
 from ..engine.schema_errors import most_specific, readable
-from .accelerators import read_accelerator_map
 from .accuracy_file import accuracy_table
+from ..market.accelerators import read_accelerator_map
+from ..market.offer_checks import check_offers, supersede
+from ..market.offer_files import read_offers
 from .checks import (
     format_spec_problems,
     lint_problems,
@@ -41,8 +43,6 @@ from .checks import (
 from .files import RuleFile, read_folder, walk
 from .limits import size_problems
 from .model_files import model_entries
-from .offer_checks import check_offers
-from .offer_files import read_offers
 
 KINDS = ("catalog", "assumptions", "rules", "decision_table", "benchmark_plan", "checklist", "messages", "models",
          "accuracy")
@@ -253,9 +253,11 @@ def _offers(
         if f.rel == ACCELERATOR_MAP:
             problems += read_accelerator_map(shown, text, known_gpus)[1]
             continue
-        got, errs = read_offers(shown, text)
+        got, errs = read_offers(shown, text, known_gpus)
         rows += got
         problems += errs
+    rows, superseded = supersede(rows)
+    problems += superseded
     problems += check_offers(rows, known_gpus, today, max_age_days)
     return OfferTable(rows), problems
 

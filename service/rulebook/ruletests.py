@@ -7,13 +7,19 @@ runs the same cases before it activates a reloaded version, so a version that br
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 from dataclasses import dataclass, field, replace
 from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..decide.advisor import advise
+from ..domain.offers import COLUMNS, OfferTable
 from ..engine.load import Problem, plain, pos
+from ..market.offer_checks import check_offers
+from ..market.offer_files import read_offers
 from .expectations import check
 from .files import read_yaml
 from .folder import schema_problems
@@ -127,7 +133,15 @@ def run_case(bundle: Bundle, case: dict[str, Any]) -> tuple[list[str], frozenset
     if violations:
         return check(case["expect"], "INVALID_ARGUMENT", None, [v[0] for v in violations]), frozenset()
     domain = api.request_from_proto(request)
-    advice = bundle.advise(replace(domain, trace_fired_only=True))
+    if case.get("offers") is not None:
+        # The case brings its own offer rows: what it tests then holds whatever the folder's tables hold.
+        table, problems = case_offers(case["offers"], bundle.known_gpu_ids())
+        if problems:
+            return [f"offers: {p.message} (row {p.line - 1})" for p in problems], frozenset()
+        book = replace(bundle.book, offers=table)
+        advice = advise(book, bundle.engine, replace(domain, trace_fired_only=True))
+    else:
+        advice = bundle.advise(replace(domain, trace_fired_only=True))
     proto = api.advice_to_proto(advice)
     response = api.response_to_dict(proto)
     fired = frozenset(t.get("rule_id") for t in response.get("trace", []) if t.get("fired"))
@@ -138,6 +152,20 @@ def run_case(bundle: Bundle, case: dict[str, Any]) -> tuple[list[str], frozenset
         failures.append(f"the answer is {size:,} bytes, over the {MAX_ANSWER_BYTES:,}-byte limit the server sends: "
                         "shorten the messages it shows")
     return failures, fired
+
+
+def case_offers(rows: list[dict[str, Any]], known_gpus: frozenset[str]) -> tuple[OfferTable, list[Problem]]:
+    """A case's `offers:` rows (the offer CSV's columns as keys; `source` and `valid_from` may be left out) as an
+    offer table, read by the same reader as `offers/*.csv`."""
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(COLUMNS)
+    for r in rows:
+        r = {**r, "source": r.get("source", "rule test offer"), "valid_from": r.get("valid_from", r.get("as_of"))}
+        w.writerow(["" if r.get(c) is None else str(_jsonable(r.get(c))) for c in COLUMNS])
+    got, problems = read_offers("offers", buf.getvalue(), set(known_gpus))
+    problems += [p for p in check_offers(got, set(known_gpus), date.today(), 10**6) if p.severity == "error"]
+    return OfferTable(got), problems
 
 
 def catalog_prices(bundle: Bundle, day: date) -> dict[str, dict[str, float]]:

@@ -43,6 +43,7 @@ from ..domain.brief import (  # noqa: E402
 from ..domain.catalog import Gpu, tier_preference  # noqa: E402
 from ..domain.models import ModelEntry  # noqa: E402
 from ..domain.offers import Offer, OfferQuery, OfferTable  # noqa: E402
+from ..engine.parse import did_you_mean  # noqa: E402
 from ..memo import IdentityMemo  # noqa: E402
 from .proto_schema import field_at, json_type  # noqa: E402
 from .validate import is_country_code  # noqa: E402
@@ -372,7 +373,7 @@ def offer_query_from_proto(r: pb.ListOffersRequest, known_gpus: frozenset[str]) 
         except ValueError:
             bad.append(("as_of", "must be a date YYYY-MM-DD"))
     if r.gpu and r.gpu not in known_gpus:
-        bad.append(("gpu", f"unknown GPU id '{r.gpu[:40]}'"))
+        bad.append(("gpu", f"unknown GPU id '{r.gpu[:40]}'" + did_you_mean(r.gpu[:40], sorted(known_gpus))))
     if r.country and not is_country_code(r.country):
         bad.append(("country", "must be an ISO 3166-1 alpha-2 code or EU"))
     for name in ("provider", "page_token"):

@@ -20,7 +20,7 @@ from ..accelerators import AcceleratorMap
 from .common import ImportReport, parse_price
 from .regions import country_of
 
-DEFAULT_SOURCE = "dstack gpuhunt catalog {provider}.csv"
+DEFAULT_SOURCE = "dstack gpuhunt catalog, {provider}.csv, read {read}"
 _REQUIRED = ("instance_name", "location", "price", "gpu_count", "gpu_name", "spot")
 _GCP_ZONE = re.compile(r"([a-z]+-[a-z]+\d+)-[a-z]")
 # gpuhunt's provider names → ours (the ones SkyPilot and the shipped table also use)
@@ -55,26 +55,27 @@ def import_gpuhunt_csv(
         report.notes.append("no provider column and no provider given")
         return [], report
     best: dict[tuple[str, str, str, str], tuple[float, int, dict[str, str]]] = {}
+    rows_of: dict[tuple[str, str, str, str], int] = {}
     for row in reader:
-        report.rows_read += 1
         line = reader.line_num
         r = {k.strip(): (v or "").strip() for k, v in row.items() if k is not None}
         raw_provider = (r.get("provider") or provider or "").lower()
         prov = _PROVIDERS.get(raw_provider, raw_provider)
+        report.read(prov)
         if providers and prov not in providers:
-            report.drop("provider not selected", prov)
+            report.drop("provider not selected", f"{label}:{line} {prov}", 1, prov)
             continue
         where = f"{label}:{line} {r['instance_name']} {r['location']}"
         count = _float(r["gpu_count"])
         if not r["gpu_name"] or count is None or count < 1 or count != int(count):
-            report.drop("no whole GPU (CPU-only or fractional GPU instance)", where)
+            report.drop("no whole GPU (CPU-only or fractional GPU instance)", where, 1, prov)
             continue
         price = parse_price(r["price"])
         if price is None or price <= 0:
-            report.drop("price empty, NaN or 0", where)
+            report.drop("price empty, NaN or 0", where, 1, prov)
             continue
         if not r["location"]:
-            report.drop("no location", where)
+            report.drop("no location", where, 1, prov)
             continue
         region = r["location"]
         m = _GCP_ZONE.fullmatch(region) if prov == "gcp" else None
@@ -83,6 +84,7 @@ def import_gpuhunt_csv(
         spot = r["spot"].lower() == "true"
         tier = "spot" if spot else ("marketplace" if prov == "vast" else "on_demand")
         key = (prov, r["instance_name"], region, tier)
+        rows_of[key] = rows_of.get(key, 0) + 1
         old = best.get(key)
         if old is None or (spot and price < old[0]):
             best[key] = (price, line, r)
@@ -91,21 +93,22 @@ def import_gpuhunt_csv(
                                 "kept the first")
     offers: list[Offer] = []
     for (prov, instance, region, tier), (price, line, r) in best.items():
-        mem = _float(r.get("gpu_memory", ""))
-        name = r["gpu_name"]
-        gpu = (accel.map_accelerator(prov, f"{name}-{mem:g}GB", instance) if mem else None) or \
-            accel.map_accelerator(prov, name, instance)
+        mem = _float(r.get("gpu_memory", ""))  # GB per GPU as gpuhunt lists it (80 for an 80 GB A100)
+        gpu, why = accel.resolve(prov, r["gpu_name"], instance, mem)
         if gpu is None:
-            report.drop(f"accelerator {name} has no catalog id", f"{label}:{line} {instance}")
+            report.drop(why, f"{label}:{line} {instance}", rows_of[(prov, instance, region, tier)], prov)
             continue
+        report.written(prov)
+        report.supersede(prov, rows_of[(prov, instance, region, tier)] - 1)
+        report.offer(prov, tier)
         offers.append(Offer(
             provider=prov, instance_type=instance, gpu=gpu, gpus_per_instance=int(float(r["gpu_count"])),
             vcpus=_float(r.get("cpu", "")), memory_gib=_float(r.get("memory", "")), region=region,
             country=country_of(prov, region), tier=tier, usd_per_hour=price, as_of=as_of,
-            source=(source or DEFAULT_SOURCE).format(provider=prov), valid_from=as_of, valid_until=None,
+            source=(source or DEFAULT_SOURCE).format(provider=prov, read=as_of.isoformat()), valid_from=as_of,
+            valid_until=None,
             path=label, line=line,
         ))
-    report.rows_written = len(offers)
     return offers, report
 
 

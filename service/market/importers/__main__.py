@@ -1,7 +1,7 @@
 """`offers import`: turn a SkyPilot catalog or a gpuhunt CSV into a `rules/offers` CSV and print the report.
 
-    python -m service.rulebook.importers offers import --from skypilot DIR --out FILE [--as-of DATE] [--provider P ...]
-    python -m service.rulebook.importers offers import --from gpuhunt FILE --out FILE ...
+    python -m service.market.importers offers import --from skypilot DIR --out FILE [--as-of DATE] [--provider P ...]
+    python -m service.market.importers offers import --from gpuhunt FILE --out FILE ...
 
 (`gpu-advisor offers import` takes the same arguments.)
 """
@@ -15,6 +15,7 @@ from pathlib import Path
 
 from ruamel.yaml import YAML
 
+from ...domain.offers import Offer
 from ..accelerators import read_accelerator_map
 from .common import write_offers_csv
 from .gpuhunt import import_gpuhunt
@@ -23,9 +24,19 @@ from .skypilot import import_skypilot
 RULES = Path(__file__).resolve().parents[3] / "rules"
 
 
+def catalog_memory(rules: Path = RULES) -> dict[str, float]:
+    """Catalog id → memory_gb, from every catalog file of the rules folder."""
+    out: dict[str, float] = {}
+    for path in sorted((rules / "catalog").glob("*.yaml")):
+        data = YAML(typ="safe").load(path.read_text(encoding="utf-8")) or {}
+        for g in data.get("gpus", []) if isinstance(data, dict) else []:
+            if isinstance(g, dict) and "id" in g:
+                out[str(g["id"])] = float(g.get("memory_gb") or 0)
+    return out
+
+
 def catalog_ids(rules: Path = RULES) -> set[str]:
-    data = YAML(typ="safe").load((rules / "catalog" / "gpus.yaml").read_text(encoding="utf-8"))
-    return {g["id"] for g in data.get("gpus", [])}
+    return set(catalog_memory(rules))
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -38,12 +49,16 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
     """The import's arguments, for this module's own parser and for `gpu-advisor offers import`."""
     ap.add_argument("--from", dest="kind", choices=("skypilot", "gpuhunt"), required=True)
     ap.add_argument("path", type=Path, help="SkyPilot catalog folder or vms.csv; gpuhunt CSV file")
-    ap.add_argument("--out", type=Path, required=True, help="the offers CSV to write")
+    ap.add_argument("--out", type=Path, required=True,
+                    help="the offers CSV to write, or an existing folder: one <provider>.csv per provider (each "
+                         "written atomically: a temporary file, then a rename)")
     ap.add_argument("--as-of", type=date.fromisoformat, default=None, help="stamped on every row (default: today)")
     ap.add_argument("--provider", action="append", default=[], help="only this provider (repeatable)")
     ap.add_argument("--accelerators", type=Path, default=RULES / "offers" / "accelerators.csv")
     ap.add_argument("--source", default=None,
-                    help="source stamp; {provider} and (skypilot) {version} are filled in")
+                    help="source stamp; {provider}, {read} (the as-of date) and (skypilot) {version} are filled in")
+    ap.add_argument("--rules", type=Path, default=RULES, help="the rules folder whose catalog ids map to")
+    ap.add_argument("--dropped", action="store_true", help="list every dropped row in the report, not 3 a reason")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -58,7 +73,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"{args.path}: no such file or folder", file=sys.stderr)
         return 2
     label = args.accelerators.as_posix()
-    accel, problems = read_accelerator_map(label, args.accelerators.read_text(encoding="utf-8"), catalog_ids())
+    memory = catalog_memory(args.rules)
+    accel, problems = read_accelerator_map(label, args.accelerators.read_text(encoding="utf-8"), set(memory))
+    accel.catalog_gb = memory
     for p in problems:
         print(p, file=sys.stderr)
     if any(p.severity == "error" for p in problems):
@@ -69,8 +86,15 @@ def run(args: argparse.Namespace) -> int:
         offers, report = import_skypilot(args.path, accel, as_of, providers, args.source)
     else:
         offers, report = import_gpuhunt(args.path, accel, as_of, providers, args.source)
-    write_offers_csv(offers, args.out)
-    print(report.render())
+    if args.out.is_dir():
+        by_provider: dict[str, list[Offer]] = {}
+        for o in offers:
+            by_provider.setdefault(o.provider, []).append(o)
+        for prov, rows in sorted(by_provider.items()):
+            write_offers_csv(rows, args.out / f"{prov}.csv")
+    else:
+        write_offers_csv(offers, args.out)
+    print(report.render(every_row=args.dropped))
     return 0
 
 

@@ -10,6 +10,7 @@ from datetime import date
 
 from ..domain.offers import COLUMNS, OPTIONAL_COLUMNS, TIERS, Offer
 from ..engine.load import Problem
+from ..engine.parse import did_you_mean
 
 
 class _RowError(Exception):
@@ -54,7 +55,41 @@ def _integer(column: str, text: str) -> int:
         raise _RowError(column, f'{column}: "{text}" is not a whole number') from None
 
 
-def read_offers(path_label: str, text: str) -> tuple[list[Offer], list[Problem]]:
+def _row_errors(
+    c: list[str], at: dict[str, int], required: list[tuple[str, int]], parse_date: Callable[[str, str], date],
+    known_gpus: set[str] | None = None,
+) -> list[_RowError]:
+    """Every mistake of one refused row, in column order (an unknown GPU id too, when the catalog is given: the
+    row's later lint would not run on a refused row)."""
+    errors: list[_RowError] = []
+    empty = {name for name, i in required if not c[i]}
+    errors += [_RowError(name, f"{name} is empty") for name, _ in required if name in empty]
+    checks: list[tuple[str, Callable[[str, str], object]]] = [
+        ("gpus_per_instance", _integer), ("vcpus", _number), ("memory_gib", _number), ("usd_per_hour", _number),
+        ("as_of", parse_date), ("valid_from", parse_date), ("valid_until", parse_date),
+    ]
+    for name, check in checks:
+        text = c[at[name]]
+        if not text or name in empty:
+            continue
+        try:
+            check(name, text)
+        except _RowError as exc:
+            errors.append(exc)
+    gpu = c[at["gpu"]]
+    if gpu and known_gpus is not None and gpu not in known_gpus:
+        errors.append(_RowError("gpu", f'gpu "{gpu}" is not a catalog id' + did_you_mean(gpu, sorted(known_gpus))))
+    tier = c[at["tier"]]
+    if tier and tier not in TIERS:
+        errors.append(_RowError("tier", f'tier: "{tier}" is not one of {", ".join(TIERS)}'
+                                + did_you_mean(tier, TIERS)))
+    order = {name: i for i, name in enumerate(COLUMNS)}
+    return sorted(errors, key=lambda e: order.get(e.column, 0))
+
+
+def read_offers(
+    path_label: str, text: str, known_gpus: set[str] | None = None
+) -> tuple[list[Offer], list[Problem]]:
     """The offers of one CSV file's text and the problems that kept rows out (or refuse the whole file).
 
     `path_label` is the path shown in messages (relative to the rules folder's parent). A header problem (missing,
@@ -113,10 +148,10 @@ def read_offers(path_label: str, text: str) -> tuple[list[Offer], list[Problem]]
         c = [x.strip() for x in raw]
         c.append("")
         try:
+            tier = c[i_tier]
             for name, i in required:
                 if not c[i]:
                     raise _RowError(name, f"{name} is empty")
-            tier = c[i_tier]
             if tier not in tiers:
                 raise _RowError("tier", f'tier: "{tier}" is not one of {", ".join(TIERS)}')
             rows.append(Offer(
@@ -128,6 +163,9 @@ def read_offers(path_label: str, text: str) -> tuple[list[Offer], list[Problem]]
                 parse_date("valid_until", c[i_until]) if c[i_until] else None,
                 path_label, start,
             ))
-        except _RowError as exc:
-            problems.append(Problem(path_label, start, index.get(exc.column, 0) + 1, "", str(exc)))
+        except _RowError:
+            # The fast path above stops at a row's first mistake; an author fixing the file wants every one of
+            # them at once, so the refused row is read again cell by cell.
+            problems += [Problem(path_label, start, index.get(e.column, 0) + 1, "", str(e))
+                         for e in _row_errors(c, at, required, parse_date, known_gpus)]
     return rows, problems

@@ -8,6 +8,7 @@ from datetime import date
 
 from ..domain.offers import Offer
 from ..engine.load import Problem
+from ..engine.parse import did_you_mean
 
 PLACEHOLDER_PRICE = 99_999_999  # catalogs write 99999999 (or 0) where a price is missing
 _COUNTRY = re.compile(r"[A-Z]{2}")
@@ -22,6 +23,42 @@ def _overlap(a: Offer, b: Offer) -> bool:
     return a.valid_from <= b_end and b.valid_from <= a_end
 
 
+_SCHEMA = re.compile(r"\bv(\d+)\b")
+
+
+def _newness(o: Offer) -> tuple[date, int, str]:
+    """Which of two files' rows for one offer is newer: the later as_of, then the higher catalog schema version
+    named in the source (SkyPilot v8 over v7), then the later file name."""
+    m = _SCHEMA.search(o.source)
+    return (o.as_of, int(m.group(1)) if m else 0, o.path)
+
+
+def supersede(rows: Sequence[Offer]) -> tuple[list[Offer], list[Problem]]:
+    """Rows of one offer (provider, instance type, region, tier, valid_from) in two files, such as the v7 and v8
+    imports of one provider on one day: the newer file's row is kept and the other reported as a warning, so a
+    refresh that adds a newer file never refuses the version. Repeats inside one file stay errors
+    (`check_offers`)."""
+    winner: dict[tuple[str, str, str, str, date], Offer] = {}
+    files: dict[tuple[str, str, str, str, date], set[str]] = {}
+    for o in rows:
+        key = (o.provider, o.instance_type, o.region, o.tier, o.valid_from)
+        files.setdefault(key, set()).add(o.path)
+        w = winner.get(key)
+        if w is None or (w.path != o.path and _newness(o) > _newness(w)):
+            winner[key] = o
+    kept: list[Offer] = []
+    problems: list[Problem] = []
+    for o in rows:
+        key = (o.provider, o.instance_type, o.region, o.tier, o.valid_from)
+        w = winner[key]
+        if len(files[key]) > 1 and w.path != o.path:
+            problems.append(_problem(o, "superseded", f"superseded by {w.path}:{w.line}, the newer row of the same "
+                                     f"offer (as_of {w.as_of}, source {w.source!r})", "warning"))
+            continue
+        kept.append(o)
+    return kept, problems
+
+
 def check_offers(rows: Sequence[Offer], known_gpus: set[str], today: date, max_age_days: int) -> list[Problem]:
     problems: list[Problem] = []
     first: dict[tuple[str, str, str, str, date], Offer] = {}
@@ -31,7 +68,8 @@ def check_offers(rows: Sequence[Offer], known_gpus: set[str], today: date, max_a
             on_demand.setdefault((o.provider, o.instance_type, o.region), []).append(o)
     for o in rows:
         if o.gpu not in known_gpus:
-            problems.append(_problem(o, "unknown-gpu", f'gpu "{o.gpu}" is not a catalog id'))
+            problems.append(_problem(o, "unknown-gpu", f'gpu "{o.gpu}" is not a catalog id'
+                                     + did_you_mean(o.gpu, sorted(known_gpus))))
         if o.usd_per_hour <= 0 or o.usd_per_hour >= PLACEHOLDER_PRICE:
             problems.append(_problem(o, "placeholder-price",
                                      f"usd_per_hour {o.usd_per_hour:g} is a placeholder, not a price"))

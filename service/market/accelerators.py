@@ -29,9 +29,15 @@ class AcceleratorRule:
     line: int
 
 
+# A GPU whose listed memory differs from the catalog part's by more than this share is another part (a 48 GB
+# modified RTX 4090, a 94 GB H100 NVL listed as H100): listed sizes round (an H100's 81,559 MiB), parts do not halve.
+MEMORY_TOLERANCE = 0.15
+
+
 class AcceleratorMap:
-    def __init__(self, rules: list[AcceleratorRule]):
+    def __init__(self, rules: list[AcceleratorRule], catalog_gb: dict[str, float] | None = None):
         self.rules = tuple(rules)
+        self.catalog_gb = dict(catalog_gb or {})  # catalog id → memory_gb, for the memory check in `resolve`
         # accelerator name → its rules in file order: a lookup scans a few rows, not the whole table
         self._by_name: dict[str, list[AcceleratorRule]] = {}
         for r in self.rules:
@@ -49,6 +55,27 @@ class AcceleratorMap:
         """The catalog GPU id, or None (no row, or a row saying the part has no catalog id)."""
         r = self.lookup(provider, accelerator, instance_type)
         return r.gpu if r is not None and r.gpu else None
+
+    def resolve(
+        self, provider: str, accelerator: str, instance_type: str, gpu_gib: float | None = None
+    ) -> tuple[str | None, str]:
+        """(catalog id, "") or (None, why not). With the listed memory per GPU: `<name>-<N>GB` is looked up first
+        (an `A100` with 80 GiB is the A100-80GB row), and a part whose memory is not the catalog id's is refused."""
+        if gpu_gib:
+            sized = self.map_accelerator(provider, f"{accelerator}-{round(gpu_gib)}GB", instance_type)
+            if sized:
+                return sized, ""
+        rule = self.lookup(provider, accelerator, instance_type)
+        if rule is None:
+            return None, f"accelerator {accelerator} has no catalog id"
+        if not rule.gpu:
+            return None, f"accelerator {accelerator}: {rule.note}" if rule.note else (
+                f"accelerator {accelerator} has no catalog id")
+        want = self.catalog_gb.get(rule.gpu)
+        if gpu_gib and want and abs(gpu_gib - want) > MEMORY_TOLERANCE * want:
+            return None, (f"accelerator {accelerator} with {gpu_gib:.0f} GB per GPU is not the catalog's {rule.gpu} "
+                          f"({want:g} GB): no catalog id of that memory")
+        return rule.gpu, ""
 
 
 def read_accelerator_map(
