@@ -35,8 +35,9 @@ from .answer import benchmark, build, candidate_of, checklist, dedupe_warnings, 
 from .book import Rulebook
 from .cancel import StillWanted, checkpoint
 from .models import filled_fields, resolve
-from .placement import Scope, allow_list, brief_key, leaders_of, offer_fact, place, scopes_of
+from .placement import Scope, allow_list, brief_key, leaders_of, markets_of, offer_fact, place, reserve_term, scopes_of
 from .provisional import route_depends_on
+from .reserve import placed_first, rentable, reserved_again, reserved_top, with_price_tier
 from .run import Evaluator, Run, Scored, effects_of
 from .shape_notes import shape_notes
 from .sizing.common import Sizing, compared_tier
@@ -129,9 +130,26 @@ def advise(
     scored = _candidate_rules(run, base, sizings)
     ranked = _ranked(scored, req, book.assumptions)
     checkpoint(still_wanted, "plan")
-    route = _route(run, base, shape, ranked)
+    route = _rent_route(run, base, shape, ranked)
+    if reserved_again(req, route.route.kind, book.offers):
+        # A reserve route compares at reserved prices: the same brief again at the RESERVED tier, for a term the
+        # horizon covers. Kept only when it still routes to reserve and a reserved offer prices its first pick.
+        again = advise(book, engine, with_price_tier(req, "RESERVED"), today, still_wanted)
+        if again.route and again.route.kind == "RESERVE" and reserved_top(again):
+            return again
     checkpoint(still_wanted, "render")
     return _render(run, shape, asks, scored, ranked, route, base)
+
+
+def _rent_route(run: Run, base: dict[str, Any], shape: Shape | None, ranked: _Ranked) -> _Routed:
+    """The route; on a route that rents from offers, candidates an offer in the brief's scope prices (or the
+    caller's quote) rank before every other, and the route is decided again on the new first pick."""
+    mark = (len(run.trace), len(run.warnings), len(run.notes))
+    routed = _route(run, base, shape, ranked)
+    if routed.route.kind in F.RENT_ROUTES and placed_first(ranked):
+        del run.trace[mark[0]:], run.warnings[mark[1]:], run.notes[mark[2]:]
+        routed = _route(run, base, shape, ranked)
+    return routed
 
 
 @dataclass
@@ -183,9 +201,10 @@ def _place_every_gpu(run: Run, shape: Shape | None, sizings: list[Sizing], day: 
     a, brief = run.book.assumptions, run.req.brief
     scopes = _allowed_scopes(run, day)
     p = brief.placement
-    key = (scopes, day, p.providers, p.regions, p.countries)
-    leaders = run.shared.leaders.get(key)
-    if leaders is None:
+    term = reserve_term(brief, a)
+    key = (scopes, day, p.providers, p.regions, p.countries, term)
+    got = run.shared.leaders.get(key)
+    if got is None:
         # Host RAM below the GPUs' memory cannot hold what they load and save (a 48 GB card on a 4 GB host).
         ratio = float(a.values.get("min_host_ram_per_gpu_memory", 0.0))
         gib = {g.id: g.capacity_gb * 1e9 / 2**30 for g in run.book.catalog}
@@ -193,15 +212,18 @@ def _place_every_gpu(run: Run, shape: Shape | None, sizings: list[Sizing], day: 
 
         def allowed(o: Offer) -> bool:
             host_ok = o.memory_gib is None or o.memory_gib >= ratio * gib.get(o.gpu, 0.0) * o.gpus_per_instance
-            return host_ok and (o.provider, o.country, o.tier) in scopes and by_brief(o)
+            # A reserved rate binds for its term: only terms the brief's horizon covers (none without one).
+            term_ok = o.tier != "reserved" or 0 < o.term_months <= term
+            return host_ok and term_ok and (o.provider, o.country, o.tier) in scopes and by_brief(o)
 
-        leaders = leaders_of(table, day, allowed)
+        got = (leaders_of(table, day, allowed), markets_of(table, day, allowed))
         if len(run.shared.leaders) >= 64:
             run.shared.leaders.clear()
-        run.shared.leaders[key] = leaders
+        run.shared.leaders[key] = got
+    leaders, markets = got
     max_age = int(a.values.get("max_offer_age_days", a.values.get("max_price_age_days", 540)))
     for s in sizings:
-        place(s, brief, shape, a, table, day, leaders, max_age)
+        place(s, brief, shape, a, table, day, leaders, max_age, markets)
 
 
 def _allowed_scopes(run: Run, day: date) -> frozenset[Scope]:
@@ -321,6 +343,7 @@ def _route(run: Run, base: dict[str, Any], shape: Shape | None, ranked: _Ranked)
     plan = F.plan_fact(
         base, top, len(ranked.survivors), brief.economics.hours_per_month,
         a.num("model_api_usd_per_million_tokens"), ratio, _run_fit(run, top),
+        sum(1 for c in ranked.survivors if rentable(c.sizing)),
     )
     route_kind, rationale = DEFAULT_ROUTE, []
     # A utilization the brief did not give is the rules' default: a message that prints it says so.
@@ -368,6 +391,7 @@ def _render(
         price_tier=compared_tier(brief),
         unmet=unmet_targets(brief, [c.sizing for c in ranked.survivors], [c.sizing for c in scored],
                             _resizer(run, shape), shape.output_tokens if shape else 0),
+        offers_loaded=any(c.sizing.offers_loaded for c in scored),
     )
     # The summary is rendered from the otherwise finished answer, which nobody else holds yet: set in place
     # rather than copied field by field through the frozen constructor.

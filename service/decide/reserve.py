@@ -1,0 +1,65 @@
+"""What a rent route asks of the ranking and the prices: candidates a team can rent in the brief's scope first,
+and a reserve route compared at reserved prices.
+
+A route that rents from offers (on-demand, spot, marketplace, reserve; facts.RENT_ROUTES) cannot lead with a GPU
+no provider in the brief's scope rents: such a candidate keeps its score, but ranks after every one an offer in
+scope (or the caller's quote) prices, and its line says so. When none is rentable, the outcome rule
+`placement.no-offer-in-scope` warns (NO_OFFER_IN_SCOPE) and the summary says so first.
+
+A reserve route chosen for a brief that compares at on-demand prices is answered again at the RESERVED tier:
+each candidate on its cheapest reserved offer whose term the brief's horizon covers (placement.reserve_term), so
+the route and the prices agree; the on-demand placement stays in the list beside it for the saving.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from ..domain.advice import Advice
+from ..domain.brief import UNSPECIFIED, AdviceRequest
+from ..domain.offers import OfferTable
+from ..memo import IdentityMemo
+from .sizing.common import Sizing
+
+
+def rentable(s: Sizing) -> bool:
+    """An offer in the brief's scope prices it, or the caller's own quote does."""
+    return s.placement is not None or s.quote is not None
+
+
+def placed_first(ranked: Any) -> bool:  # noqa: ANN401 - advisor._Ranked (its module imports this one)
+    """Reorder `ranked` (survivors best first) so every rentable candidate comes before every other, keeping
+    each group's order; True when the order changed (the shown ones are then taken again)."""
+    survivors = ranked.survivors
+    if not any(c.sizing.offers_loaded for c in survivors):
+        return False
+    order = sorted(survivors, key=lambda c: not rentable(c.sizing))  # stable: scores order each group
+    if all(a is b for a, b in zip(order, survivors, strict=True)):
+        return False
+    survivors[:] = order
+    ranked.shown = survivors[:ranked.limit]
+    return True
+
+
+_has_reserved: IdentityMemo[OfferTable, bool] = IdentityMemo(
+    lambda t: any(o.tier == "reserved" for o in t.rows), limit=16)
+
+
+def reserved_again(req: AdviceRequest, route: str, offers: OfferTable) -> bool:
+    """A reserve route on a brief that did not choose its tier, with reserved offers in the tables: answer it
+    again at reserved prices."""
+    return route == "RESERVE" and req.brief.economics.price_tier == UNSPECIFIED and _has_reserved(offers)
+
+
+def with_price_tier(req: AdviceRequest, tier: str) -> AdviceRequest:
+    brief = req.brief
+    return replace(req, brief=replace(brief, economics=replace(brief.economics, price_tier=tier)))
+
+
+def reserved_top(advice: Advice) -> bool:
+    """The first pick is priced on a reserved offer."""
+    if not advice.candidates:
+        return False
+    top = advice.candidates[0]
+    return bool(top.placements) and top.cost.price_tier == "RESERVED" and top.placements[0].offer.tier == "reserved"
