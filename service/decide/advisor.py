@@ -146,7 +146,7 @@ def _rent_route(run: Run, base: dict[str, Any], shape: Shape | None, ranked: _Ra
     caller's quote) rank before every other, and the route is decided again on the new first pick."""
     mark = (len(run.trace), len(run.warnings), len(run.notes))
     routed = _route(run, base, shape, ranked)
-    if routed.route.kind in F.RENT_ROUTES and placed_first(ranked):
+    if routed.route.kind in F.RENT_ROUTES and placed_first(ranked, routed.route.kind):
         del run.trace[mark[0]:], run.warnings[mark[1]:], run.notes[mark[2]:]
         routed = _route(run, base, shape, ranked)
     return routed

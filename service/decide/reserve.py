@@ -28,13 +28,20 @@ def rentable(s: Sizing) -> bool:
     return s.placement is not None or s.quote is not None
 
 
-def placed_first(ranked: Any) -> bool:  # noqa: ANN401 - advisor._Ranked (its module imports this one)
+def placed_first(ranked: Any, route: str = "") -> bool:  # noqa: ANN401 - advisor._Ranked (imports this module)
     """Reorder `ranked` (survivors best first) so every rentable candidate comes before every other, keeping
-    each group's order; True when the order changed (the shown ones are then taken again)."""
+    each group's order; on a reserve route at reserved prices, those a reserved term prices lead the rentable
+    ones (the others stand in at another tier's price). True when the order changed (the shown ones are then
+    taken again)."""
     survivors = ranked.survivors
     if not any(c.sizing.offers_loaded for c in survivors):
         return False
-    order = sorted(survivors, key=lambda c: not rentable(c.sizing))  # stable: scores order each group
+
+    def group(c: Any) -> tuple[bool, bool]:  # noqa: ANN401 - run.Scored
+        s = c.sizing
+        return (not rentable(s), route == "RESERVE" and s.compared_tier == "RESERVED" and s.price_tier != "RESERVED")
+
+    order = sorted(survivors, key=group)  # stable: scores order each group
     if all(a is b for a, b in zip(order, survivors, strict=True)):
         return False
     survivors[:] = order
@@ -58,7 +65,7 @@ def with_price_tier(req: AdviceRequest, tier: str) -> AdviceRequest:
 
 
 def reserved_top(advice: Advice) -> bool:
-    """The first pick is priced on a reserved offer."""
+    """The first pick is priced on a reserved offer (placed_first puts one first when any candidate has one)."""
     if not advice.candidates:
         return False
     top = advice.candidates[0]

@@ -179,7 +179,7 @@ def _where(c: pb.Candidate, w: dict[str, str], offers_shown: bool) -> str:
     if not c.placements:
         return w["no_offer"] if offers_shown else "-"
     o = c.placements[0].offer
-    place = f"{o.region} ({o.country})" if o.country else o.region
+    place = f"{o.region} ({o.country})" if o.country and o.country != o.region else o.region
     tier = _tier(o.tier, w)
     if o.term_months:
         tier += " " + w["term"].format(months=o.term_months)

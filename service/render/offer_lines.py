@@ -19,9 +19,11 @@ Text = Callable[..., str]
 
 
 def _place(p: Placement, t: Text) -> str:
-    """"eu-north1 (FI)", or the region alone when the country is not known."""
+    """"eu-north1 (FI)", or the region alone when the country is not known or is the region's name."""
     o = p.offer
-    return t("summary.region_country", region=o.region, country=o.country) if o.country else o.region
+    if not o.country or o.country == o.region:
+        return o.region
+    return t("summary.region_country", region=o.region, country=o.country)
 
 
 def _tier(p: Placement, t: Text) -> str:
