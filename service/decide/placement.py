@@ -206,8 +206,10 @@ def options(
                 best[tier] = key
             fits.setdefault(tier, []).append((gpi, n, offers))
     compared = next((_offer_tier(t) for t in tier_preference(s.compared_tier) if _offer_tier(t) in fits), "")
-    keys = sorted((_key(s, o, n, training, fills) for gpi, n, offers in fits.get(compared, ()) for o in offers),
-                  key=lambda k: k[:6])
+    keys = sorted((_key(s, o, n, training, fills) for gpi, n, offers in fits.get(compared, ()) for o in offers)
+                  if fills else  # a fixed load: whole configuration $/h (the first two key fields are equal)
+                  ((n * o.usd_per_hour, n * o.usd_per_hour, n * gpi, o.provider, o.instance_type, o.region, o, n)
+                   for gpi, n, offers in fits.get(compared, ()) for o in offers), key=lambda k: k[:6])
     seen: set[str] = set()
     providers: list[Placed] = []
     for k in keys:

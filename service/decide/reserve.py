@@ -31,8 +31,8 @@ def rentable(s: Sizing) -> bool:
 def placed_first(ranked: Any, route: str = "") -> bool:  # noqa: ANN401 - advisor._Ranked (imports this module)
     """Reorder `ranked` (survivors best first) so every rentable candidate comes before every other, keeping
     each group's order; on a reserve route at reserved prices, those a reserved term prices lead the rentable
-    ones (the others stand in at another tier's price). True when the order changed (the shown ones are then
-    taken again)."""
+    ones (the others stand in at another tier's price). True when the first pick changed (the route, decided on
+    it, is then decided again)."""
     survivors = ranked.survivors
     if not any(c.sizing.offers_loaded for c in survivors):
         return False
@@ -41,12 +41,14 @@ def placed_first(ranked: Any, route: str = "") -> bool:  # noqa: ANN401 - adviso
         s = c.sizing
         return (not rentable(s), route == "RESERVE" and s.compared_tier == "RESERVED" and s.price_tier != "RESERVED")
 
-    order = sorted(survivors, key=group)  # stable: scores order each group
-    if all(a is b for a, b in zip(order, survivors, strict=True)):
+    groups = [group(c) for c in survivors]
+    if groups == sorted(groups):
         return False
+    order = [c for _, c in sorted(zip(groups, survivors, strict=True), key=lambda x: x[0])]  # stable
+    top_changed = order[0] is not survivors[0]
     survivors[:] = order
     ranked.shown = survivors[:ranked.limit]
-    return True
+    return top_changed
 
 
 _has_reserved: IdentityMemo[OfferTable, bool] = IdentityMemo(
