@@ -131,7 +131,7 @@ def advise(
     ranked = _ranked(scored, req, book.assumptions)
     checkpoint(still_wanted, "plan")
     route = _rent_route(run, base, shape, ranked)
-    if reserved_again(req, route.route.kind, book.offers):
+    if reserved_again(req, route.route.kind, book.offers, book.assumptions):
         # A reserve route compares at reserved prices: the same brief again at the RESERVED tier, for a term the
         # horizon covers. Kept only when it still routes to reserve and a reserved offer prices its first pick.
         again = advise(book, engine, with_price_tier(req, "RESERVED"), today, still_wanted)
@@ -145,11 +145,11 @@ def _rent_route(run: Run, base: dict[str, Any], shape: Shape | None, ranked: _Ra
     """The route; on a route that rents from offers, candidates an offer in the brief's scope prices (or the
     caller's quote) rank before every other, and the route is decided again on the new first pick."""
     mark = (len(run.trace), len(run.warnings), len(run.notes))
-    routed = _route(run, base, shape, ranked)
-    if routed.route.kind in F.RENT_ROUTES and placed_first(ranked, routed.route.kind):
+    plan, said, kind, rationale = _plan_route(run, base, shape, ranked)
+    if kind in F.RENT_ROUTES and placed_first(ranked, kind):
         del run.trace[mark[0]:], run.warnings[mark[1]:], run.notes[mark[2]:]
-        routed = _route(run, base, shape, ranked)
-    return routed
+        plan, said, kind, rationale = _plan_route(run, base, shape, ranked)
+    return _outcome(run, plan, said, kind, rationale)
 
 
 @dataclass
@@ -334,9 +334,11 @@ def _ranked(scored: list[Scored], req: AdviceRequest, a: Assumptions) -> _Ranked
     return _Ranked(survivors, survivors[:limit], limit)
 
 
-def _route(run: Run, base: dict[str, Any], shape: Shape | None, ranked: _Ranked) -> _Routed:
-    """Stage 3, plan rules: the route (hit policy first) and plan-level mistakes; stage 4, outcome rules: the
-    mistakes that depend on the route."""
+def _plan_route(
+    run: Run, base: dict[str, Any], shape: Shape | None, ranked: _Ranked
+) -> tuple[dict[str, Any], dict[str, Any], str, list[Reason]]:
+    """Stage 3, plan rules: the plan fact of the first pick, the route (hit policy first) and its rationale, and
+    plan-level mistakes."""
     a, brief = run.book.assumptions, run.req.brief
     top = ranked.shown[0].sizing if ranked.shown else None
     ratio = (shape.input_tokens + shape.output_tokens) / shape.output_tokens if shape else 1.0
@@ -354,8 +356,13 @@ def _route(run: Run, base: dict[str, Any], shape: Shape | None, ranked: _Ranked)
             if act.kind == "route" and not rationale:
                 route_kind = act.get("kind")
                 rationale.append(Reason(rule.id, run.text(act.get("message"), said)))
-    depends_on = route_depends_on(run.book.program.for_fact("plan"), plan, route_kind, DEFAULT_ROUTE)
+    return plan, said, route_kind, rationale
 
+
+def _outcome(run: Run, plan: dict[str, Any], said: dict[str, Any], route_kind: str,
+             rationale: list[Reason]) -> _Routed:
+    """Which missing brief fields could change the route; stage 4, the outcome rules on the chosen route."""
+    depends_on = route_depends_on(run.book.program.for_fact("plan"), plan, route_kind, DEFAULT_ROUTE)
     outcome = F.outcome_fact(plan, route_kind)
     for rule in run.fire("outcome", [outcome])["outcome"]:
         run.common(rule, {**outcome, "utilization_basis": said["utilization_basis"]})

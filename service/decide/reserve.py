@@ -20,6 +20,7 @@ from ..domain.advice import Advice
 from ..domain.brief import UNSPECIFIED, AdviceRequest
 from ..domain.offers import OfferTable
 from ..memo import IdentityMemo
+from .placement import reserve_term
 from .sizing.common import Sizing
 
 
@@ -51,14 +52,19 @@ def placed_first(ranked: Any, route: str = "") -> bool:  # noqa: ANN401 - adviso
     return top_changed
 
 
-_has_reserved: IdentityMemo[OfferTable, bool] = IdentityMemo(
-    lambda t: any(o.tier == "reserved" for o in t.rows), limit=16)
+# The shortest reserved term in a table (0 = no reserved offer): a brief whose horizon is shorter has none to use.
+_shortest_term: IdentityMemo[OfferTable, int] = IdentityMemo(
+    lambda t: min((o.term_months for o in t.rows if o.tier == "reserved" and o.term_months > 0), default=0),
+    limit=16)
 
 
-def reserved_again(req: AdviceRequest, route: str, offers: OfferTable) -> bool:
-    """A reserve route on a brief that did not choose its tier, with reserved offers in the tables: answer it
-    again at reserved prices."""
-    return route == "RESERVE" and req.brief.economics.price_tier == UNSPECIFIED and _has_reserved(offers)
+def reserved_again(req: AdviceRequest, route: str, offers: OfferTable, a: Any) -> bool:  # noqa: ANN401
+    """A reserve route on a brief that did not choose its tier, with a reserved term in the tables that its
+    horizon covers: answer it again at reserved prices."""
+    if route != "RESERVE" or req.brief.economics.price_tier != UNSPECIFIED:
+        return False
+    shortest = _shortest_term(offers)
+    return 0 < shortest <= reserve_term(with_price_tier(req, "RESERVED").brief, a)
 
 
 def with_price_tier(req: AdviceRequest, tier: str) -> AdviceRequest:
