@@ -238,6 +238,7 @@ def reference_advice_to_proto(a: Advice) -> pb.RecommendResponse:
                 median_usd_per_gpu_hour=c.market.median_usd_per_gpu_hour,
                 max_usd_per_gpu_hour=c.market.max_usd_per_gpu_hour, offers=c.market.offers,
                 providers=c.market.providers) if c.market else None,
+            gpus_needed=c.gpus_needed,
         ))
     for x in a.excluded:
         out.excluded.append(pb.Exclusion(gpu=x.gpu, reasons=_ref_reasons(x.reasons)))

@@ -313,11 +313,16 @@ def test_a_passed_deadline_stops_the_work(held):
     wait_for(lambda: limiter.waiting == 0 and abandoned("queue") == in_queue + 5)
     engine.release.set()
     assert blocker.result().candidates
-    assert rule_stages(engine) == ["brief", "brief", "candidate", "plan", "outcome"]
+    # A rent route whose first pick no offer in scope prices decides its route again on the first that one does
+    # (issue 21): the plan stage may run twice, the others once.
+    stages = rule_stages(engine)
+    assert [s for i, s in enumerate(stages) if s != "plan" or stages[i - 1] != "plan"] == [
+        "brief", "brief", "candidate", "plan", "outcome"], stages
 
     # The same request with time to spare goes through every stage.
     assert running.stub.Recommend(good_request(), timeout=30).candidates
-    assert rule_stages(engine)[5:] == ["brief", "candidate", "plan", "outcome"]
+    assert rule_stages(engine)[len(stages):] in (["brief", "candidate", "plan", "outcome"],
+                                                 ["brief", "candidate", "plan", "plan", "outcome"])
 
 
 # -- drain --------------------------------------------------------------------------------------------------

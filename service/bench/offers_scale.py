@@ -84,17 +84,19 @@ def synthetic_rows(n: int, seed: int = 14) -> list[dict[str, str]]:
             "gpus_per_instance": str(gpi), "region": f"region-{region}", "country": countries[region % 20],
             "tier": tier, "usd_per_hour": f"{base[gpu] * gpi * rng.uniform(0.6, 2.5):.4f}", "as_of": "2026-12-01",
             "source": "synthetic (make bench)", "valid_from": "2026-12-01",
+            "term_months": ("12" if i % 2 else "36") if tier == "reserved" else "",  # a reserved row has a term
         })
     return out
 
 
 def _synthetic(folder: Path) -> str:
-    from ..domain.offers import COLUMNS
+    from ..domain.offers import COLUMNS, EXTRA_COLUMNS
 
+    columns = COLUMNS + EXTRA_COLUMNS
     rows = synthetic_rows(SYNTHETIC_ROWS)
     for start in range(0, len(rows), ROWS_PER_FILE):
         chunk = rows[start:start + ROWS_PER_FILE]
-        text = "\n".join([",".join(COLUMNS)] + [",".join(r.get(c, "") for c in COLUMNS) for r in chunk]) + "\n"
+        text = "\n".join([",".join(columns)] + [",".join(r.get(c, "") for c in columns) for r in chunk]) + "\n"
         (folder / f"synthetic-{start // ROWS_PER_FILE:02d}.csv").write_text(text, encoding="utf-8")
     return f"synthetic: {len(rows):,} offers"
 

@@ -38,8 +38,9 @@ from .cancel import StillWanted, checkpoint
 from .freshness import freshness
 from .host_ram import host_ram_ok
 from .models import filled_fields, resolve
-from .placement import Scope, allow_list, brief_key, leaders_of, offer_fact, place, scopes_of
+from .placement import Scope, allow_list, brief_key, leaders_of, markets_of, offer_fact, place, reserve_term, scopes_of
 from .provisional import route_depends_on
+from .reserve import placed_first, rentable, reserved_again, reserved_top, with_price_tier
 from .run import Evaluator, Run, Scored, effects_of
 from .shape_notes import shape_notes
 from .sizing.common import Sizing, compared_tier
@@ -132,9 +133,26 @@ def advise(
     scored = _candidate_rules(run, base, sizings)
     ranked = _ranked(scored, req, book.assumptions)
     checkpoint(still_wanted, "plan")
-    route = _route(run, base, shape, ranked, day)
+    route = _rent_route(run, base, shape, ranked, day)
+    if reserved_again(req, route.route.kind, book.offers, book.assumptions):
+        # A reserve route compares at reserved prices: the same brief again at the RESERVED tier, for a term the
+        # horizon covers. Kept only when it still routes to reserve and a reserved offer prices its first pick.
+        again = advise(book, engine, with_price_tier(req, "RESERVED"), today, still_wanted)
+        if again.route and again.route.kind == "RESERVE" and reserved_top(again):
+            return again
     checkpoint(still_wanted, "render")
     return _render(run, shape, asks, scored, ranked, route, base)
+
+
+def _rent_route(run: Run, base: dict[str, Any], shape: Shape | None, ranked: _Ranked, day: date) -> _Routed:
+    """The route; on a route that rents from offers, candidates an offer in the brief's scope prices (or the
+    caller's quote) rank before every other, and the route is decided again on the new first pick."""
+    mark = (len(run.trace), len(run.warnings), len(run.notes))
+    plan, said, kind, rationale = _plan_route(run, base, shape, ranked, day)
+    if kind in F.RENT_ROUTES and placed_first(ranked, kind):
+        del run.trace[mark[0]:], run.warnings[mark[1]:], run.notes[mark[2]:]
+        plan, said, kind, rationale = _plan_route(run, base, shape, ranked, day)
+    return _outcome(run, plan, said, kind, rationale)
 
 
 @dataclass
@@ -186,25 +204,29 @@ def _place_every_gpu(run: Run, shape: Shape | None, sizings: list[Sizing], day: 
     a, brief = run.book.assumptions, run.req.brief
     scopes = _allowed_scopes(run, day)
     p = brief.placement
-    key = (scopes, day, p.providers, p.regions, p.countries)
-    leaders = run.shared.leaders.get(key)
-    if leaders is None:
+    term = reserve_term(brief, a)
+    key = (scopes, day, p.providers, p.regions, p.countries, term)
+    got = run.shared.leaders.get(key)
+    if got is None:
         # Host RAM below the GPUs' memory cannot hold what they load and save (a 48 GB card on a 4 GB host).
         ratio = float(a.values.get("min_host_ram_per_gpu_memory", 0.0))
         gib = {g.id: g.capacity_gb * 1e9 / 2**30 for g in run.book.catalog}
         by_brief = allow_list(brief)
 
         def allowed(o: Offer) -> bool:
-            return (host_ram_ok(o, gib.get(o.gpu, 0.0), ratio) and (o.provider, o.country, o.tier) in scopes
-                    and by_brief(o))
+            # A reserved rate binds for its term: only terms the brief's horizon covers (none without one).
+            term_ok = o.tier != "reserved" or 0 < o.term_months <= term
+            return (host_ram_ok(o, gib.get(o.gpu, 0.0), ratio) and term_ok
+                    and (o.provider, o.country, o.tier) in scopes and by_brief(o))
 
-        leaders = leaders_of(table, day, allowed)
+        got = (leaders_of(table, day, allowed), markets_of(table, day, allowed))
         if len(run.shared.leaders) >= 64:
             run.shared.leaders.clear()
-        run.shared.leaders[key] = leaders
+        run.shared.leaders[key] = got
+    leaders, markets = got
     max_age = int(a.values.get("max_offer_age_days", a.values.get("max_price_age_days", 540)))
     for s in sizings:
-        place(s, brief, shape, a, table, day, leaders, max_age)
+        place(s, brief, shape, a, table, day, leaders, max_age, markets)
 
 
 def _allowed_scopes(run: Run, day: date) -> frozenset[Scope]:
@@ -315,15 +337,18 @@ def _ranked(scored: list[Scored], req: AdviceRequest, a: Assumptions) -> _Ranked
     return _Ranked(survivors, survivors[:limit], limit)
 
 
-def _route(run: Run, base: dict[str, Any], shape: Shape | None, ranked: _Ranked, day: date) -> _Routed:
-    """Stage 3, plan rules: the route (hit policy first) and plan-level mistakes; stage 4, outcome rules: the
-    mistakes that depend on the route."""
+def _plan_route(
+    run: Run, base: dict[str, Any], shape: Shape | None, ranked: _Ranked, day: date
+) -> tuple[dict[str, Any], dict[str, Any], str, list[Reason]]:
+    """Stage 3, plan rules: the plan fact of the first pick, the route (hit policy first) and its rationale, and
+    plan-level mistakes."""
     a, brief = run.book.assumptions, run.req.brief
     top = ranked.shown[0].sizing if ranked.shown else None
     ratio = (shape.input_tokens + shape.output_tokens) / shape.output_tokens if shape else 1.0
     plan = F.plan_fact(
         base, top, len(ranked.survivors), brief.economics.hours_per_month,
         a.num("model_api_usd_per_million_tokens"), ratio, _run_fit(run, top),
+        sum(1 for c in ranked.survivors if rentable(c.sizing)),
     )
     plan.update(freshness([c.sizing for c in ranked.shown], day, int(a.values.get("stale_price_days", 45))))
     route_kind, rationale = DEFAULT_ROUTE, []
@@ -335,8 +360,13 @@ def _route(run: Run, base: dict[str, Any], shape: Shape | None, ranked: _Ranked,
             if act.kind == "route" and not rationale:
                 route_kind = act.get("kind")
                 rationale.append(Reason(rule.id, run.text(act.get("message"), said)))
-    depends_on = route_depends_on(run.book.program.for_fact("plan"), plan, route_kind, DEFAULT_ROUTE)
+    return plan, said, route_kind, rationale
 
+
+def _outcome(run: Run, plan: dict[str, Any], said: dict[str, Any], route_kind: str,
+             rationale: list[Reason]) -> _Routed:
+    """Which missing brief fields could change the route; stage 4, the outcome rules on the chosen route."""
+    depends_on = route_depends_on(run.book.program.for_fact("plan"), plan, route_kind, DEFAULT_ROUTE)
     outcome = F.outcome_fact(plan, route_kind)
     for rule in run.fire("outcome", [outcome])["outcome"]:
         run.common(rule, {**outcome, "utilization_basis": said["utilization_basis"]})
@@ -375,6 +405,7 @@ def _render(
         price_tier=compared_tier(brief),
         unmet=unmet_targets(brief, [c.sizing for c in ranked.survivors], [c.sizing for c in scored],
                             _resizer(run, shape), shape.output_tokens if shape else 0),
+        offers_loaded=any(c.sizing.offers_loaded for c in scored),
     )
     # The summary is rendered from the otherwise finished answer, which nobody else holds yet: set in place
     # rather than copied field by field through the frozen constructor.

@@ -125,6 +125,8 @@ def candidate_of(c: Scored, run: Run) -> Candidate:
         performance=perf,
         placements=placements_of(s),
         market=market_of(s),
+        gpus_needed=s.gpus_needed or s.count,
+        spare_gpus=s.spare_gpus,
     )
 
 
@@ -211,7 +213,7 @@ def ownership_reason(s: Sizing, run: Run, utilization_given: bool) -> tuple[Reas
     params = {
         "purchase_usd": s.purchase.usd * s.count,
         "usd_per_hour": s.break_even_rent,
-        "rent_basis": run.name(f"rent_basis.{s.break_even_basis}"),
+        "rent_basis": rent_basis(s, run),
         "running_usd_per_hour": s.running_usd_per_busy_hour,
         "break_even_hours": s.break_even_hours,
         "break_even_months": s.break_even_months,
@@ -221,6 +223,17 @@ def ownership_reason(s: Sizing, run: Run, utilization_given: bool) -> tuple[Reas
     }
     key = "ownership.formula" if math.isfinite(s.break_even_hours) else "ownership.never"
     return (build(Reason, rule_id="ownership.break-even", text=run.text(key, params)),)
+
+
+def rent_basis(s: Sizing, run: Run) -> str:
+    """Which rent buying is weighed against, in words: the offer and tier when it is this configuration's own."""
+    if s.break_even_basis == "own" and s.placement is not None:
+        o = s.placement.offer
+        tier = run.name(f"tier.{s.placement.offer_tier}")
+        if o.term_months > 0:
+            tier = run.text("summary.tier_term", {"tier": tier, "months": o.term_months})
+        return run.text("rent_basis.offer", {"tier": tier, "provider": o.provider, "instance_type": o.instance_type})
+    return run.name(f"rent_basis.{s.break_even_basis}")
 
 
 def sig(x: float, digits: int = 6) -> float:

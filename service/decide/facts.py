@@ -153,6 +153,16 @@ CANDIDATE_FIELDS: dict[str, FieldSpec] = {
     "offer_stale": FieldSpec("bool", "that offer's price is older than max_offer_age_days"),
     "has_offers": FieldSpec("bool", "the rules' offer tables hold any offer of this GPU (in any scope)"),
     "offers_loaded": FieldSpec("bool", "the rules folder has offer tables at all"),
+    "gpus_needed": FieldSpec("int", "GPUs the sizing needs before whole-instance rounding (count when not placed)"),
+    "spare_gpus": FieldSpec(
+        "int", "GPUs the placement rents that do no work: a fixed load on a wider instance (0 when the work "
+        "scales out over them as copies or data-parallel width)"
+    ),
+    "extra_gpus": FieldSpec("int", "GPUs rented beyond gpus_needed (whole instances): spare, or put to work"),
+    "scales_out": FieldSpec(
+        "bool", "more GPUs do more of the work: training, or batch inference, embeddings and media generation "
+        "with no offered requests/s"
+    ),
 }
 
 # One fact per placement scope (provider, country, tier) among the offers, with the brief's fields that decide
@@ -205,6 +215,12 @@ PLAN_FIELDS: dict[str, FieldSpec] = {
         "int", "GPUs of the first candidate's type that finish the run within fit_days (0 = not training)"
     ),
     **FRESHNESS_FIELDS,
+    "placed": FieldSpec(
+        "bool", "the first candidate is priced on an offer in the brief's scope (provider, shape, region, tier) "
+        "or on the caller's quote"
+    ),
+    "offers_loaded": FieldSpec("bool", "the rules folder has offer tables at all"),
+    "placed_candidates": FieldSpec("int", "how many surviving candidates an offer in the brief's scope prices"),
 }
 
 OUTCOME_FIELDS: dict[str, FieldSpec] = {
@@ -212,6 +228,10 @@ OUTCOME_FIELDS: dict[str, FieldSpec] = {
     "route": _enum(ROUTE_KINDS, "the chosen route"),
     "self_run": FieldSpec("bool", "the route runs our own GPUs (anything but MODEL_API)"),
     "commitment": FieldSpec("bool", "the route commits money for months (BUY, RESERVE, DEDICATED_CLUSTER)"),
+    "rent_route": FieldSpec(
+        "bool", "the route rents from a provider's offers (RENT_ON_DEMAND, RENT_MARKETPLACE, RESERVE): candidates "
+        "no offer in the brief's scope prices rank after every placed one"
+    ),
 }
 
 SCHEMA: FactSchema = {
@@ -390,6 +410,10 @@ def candidate_fact(base: dict[str, Any], s: Sizing) -> dict[str, Any]:
         "offer_stale": s.offer_stale,
         "has_offers": s.has_offers,
         "offers_loaded": s.offers_loaded,
+        "gpus_needed": int(s.gpus_needed or s.count),
+        "spare_gpus": int(s.spare_gpus),
+        "extra_gpus": int(s.count - (s.gpus_needed or s.count)),
+        "scales_out": scales_out_of(base),
     }
 
 
@@ -418,6 +442,7 @@ def plan_fact(
     api_usd_per_million_tokens: float = 0.0,
     tokens_per_output_token: float = 1.0,
     fit: RunFit | None = None,
+    placed: int = 0,
 ) -> dict[str, Any]:
     """`tokens_per_output_token`: (input + output) / output, since API prices are per token in and out; `fit`:
     how long a training run may take and what the top candidate's type needs to finish in it."""
@@ -452,7 +477,18 @@ def plan_fact(
         "fit_days": round(fit.days, 1) if fit else 0.0,
         "top_count_to_fit": fit.count if fit else 0,
         **dict.fromkeys(FRESHNESS_FIELDS, 0),  # advisor._route fills these in (decide/freshness.py)
+        "placed": bool(top and (top.placement is not None or top.quote is not None)),
+        "offers_loaded": bool(top and top.offers_loaded),
+        "placed_candidates": placed,
     }
+
+
+SCALE_OUT = ("BATCH_INFERENCE", "EMBEDDING", "MEDIA_GENERATION")
+
+
+def scales_out_of(base: dict[str, Any]) -> bool:
+    """The brief fact's view of placement.scales_out: training, or a backlog of scale-out inference work."""
+    return base["is_training"] or (base["workload"] in SCALE_OUT and base["requests_per_second"] <= 0)
 
 
 def outcome_fact(plan: dict[str, Any], route: str) -> dict[str, Any]:
@@ -462,4 +498,8 @@ def outcome_fact(plan: dict[str, Any], route: str) -> dict[str, Any]:
         "route": route,
         "self_run": route != "MODEL_API",
         "commitment": route in ("BUY", "RESERVE", "DEDICATED_CLUSTER"),
+        "rent_route": route in RENT_ROUTES,
     }
+
+
+RENT_ROUTES = ("RENT_ON_DEMAND", "RENT_MARKETPLACE", "RESERVE")

@@ -20,6 +20,7 @@ and the answer says so; with no allowed offer at all the catalog prices it, and 
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Callable
 from datetime import date
 from typing import Any
@@ -29,6 +30,7 @@ from ..domain.catalog import tier_preference
 from ..domain.offers import EU_MEMBERS, Offer, OfferTable, offer_filter
 from ..money import cost as money
 from ..money import ownership as own
+from ..physics.memory import MemoryBreakdown
 from .sizing.common import Placed, Sizing, size_unit_cost
 from .sizing.shape import Shape
 
@@ -75,6 +77,17 @@ def brief_key(brief: Brief) -> tuple[Any, ...]:
     return tuple(_brief_part(brief).values())
 
 
+def reserve_term(brief: Brief, a: Any) -> int:  # noqa: ANN401 - Assumptions
+    """The longest reserved term (months) this brief may be priced on: its horizon; without one, the rules'
+    `reserve_term_months_default` when the brief compares at reserved prices, else none (0)."""
+    horizon = brief.economics.horizon_months
+    if horizon > 0:
+        return int(horizon)
+    if brief.economics.price_tier == "RESERVED":
+        return int(a.values.get("reserve_term_months_default", 12))
+    return 0
+
+
 def allow_list(brief: Brief) -> Callable[[Offer], bool]:
     """The brief's own filters: providers (any case), regions, countries ("EU" = the member states)."""
     p = brief.placement
@@ -104,6 +117,27 @@ def instances_needed(s: Sizing, gpi: int, training: bool) -> int | None:
 LEADERS = MAX_PROVIDERS_SHOWN + 1  # the tier's cheapest, and a few more providers
 # (gpu, offer tier) -> ((gpus per instance, that shape's leaders), ...), narrowest shape first
 Leaders = dict[tuple[str, str], tuple[tuple[int, tuple[Offer, ...]], ...]]
+# gpu -> (min, median, max $/GPU-hour, offers, providers) of its on-demand offers in the brief's scope
+Markets = dict[str, tuple[float, float, float, int, int]]
+
+
+def markets_of(table: OfferTable, day: date, allowed: Callable[[Offer], bool]) -> Markets:
+    """Each GPU's on-demand spread over the offers `allowed` (the brief's scope), kept with the leaders: an EU
+    brief's cheapest is not a host outside the EU that its placement refuses."""
+    prices: dict[str, list[float]] = {}
+    providers: dict[str, set[str]] = {}
+    for (gpu, tier, _gpi), rows in table.shapes(day).items():
+        if tier != "on_demand":
+            continue
+        for o in rows:
+            if allowed(o):
+                prices.setdefault(gpu, []).append(o.usd_per_gpu_hour)
+                providers.setdefault(gpu, set()).add(o.provider)
+    out: Markets = {}
+    for gpu, p in prices.items():
+        p.sort()
+        out[gpu] = (p[0], statistics.median(p), p[-1], len(p), len(providers[gpu]))
+    return out
 
 
 def leaders_of(table: OfferTable, day: date, allowed: Callable[[Offer], bool]) -> Leaders:
@@ -125,10 +159,39 @@ def leaders_of(table: OfferTable, day: date, allowed: Callable[[Offer], bool]) -
     return {k: tuple(sorted(v, key=lambda x: x[0])) for k, v in out.items()}
 
 
-def options(s: Sizing, leaders: Leaders, training: bool) -> tuple[dict[str, Placed], list[Placed]]:
+# Work that scales out: more GPUs are more copies (or data-parallel width) doing the same work, so GPUs a whole
+# instance brings beyond the need are used, and a placement is chosen by its cost per unit of that work.
+SCALE_OUT_WORKLOADS = ("BATCH_INFERENCE", "EMBEDDING", "MEDIA_GENERATION")
+
+
+def scales_out(brief: Brief) -> bool:
+    """Training (data parallel) always; batch inference, embeddings and media generation when the work is a
+    backlog to get through (no offered requests/s: a fixed load gains nothing from copies beyond it)."""
+    if brief.workload in TRAINING_WORKLOADS:
+        return True
+    return brief.workload in SCALE_OUT_WORKLOADS and brief.traffic.requests_per_second <= 0
+
+
+def _work(s: Sizing, gpus: int, training: bool, fills: bool) -> int:
+    """Units of parallel work `gpus` GPUs carry: GPUs (training), model copies (scale-out inference), else 1."""
+    if not fills:
+        return 1
+    return gpus if training else max(1, gpus // max(1, s.per_replica))
+
+
+def _key(s: Sizing, o: Offer, n: int, training: bool, fills: bool) -> tuple[Any, ...]:
+    """Orders placements: $/h per unit of parallel work (whole configuration $/h when the work is a fixed load),
+    then whole configuration $/h, GPUs, provider, instance type, region; then the offer and instances."""
+    total, gpus = n * o.usd_per_hour, n * o.gpus_per_instance
+    return (total / _work(s, gpus, training, fills), total, gpus, o.provider, o.instance_type, o.region, o, n)
+
+
+def options(
+    s: Sizing, leaders: Leaders, training: bool, fills: bool = False
+) -> tuple[dict[str, Placed], list[Placed]]:
     """The cheapest placement per offer tier, and the cheapest of each of the first few providers in the tier
-    compared (like for like), cheapest first. Keys order by (whole configuration $/h, GPUs, provider, instance
-    type, region)."""
+    compared (like for like), cheapest first. Keys order by (cost per unit of parallel work, whole configuration
+    $/h, GPUs, provider, instance type, region): `fills` when the work scales out over every GPU it rents."""
     best: dict[str, tuple[Any, ...]] = {}
     fits: dict[str, list[tuple[int, int, tuple[Offer, ...]]]] = {}  # tier -> (gpus per instance, instances, offers)
     gpu = s.gpu.id
@@ -137,44 +200,48 @@ def options(s: Sizing, leaders: Leaders, training: bool) -> tuple[dict[str, Plac
             n = instances_needed(s, gpi, training)
             if n is None:
                 continue
-            o = offers[0]  # a shape's cheapest is its first
-            key = (n * o.usd_per_hour, n * gpi, o.provider, o.instance_type, o.region, o, n)
+            key = _key(s, offers[0], n, training, fills)  # a shape's cheapest is its first
             cur = best.get(tier)
-            if cur is None or key[:5] < cur[:5]:
+            if cur is None or key[:6] < cur[:6]:
                 best[tier] = key
             fits.setdefault(tier, []).append((gpi, n, offers))
     compared = next((_offer_tier(t) for t in tier_preference(s.compared_tier) if _offer_tier(t) in fits), "")
-    keys = sorted(((n * o.usd_per_hour, n * gpi, o.provider, o.instance_type, o.region, o, n)
-                   for gpi, n, offers in fits.get(compared, ()) for o in offers), key=lambda k: k[:5])
+    keys = sorted((_key(s, o, n, training, fills) for gpi, n, offers in fits.get(compared, ()) for o in offers)
+                  if fills else  # a fixed load: whole configuration $/h (the first two key fields are equal)
+                  ((n * o.usd_per_hour, n * o.usd_per_hour, n * gpi, o.provider, o.instance_type, o.region, o, n)
+                   for gpi, n, offers in fits.get(compared, ()) for o in offers), key=lambda k: k[:6])
     seen: set[str] = set()
     providers: list[Placed] = []
     for k in keys:
-        if k[2] not in seen:
-            seen.add(k[2])
+        if k[3] not in seen:
+            seen.add(k[3])
             providers.append(_placed(k))
             if len(providers) >= LEADERS:
                 break
     return {t: _placed(k) for t, k in best.items()}, providers
 
 
-def _placed(key: tuple[float, int, str, str, str, Offer, int]) -> Placed:
-    o, n = key[5], key[6]
-    return Placed(o, n, key[0], TIER_OF_OFFER[o.tier])
+def _placed(key: tuple[Any, ...]) -> Placed:
+    o, n = key[6], key[7]
+    return Placed(o, n, key[1], TIER_OF_OFFER[o.tier])
 
 
 def place(
     s: Sizing, brief: Brief, shape: Shape, a: Any, table: OfferTable, day: date,  # noqa: ANN401 - Assumptions
-    leaders: Leaders, max_age_days: int,
+    leaders: Leaders, max_age_days: int, markets: Markets | None = None,
 ) -> None:
     """Price `s` on its cheapest placement in the compared tier (else the next tier that has one) and list the
-    placements a team could take; a caller's quote keeps pricing it. Nothing changes without an allowed offer."""
+    placements a team could take; a caller's quote keeps pricing it. Nothing changes without an allowed offer.
+    `markets`: the on-demand spread of each GPU over the offers the brief may use (else over every offer)."""
     training = brief.workload in TRAINING_WORKLOADS
     s.offers_loaded = bool(len(table))
     s.has_offers = bool(table.for_gpu(s.gpu.id))
-    s.market = table.market(s.gpu.id, "on_demand", day)
+    s.gpus_needed = s.count
+    s.market = markets.get(s.gpu.id) if markets is not None else table.market(s.gpu.id, "on_demand", day)
     if not s.has_offers or not s.fits or s.count <= 0:
         return
-    best, by_provider = options(s, leaders, training)
+    fills = scales_out(brief)
+    best, by_provider = options(s, leaders, training, fills)
     if not best:
         return
     chosen = best.get(_offer_tier(s.compared_tier))
@@ -200,7 +267,7 @@ def place(
     s.placements = tuple(shown)
     if s.quote is not None:
         return  # the caller's quote prices it (answer.py lists it first); the offers are there for reference
-    _reprice(s, chosen, brief, shape, a, training, s.market)
+    _reprice(s, chosen, brief, shape, a, training, s.market, fills)
     s.placement = chosen
     s.offer_stale = (day - chosen.offer.as_of).days > max_age_days
 
@@ -211,10 +278,11 @@ def _offer_tier(tier: str) -> str:
 
 def _reprice(
     s: Sizing, p: Placed, brief: Brief, shape: Shape, a: Any, training: bool,  # noqa: ANN401
-    table_market: tuple[float, float, float, int, int] | None,
+    table_market: tuple[float, float, float, int, int] | None, fills: bool = False,
 ) -> None:
     """The sizing on whole instances: the count the instances bring, the copies (or the run time) it allows, the
-    instances' price, and every figure that follows from count and price."""
+    instances' price, and every figure that follows from count and price. Work that scales out (`fills`) runs
+    a model copy on every group of GPUs the instances bring; a fixed load leaves the extra GPUs spare."""
     new = p.gpus
     old = s.count
     gpi = p.offer.gpus_per_instance
@@ -222,6 +290,13 @@ def _reprice(
         if s.train_hours > 0 and new != old:
             s.train_hours *= old / new  # run time is FLOPs / (GPUs x TFLOPS x MFU): linear in the count
         s.per_replica = new
+    elif fills and new != old:
+        copies = max(1, new // max(1, s.per_replica))
+        if copies != s.replicas and s.memory is not None:
+            k = copies / max(1, s.replicas)
+            s.memory = MemoryBreakdown(tuple((c, v * k) for c, v in s.memory.components))
+        s.replicas = copies
+    s.spare_gpus = 0 if training else max(0, new - max(1, s.replicas) * max(1, s.per_replica))
     s.count = new
     s.nodes = p.instances if gpi >= max(1, s.gpu.gpus_per_node) or p.instances > 1 else 1
     s.capacity_gb = s.count * s.gpu.capacity_gb

@@ -130,7 +130,7 @@ class Compiled:
         # (brief fields an offer fact holds, day) → the placement scopes no offer rule excludes
         self.scopes: dict[tuple[Any, ...], frozenset[tuple[str, str, str]]] = {}
         # (allowed scopes, day, the brief's allow-lists) → per GPU and tier, each shape's cheapest offers
-        self.leaders: dict[tuple[Any, ...], dict[tuple[str, str], Any]] = {}
+        self.leaders: dict[tuple[Any, ...], tuple[Any, Any]] = {}  # (leaders, markets) per brief scope
 
 
 def compiled(book: Rulebook) -> Compiled:

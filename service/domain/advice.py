@@ -117,6 +117,8 @@ class Candidate:
     performance: Performance | None = None
     placements: tuple[Placement, ...] = ()  # best first; cost.usd_per_hour is the first's
     market: MarketSpread | None = None
+    gpus_needed: int = 0  # GPUs the sizing needs before whole-instance rounding (count >= it)
+    spare_gpus: int = 0  # GPUs rented that do no work (a fixed load on a wider instance); 0 when work scales out
 
 
 @dataclass(frozen=True)
@@ -221,3 +223,4 @@ class Advice:
     price_tier: str = ""  # the tier candidates are compared at
     assumed: tuple[tuple[str, str], ...] = ()  # (brief path, assumed value as printed) the sizing depends on
     unmet: tuple[UnmetTarget, ...] = ()  # targets no candidate meets, most important first
+    offers_loaded: bool = False  # the rules have offer tables: a candidate without placements has none in scope

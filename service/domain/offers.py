@@ -18,8 +18,10 @@ COLUMNS: tuple[str, ...] = (
     "provider", "instance_type", "gpu", "gpus_per_instance", "vcpus", "memory_gib", "region", "country", "tier",
     "usd_per_hour", "as_of", "source", "valid_from", "valid_until",
 )
+# Columns a file may add after those: a reserved offer's commitment in months (absent = 0, no term).
+EXTRA_COLUMNS: tuple[str, ...] = ("term_months",)
 # A file may leave these columns out entirely (every value is then empty); the others must be in the header.
-OPTIONAL_COLUMNS = frozenset({"vcpus", "memory_gib", "country", "valid_until"})
+OPTIONAL_COLUMNS = frozenset({"vcpus", "memory_gib", "country", "valid_until", *EXTRA_COLUMNS})
 TIERS = ("on_demand", "reserved", "spot", "marketplace")
 # ISO 3166-1 alpha-2 codes of the EU member states: `countries=["EU"]` in a selection stands for all of them.
 EU_MEMBERS = frozenset({
@@ -46,6 +48,7 @@ class Offer:
     valid_until: date | None  # inclusive; None = still valid
     path: str = ""
     line: int = 0
+    term_months: int = 0  # the commitment a reserved offer needs (0 for the other tiers)
 
     @property
     def usd_per_gpu_hour(self) -> float:
@@ -56,9 +59,10 @@ class Offer:
         return self.valid_from <= day and (self.valid_until is None or day <= self.valid_until)
 
     @property
-    def key(self) -> tuple[str, str, str, str]:
-        """What makes two rows the same offer (at different times when valid_from differs)."""
-        return (self.provider, self.instance_type, self.region, self.tier)
+    def key(self) -> tuple[str, str, str, str, int]:
+        """What makes two rows the same offer (at different times when valid_from differs); a 1-year and a 3-year
+        reservation of one instance are two offers."""
+        return (self.provider, self.instance_type, self.region, self.tier, self.term_months)
 
 
 def _order(o: Offer) -> tuple[float, str, str, str, str]:
@@ -123,7 +127,7 @@ class OfferTable:
         for o in self.rows:
             by_gpu.setdefault(o.gpu, []).append(o)
         self._by_gpu: dict[str, tuple[Offer, ...]] = {g: tuple(v) for g, v in by_gpu.items()}
-        seen: dict[tuple[str, str, str, str], int] = {}
+        seen: dict[tuple[str, str, str, str, int], int] = {}
         for o in self.rows:
             seen[o.key] = seen.get(o.key, 0) + 1
         # rows of an offer with several rows (a price history); only these need the newest-valid_from pass
@@ -147,7 +151,7 @@ class OfferTable:
         if got is None:
             # Rows of one offer (same provider, instance type, region, tier) at different times: on a day when
             # several are valid the newest valid_from wins, as for catalog prices.
-            newest: dict[tuple[str, str, str, str], Offer] = {}
+            newest: dict[tuple[str, str, str, str, int], Offer] = {}
             for o in self._history:
                 if o.valid_on(day):
                     seen = newest.get(o.key)

@@ -137,16 +137,17 @@ def print_advice(resp: pb.RecommendResponse, out: TextIO | None = None, request:
         print(file=out)
     hours = request.brief.economics.hours_per_month or HOURS_PER_MONTH
     speed_head, speed = _speed_column(resp, request.brief, w)
-    head = [w["col.rank"], w["col.gpu"], w["col.count"], w["col.score"], w["col.usd_per_hour"],
-            w["col.usd_per_month"], w["col.tier"], w["col.usd_per_unit"], *([speed_head] if speed_head else []),
-            w["col.memory"], w["col.headroom"], w["col.break_even"]]
+    head = [w["col.rank"], w["col.gpu"], w["col.count"], w["col.needed"], w["col.score"], w["col.usd_per_hour"],
+            w["col.usd_per_month"], w["col.tier"], w["col.where"], w["col.usd_per_unit"],
+            *([speed_head] if speed_head else []), w["col.memory"], w["col.headroom"], w["col.break_even"]]
+    placed_any = any(c.placements for c in resp.candidates)
     rows = [head]
     for i, c in enumerate(resp.candidates, 1):
         # A star marks a price from another tier than the one compared (no price in that tier).
         tier = _tier(c.cost.price_tier, w) + ("*" if c.cost.price_tier_fallback else "")
         rows.append([
-            str(i), c.gpu, str(c.count), f"{c.score:.1f}", _money(c.cost.usd_per_hour),
-            _money(c.cost.usd_per_hour * hours, 0), tier, _unit_cost(c.cost.usd_per_unit),
+            str(i), c.gpu, str(c.count), str(c.gpus_needed or c.count), f"{c.score:.1f}", _money(c.cost.usd_per_hour),
+            _money(c.cost.usd_per_hour * hours, 0), tier, _where(c, w, placed_any), _unit_cost(c.cost.usd_per_unit),
             *([speed[i - 1]] if speed_head else []),
             f"{c.memory.need_gb:,.1f}/{c.memory.capacity_gb:,.0f}", f"{c.memory.headroom:.0%}",
             _months(c.ownership.break_even_months, w),
@@ -154,7 +155,7 @@ def print_advice(resp: pb.RecommendResponse, out: TextIO | None = None, request:
     if len(rows) > 1:
         unit = next((c.cost.unit for c in resp.candidates if c.cost.unit), "")
         print(w["candidates_per_unit"].format(unit=unit) if unit else w["candidates"], file=out)
-        _table(rows, out, right=tuple(i for i in range(len(head)) if i not in (1, 6)))
+        _table(rows, out, right=tuple(i for i in range(len(head)) if i not in (1, 7, 8)))
         print(w["score_note"], file=out)
         print(w["month_hours"].format(hours=f"{hours:,.0f}"), file=out)
         print(w["tiers"].format(tier=_tier(resp.price_tier, w)), file=out)
@@ -170,6 +171,19 @@ def print_advice(resp: pb.RecommendResponse, out: TextIO | None = None, request:
             print(f"  {x.gpu}: {x.reasons[0].text if x.reasons else ''}{more}", file=out)
     if resp.HasField("ruleset"):
         print(f"\n{_ruleset_ref(resp.ruleset)}", file=out)
+
+
+def _where(c: pb.Candidate, w: dict[str, str], offers_shown: bool) -> str:
+    """The offer the candidate is priced on: provider and instance, region (country), tier and term; "no offer
+    in scope" when others are placed and it is not; "-" when no candidate is (no offer tables, or quotes)."""
+    if not c.placements:
+        return w["no_offer"] if offers_shown else "-"
+    o = c.placements[0].offer
+    place = f"{o.region} ({o.country})" if o.country and o.country != o.region else o.region
+    tier = _tier(o.tier, w)
+    if o.term_months:
+        tier += " " + w["term"].format(months=o.term_months)
+    return f"{o.provider} {o.instance_type}, {place}, {tier}"
 
 
 def _ruleset_ref(ref: pb.RulesetRef) -> str:

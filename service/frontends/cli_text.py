@@ -39,6 +39,11 @@ TEXT: dict[str, dict[str, str]] = {
         "tier.RESERVED": "reserved",
         "tier.LIST_PURCHASE": "list purchase",
         "tier.SPOT": "spot",
+        # h21
+        "col.needed": "needs",
+        "col.where": "where (provider instance, region, tier)",
+        "no_offer": "no offer in scope",
+        "term": "{months} mo",
     },
     "zh-CN": {
         "candidates": "候选配置：",
@@ -71,6 +76,11 @@ TEXT: dict[str, dict[str, str]] = {
         "tier.RESERVED": "预留",
         "tier.LIST_PURCHASE": "标价购买",
         "tier.SPOT": "抢占式",
+        # h21
+        "col.needed": "所需",
+        "col.where": "租用位置（提供商 实例，区域，层级）",
+        "no_offer": "范围内无报价",
+        "term": "{months} 个月",
     },
 }
 

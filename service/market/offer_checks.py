@@ -61,7 +61,7 @@ def supersede(rows: Sequence[Offer]) -> tuple[list[Offer], list[Problem]]:
 
 def check_offers(rows: Sequence[Offer], known_gpus: set[str], today: date, max_age_days: int) -> list[Problem]:
     problems: list[Problem] = []
-    first: dict[tuple[str, str, str, str, date], Offer] = {}
+    first: dict[tuple[str, str, str, str, date, int], Offer] = {}
     on_demand: dict[tuple[str, str, str], list[Offer]] = {}
     for o in rows:
         if o.tier == "on_demand":
@@ -81,17 +81,22 @@ def check_offers(rows: Sequence[Offer], known_gpus: set[str], today: date, max_a
         if o.country and not _COUNTRY.fullmatch(o.country):
             problems.append(_problem(o, "country", f'country "{o.country}" is not an ISO 3166-1 alpha-2 code '
                                      "(two capital letters) or empty"))
+        if o.tier == "reserved" and o.term_months <= 0:
+            problems.append(_problem(o, "term", "a reserved offer needs its commitment in term_months (> 0)"))
+        elif o.tier != "reserved" and o.term_months != 0:
+            problems.append(_problem(o, "term", f"term_months is {o.term_months}; only a reserved offer has a "
+                                     "term (leave it empty or 0)"))
         if o.valid_until is not None and o.valid_until < o.valid_from:
             problems.append(_problem(o, "valid-range", f"valid_until {o.valid_until} is before valid_from "
                                      f"{o.valid_from}"))
-        key = (o.provider, o.instance_type, o.region, o.tier, o.valid_from)
+        key = (o.provider, o.instance_type, o.region, o.tier, o.valid_from, o.term_months)
         seen = first.get(key)
         if seen is None:
             first[key] = o
         else:
             where = f"line {seen.line}" if seen.path == o.path else f"{seen.path}:{seen.line}"
             problems.append(_problem(o, "duplicate", f"repeats {where} (same provider, instance_type, region, "
-                                     "tier and valid_from)"))
+                                     "tier, term and valid_from)"))
         if o.tier == "spot" and 0 < o.usd_per_hour < PLACEHOLDER_PRICE:
             for d in on_demand.get((o.provider, o.instance_type, o.region), ()):
                 if _overlap(o, d) and o.usd_per_hour > d.usd_per_hour > 0:

@@ -8,7 +8,7 @@ import math
 from collections.abc import Callable
 from datetime import date
 
-from ..domain.offers import COLUMNS, OPTIONAL_COLUMNS, TIERS, Offer
+from ..domain.offers import COLUMNS, EXTRA_COLUMNS, OPTIONAL_COLUMNS, TIERS, Offer
 from ..engine.load import Problem
 from ..engine.parse import did_you_mean
 
@@ -106,7 +106,7 @@ def read_offers(
     header = [h.strip() for h in header]
     index: dict[str, int] = {}
     for i, name in enumerate(header):
-        if name not in COLUMNS:
+        if name not in COLUMNS and name not in EXTRA_COLUMNS:
             problems.append(Problem(path_label, 1, i + 1, "", f'unknown column "{name}"; the columns are '
                                     + ", ".join(COLUMNS)))
         elif name in index:
@@ -122,11 +122,12 @@ def read_offers(
     parse_date = _date_parser()
     width = len(header)
     # A column the file leaves out reads the "" appended to every row (index `width`): no per-cell branch.
-    at = {name: index.get(name, width) for name in COLUMNS}
+    at = {name: index.get(name, width) for name in COLUMNS + EXTRA_COLUMNS}
     required = [(name, at[name]) for name in ("provider", "instance_type", "gpu", "gpus_per_instance", "tier",
                                               "usd_per_hour", "as_of", "source", "valid_from")]
     i_prov, i_inst, i_gpu, i_n, i_cpu, i_mem, i_reg, i_cc, i_tier, i_usd, i_asof, i_src, i_from, i_until = (
         at[c] for c in COLUMNS)
+    i_term = at["term_months"]  # optional: a file without it has no reserved terms (0)
     tiers = set(TIERS)
     rows: list[Offer] = []
     line = 1  # the header's last line
@@ -161,7 +162,7 @@ def read_offers(
                 c[i_reg], c[i_cc], tier, _number("usd_per_hour", c[i_usd]), parse_date("as_of", c[i_asof]),
                 c[i_src], parse_date("valid_from", c[i_from]),
                 parse_date("valid_until", c[i_until]) if c[i_until] else None,
-                path_label, start,
+                path_label, start, _integer("term_months", c[i_term]) if c[i_term] else 0,
             ))
         except _RowError:
             # The fast path above stops at a row's first mistake; an author fixing the file wants every one of

@@ -12,6 +12,7 @@ from typing import Any
 from ..domain.advice import Advice, UnmetTarget
 from .accuracy import band_lines
 from .messages import Messages
+from .offer_lines import no_offer_line, reserved_line, unplaced, where
 
 MAX_ALTERNATIVES = 2
 MAX_WARNINGS = 3
@@ -36,6 +37,8 @@ def render_summary(advice: Advice, msgs: Messages, locale: str, brief: dict[str,
     workload = t(f"workload.{brief['workload']}")
     sep = t("summary.list_separator")
     lines = [t("summary.title", workload=workload)]
+    # A rent answer with nothing rentable in the brief's scope says so before anything else.
+    lines += [x for x in (no_offer_line(advice, t),) if x]
     # A target nobody meets is the headline, before any pick: a top pick that misses the brief must not read
     # as a yes.
     lines += [unmet_line(u, t) for u in advice.unmet]
@@ -73,12 +76,14 @@ def render_summary(advice: Advice, msgs: Messages, locale: str, brief: dict[str,
                 headroom=c.memory.headroom,
                 monthly=monthly(c.cost.usd_per_hour, brief.get("hours_per_month", 0.0), t),
             )
+            + where(c, t, advice.offers_loaded)
         )
         lines += band_lines(c.performance, brief, text)
+        lines += [x for x in (reserved_line(advice, brief, t),) if x]
         for alt in ([] if api_route else advice.candidates[1 : 1 + MAX_ALTERNATIVES]):
             lines.append(
                 t(
-                    "summary.alternative",
+                    "summary.alternative_unplaced" if unplaced(alt, advice) else "summary.alternative",
                     count=alt.count,
                     name=alt.name,
                     usd_per_hour=alt.cost.usd_per_hour,

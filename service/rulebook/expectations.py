@@ -48,6 +48,15 @@ KEYS = (
     "cost_tiers_not",
     "caveats_include",
     "reasons_include",
+    # h21: the offer a team should take
+    "gpus_needed",
+    "fills_rented_gpus",
+    "spare_gpus",
+    "top_placed",
+    "placed_rank_first",
+    "top_tier",
+    "top_term_months_max",
+    "headline_names_top_offer",
 )
 CJK = re.compile(r"[\u4e00-\u9fff]")
 EXPONENT = re.compile(r"\d[eE][+-]?\d")
@@ -213,6 +222,7 @@ def check(
         if tier != expect["price_tier"]:
             fails.append(f"price_tier {tier}, expected {expect['price_tier']}")
     fails += _placement_failures(expect, cands)
+    fails += offer_failures(expect, cands, summary)
     for rid in expect.get("fired", []):
         if rid not in fired:
             fails.append(f"rule {rid} did not fire")
@@ -322,4 +332,57 @@ def relative_failures(
                     "relative to the price in use (priced_rent_x: GPUs rented), or test the rule's effect "
                     "(fired, reasons_include) instead of today's prices")
         fails.append(msg)
+    return fails
+
+
+def _placed(c: dict[str, Any]) -> bool:
+    return any(p.get("offer", {}).get("instance_type") != "quote" for p in c.get("placements", []))
+
+
+def offer_failures(expect: dict[str, Any], cands: list[dict[str, Any]], summary: str) -> list[str]:
+    """The offer a candidate is rented on: GPUs needed against rented, spare or put to work, rentable ones
+    first, the tier and term of the first pick, and a headline that names where it is rented."""
+    fails: list[str] = []
+    by_id = {c.get("gpu"): c for c in cands}
+    for key in ("gpus_needed", "spare_gpus"):
+        for gpu, rng in expect.get(key, {}).items():
+            c = by_id.get(gpu)
+            if c is None:
+                fails.append(f"{gpu} is not a candidate ({key} expected in {rng})")
+                continue
+            count, needed = int(c.get("count", 0)), int(c.get("gpus_needed", 0))
+            perf = c.get("performance", {})
+            used = int(perf.get("replicas", 0)) * int(perf.get("tensor_parallel", 0)) or count
+            v = needed if key == "gpus_needed" else count - used
+            if not _in(v, rng):
+                fails.append(f"{gpu} {key} {v} not in {rng} (count {count}, needs {needed}, in use {used})")
+    for gpu in expect.get("fills_rented_gpus", []):
+        c = by_id.get(gpu)
+        perf = (c or {}).get("performance", {})
+        used = int(perf.get("replicas", 0)) * int(perf.get("tensor_parallel", 0))
+        if c is None or used != int(c.get("count", 0)):
+            fails.append(f"{gpu} does not run copies on every rented GPU ({used} of {c and c.get('count')})")
+    top = cands[0] if cands else None
+    if "top_placed" in expect and (top is not None and _placed(top)) != expect["top_placed"]:
+        fails.append(f"top candidate placed is {top is not None and _placed(top)}, expected {expect['top_placed']}")
+    if expect.get("placed_rank_first"):
+        flags = [_placed(c) for c in cands]
+        if True in flags and False in flags and flags.index(False) < len(flags) - 1 - flags[::-1].index(True):
+            fails.append(f"an unplaced candidate ranks before a placed one: {[c.get('gpu') for c in cands]} "
+                         f"placed {flags}")
+    if "top_tier" in expect:
+        tier = str((top or {}).get("cost", {}).get("price_tier", "")).removeprefix("PRICE_TIER_")
+        if tier != expect["top_tier"]:
+            fails.append(f"top candidate priced at {tier or 'no'} tier, expected {expect['top_tier']}")
+    if "top_term_months_max" in expect:
+        offer = ((top or {}).get("placements") or [{}])[0].get("offer", {})
+        term = int(offer.get("term_months", 0))
+        if not 0 < term <= expect["top_term_months_max"]:
+            fails.append(f"top candidate's term is {term} months, expected 1..{expect['top_term_months_max']}")
+    if expect.get("headline_names_top_offer"):
+        offer = ((top or {}).get("placements") or [{}])[0].get("offer", {})
+        line = next((x for x in summary.splitlines() if x.startswith(("Top pick", "首选"))), "")
+        for part in ("provider", "instance_type", "region", "country"):  # runpod's region is its country
+            if not offer.get(part) or str(offer[part]) not in line:
+                fails.append(f"the headline does not name the top offer's {part} {offer.get(part)!r}: {line!r}")
     return fails

@@ -270,7 +270,7 @@ def advice_to_proto(a: Advice) -> pb.RecommendResponse:
             reasons=_reasons(c.reasons), caveats=_reasons(c.caveats), interconnect=c.interconnect,
             throughput=c.throughput, performance=_performance(c.performance),
             score_breakdown=_score_breakdown(c.score_breakdown),
-            market=_market(c.market),
+            market=_market(c.market), gpus_needed=c.gpus_needed,
         )
         add = cand.placements.add
         for p in c.placements:
@@ -397,7 +397,7 @@ def offer_to_proto(o: Offer) -> pb.Offer:
         provider=o.provider, instance_type=o.instance_type, gpu=o.gpu, gpus_per_instance=o.gpus_per_instance,
         region=o.region, country=o.country, tier=enum_number("PriceTier", o.tier.upper()),
         usd_per_hour=o.usd_per_hour, usd_per_gpu_hour=round(o.usd_per_gpu_hour, 6),
-        as_of=o.as_of.isoformat() if o.as_of != date.min else "", source=o.source,
+        as_of=o.as_of.isoformat() if o.as_of != date.min else "", source=o.source, term_months=o.term_months,
     )
 
 

@@ -87,6 +87,8 @@ class Sizing:
     placements: tuple[Placed, ...] = ()  # best first
     market: tuple[float, float, float, int, int] | None = None  # on-demand (min, median, max, offers, providers)
     offer_stale: bool = False
+    gpus_needed: int = 0  # GPUs the sizing needs before whole-instance rounding (0 = not placed: count)
+    spare_gpus: int = 0  # GPUs the placement rents that do no work (a fixed load on a wider instance)
     has_offers: bool = False
     offers_loaded: bool = False
     # The rent buying is weighed against, whole configuration $/h, and where it comes from: own (this
