@@ -82,6 +82,28 @@ def time_to_first_token(chunk_s: float, whole_s: float, sessions: int, prompt_to
     return request_s + chunk_s * mean_chunks_to_first_token(c, s, b) + step_s
 
 
+def lone_first_token(prefill_s: float, step_s: float, others: int, output_tokens: int, request_s: float = 0.0,
+                     iterations: int = 30) -> float:
+    """TTFT of a prompt that arrives on its own while `others` sessions cycle: its own prefill (one step of the
+    engine's budget holds a prompt and the chunks in flight), the residual half of another prompt's prefill that
+    holds the engine when it arrives with probability rho (M/D/1: rho x prefill / 2), and one step for the first
+    token. rho, the share of time the engine spends on prompts, = others x prefill / cycle, and the cycle
+    (TTFT + output x step) depends on it: solved together."""
+    base = request_s + prefill_s + step_s
+    if others <= 0 or prefill_s <= 0:
+        return base
+    ttft = base
+    decode = max(0, output_tokens) * step_s
+    for _ in range(iterations):
+        cycle = ttft + decode
+        rho = min(0.95, others * prefill_s / cycle) if cycle > 0 else 0.0
+        nxt = base + rho * prefill_s / 2
+        if abs(nxt - ttft) <= 1e-9 * max(ttft, 1e-12):
+            return nxt
+        ttft = nxt
+    return ttft
+
+
 def blend_arrivals(alone_s: float, wave_s: float, synchrony: float) -> float:
     """Mean TTFT between prompts that arrive alone (`alone_s`) and prompts that arrive together with every other
     session's (`wave_s`): `synchrony` is the share of the wave's extra wait a prompt meets (0 = clients arrive

@@ -219,11 +219,13 @@ def inference_speed(s: Sizing, brief: Brief, shape: Shape, a: Assumptions, n: in
 
 
 def serving_speed(s: Sizing, brief: Brief, shape: Shape, a: Assumptions, n: int, memo: Memo) -> None:
-    """Generation on n GPUs (one model copy) with the engine the brief names. A decode step reads the weights its
-    tokens touch and every sequence's KV cache, and computes their FLOPs: the longer of the two, plus the step's
-    floor and communication. Prompts arrive together (the brief's sessions), are prefilled in chunks of the
-    engine's token budget, each chunk bound by its FLOPs or by the expert weights it reads; TTFT is the mean wait
-    for a prompt's last chunk, one step and the front end's time."""
+    """Generation on n GPUs (one model copy) with the engine the brief names. A decode step runs its kernels one
+    after another, each the longer of its reads and its math (the weights its tokens touch against their FLOPs; the
+    KV cache against attention's FLOPs), plus the step's floor and communication. A prompt's prefill is the same
+    bound over its tokens (an MoE's expert GEMMs at the tile use their few rows per expert reach). The engine runs
+    a share of the others' prefills first (`prefill_first`: they lengthen a new prompt's wait, the prompts that
+    arrived together in chunks of the token budget) and mixes the rest into the decode steps as chunks (they
+    lengthen every output token: their tokens ride in the step's GEMMs)."""
     gpu = s.gpu
     arch = shape.arch
     eff = efficiency(gpu, brief.toolchain, a)
@@ -235,8 +237,8 @@ def serving_speed(s: Sizing, brief: Brief, shape: Shape, a: Assumptions, n: int,
     )
     s.effective_tflops = s.tflops * mfu * busy
     c, s_in, s_out = shape.sequences, shape.input_tokens, shape.output_tokens
-    # While one sequence decodes, the others' prompts are prefilled: the share the engine does not run first, apart
-    # from the decode steps, rides in them (chunked prefill), (c - 1) x input / output prompt tokens per step.
+    # The others' prompts the engine does not prefill first ride in the decode steps (chunked prefill):
+    # (c - 1) x input / output prompt tokens per step, that share of them.
     prefill_per_step = (c - 1) * s_in / max(1, s_out) * (1.0 - eff.prefill_first)
 
     def attention(tokens: int) -> float:
@@ -289,28 +291,28 @@ def serving_speed(s: Sizing, brief: Brief, shape: Shape, a: Assumptions, n: int,
     )
 
     def prefill(tokens: int, prompt: int) -> float:
-        """One prefill step of `tokens` tokens of `prompt`-token prompts: the floor, then the roofline bound."""
+        """One prefill step of `tokens` tokens of `prompt`-token prompts: the floor, then the kernels' bounds."""
         read = mem.weights_gb(shape.params_read_billion(tokens), shape.bytes_per_param) * stages
         return serving.step_seconds(read, linear_flops(tokens), 0.0, 0.0, attention(prompt) * tokens / max(1, prompt),
                                     bw, eff.mbu, s.tflops * n, mfu, attn_tflops=attn_tflops,
                                     overhead_s=overhead + traffic(tokens), overlap=overlap)
 
     budget = eff.budget_tokens
+    single = prefill(min(s_in, budget), s_in) * math.ceil(s_in / budget)  # one prompt, chunk by chunk
+    itl = step
     chunk = prefill(min(budget, max(1, c * s_in)), s_in)
     whole = chunk if c * s_in <= budget else prefill(c * s_in, s_in)
     wave = serving.time_to_first_token(chunk, whole, c, s_in, budget, step, eff.request_s)
-    # Apart from the wave, a prompt that arrives alone waits for its own prefill while the others' prefills share
-    # the steps (processor sharing, solved with the cycle it sets).
-    single = prefill(min(s_in, budget), s_in) * math.ceil(s_in / budget)
-    alone = eff.request_s + compute.time_to_first_token(single, step, c - 1, single, s_out)
+    # Apart from the wave, a prompt that arrives alone waits for its own prefill and what of another's is in flight.
+    alone = serving.lone_first_token(single, step, c - 1, s_out, eff.request_s)
     ttft_avg = serving.blend_arrivals(alone, wave, eff.prefill_first)
     p95_in = brief.traffic.p95_input_tokens or s_in
     ttft = ttft_avg
-    if p95_in > s_in:  # a longer prompt waits for its own extra tokens on top of the wave
-        ttft += max(0.0, prefill(p95_in, p95_in) - prefill(s_in, s_in))
-    s.step_ms = s.itl_ms = step * 1000
-    # Each sequence yields its output tokens once per cycle of TTFT + output x step: the replica's output rate.
-    s.tokens_per_second = c * s_out / (ttft_avg + s_out * step)
+    if p95_in > s_in:  # a longer prompt waits for its own extra tokens on top
+        ttft += max(0.0, prefill(min(p95_in, budget), p95_in) * math.ceil(p95_in / budget) - single)
+    s.step_ms = s.itl_ms = itl * 1000
+    # Each sequence yields its output tokens once per cycle of TTFT + output x ITL: the replica's output rate.
+    s.tokens_per_second = c * s_out / (ttft_avg + s_out * itl)
     s.est_ttft_ms = ttft * 1000
     s.est_latency_ms = s.est_ttft_ms + s_out * s.step_ms
 
