@@ -14,7 +14,7 @@ K8S_OVERLAYS := dev production
 # `$(VENV)/bin/buf build --exclude-source-info -o protos/releases/vX.Y.Z.binpb` and point this at it.
 PROTO_RELEASE := protos/releases/v1.0.0.binpb
 
-.PHONY: all venv gen client run test lint bench rules-check rules-test k8s deploy-check clean
+.PHONY: all venv gen client run test lint bench accuracy rules-check rules-test k8s deploy-check clean
 
 all: test
 
@@ -58,6 +58,12 @@ lint: $(GEN)
 # BENCH_ARGS: e.g. --load-only, --baseline ../main (the same load on another checkout first), --load-seconds 10
 bench: $(GEN)
 	$(PY) -m service.bench $(BENCH_ARGS)
+
+# The estimates against measured datasets (rules/accuracy/), per estimate and per class; offline, ~1 s.
+# ACCURACY_ARGS: --write rewrites rules/accuracy/results.yaml (what answers cite), --check fails when it is stale,
+# --rows prints every compared row.
+accuracy: $(GEN)
+	$(PY) -m service.accuracy $(ACCURACY_ARGS)
 
 # Checks the folder and runs its rule tests, as the server vets a version before serving it (a failing rule test
 # is a rejection there, so it fails here). `rules-test` runs the tests alone and also requires every rule covered.

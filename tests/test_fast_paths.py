@@ -195,6 +195,9 @@ def _ref_performance(p: advice_types.Performance | None) -> pb.Performance | Non
         power_kw_per_rack=p.power_kw_per_rack, racks=p.racks, spare_nodes=p.spare_nodes,
         restart_overhead_days=p.restart_overhead_days, scale_out_gbs_per_gpu=p.scale_out_gbs_per_gpu,
         images_per_second_per_replica=p.images_per_second_per_replica,
+        accuracy=None if p.accuracy is None else pb.Accuracy(
+            basis=p.accuracy.basis, points=p.accuracy.points, itl_error_pct=p.accuracy.itl_error_pct,
+            ttft_error_pct=p.accuracy.ttft_error_pct, throughput_error_pct=p.accuracy.throughput_error_pct),
     )
 
 

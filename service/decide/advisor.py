@@ -31,6 +31,7 @@ from ..physics.memory import MemoryBreakdown
 from ..render.messages import compact
 from ..render.summary import render_summary
 from . import facts as F
+from .accuracy import unmeasured_note
 from .answer import benchmark, build, candidate_of, checklist, dedupe_warnings, once, said_texts
 from .book import Rulebook
 from .cancel import StillWanted, checkpoint
@@ -349,6 +350,9 @@ def _render(
     """The answer: shown candidates with their texts, exclusions, warnings, plans and the summary."""
     book, brief = run.book, run.req.brief
     candidates = tuple(candidate_of(c, run) for c in ranked.shown)
+    unmeasured = unmeasured_note(ranked.shown, candidates, run)
+    if unmeasured:
+        run.notes.append(unmeasured)
     excluded = tuple(Exclusion(c.sizing.gpu.id, said_texts(c.exclusions, c, run)) for c in scored if c.exclusions)
     warnings = dedupe_warnings(run.warnings)
     advice = Advice(

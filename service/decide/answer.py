@@ -9,6 +9,7 @@ import math
 from datetime import date
 from typing import Any, TypeVar
 
+from ..domain.accuracy import Band
 from ..domain.advice import (
     BenchmarkStage,
     Candidate,
@@ -24,6 +25,7 @@ from ..domain.advice import (
     Warning,
 )
 from ..domain.offers import Offer
+from .accuracy import band_of, risk_caveats
 from .book import Rulebook
 from .run import Run, Said, Scored
 from .sizing.common import Sizing
@@ -74,6 +76,8 @@ def candidate_of(c: Scored, run: Run) -> Candidate:
             c.fact["workload"], "throughput.inference")
         throughput = run.text(key, params)
     formula = run.text("score.formula", {"score": c.score, "points": c.points, "basis": c.basis})
+    band, _ = band_of(c, run)
+    perf = performance(s, c.fact["workload"] == "MEDIA_GENERATION", band)
     return build(
         Candidate,
         gpu=s.gpu.id,
@@ -111,14 +115,14 @@ def candidate_of(c: Scored, run: Run) -> Candidate:
         ),
         reasons=(build(Reason, rule_id="rank.score", text=formula),
                  *ownership_reason(s, run, c.fact["utilization_given"]), *said_texts(c.reasons, c, run)),
-        caveats=said_texts(c.caveats, c, run),
+        caveats=said_texts(c.caveats, c, run) + risk_caveats(perf, band, run, c.fact),
         interconnect=interconnect,
         throughput=throughput,
         score_breakdown=build(
             ScoreBreakdown, basis=c.basis_kind, cost=sig(c.basis), best_cost=sig(c.best),
             cost_points=c.cost_points, rules=tuple(c.parts),
         ),
-        performance=performance(s, c.fact["workload"] == "MEDIA_GENERATION"),
+        performance=perf,
         placements=placements_of(s),
         market=market_of(s),
     )
@@ -172,8 +176,9 @@ def said_texts(items: list[Said], c: Scored, run: Run) -> tuple[Reason, ...]:
                   for item in items])
 
 
-def performance(s: Sizing, media: bool = False) -> Performance:
-    """The estimates a program needs, as numbers (their units are in the proto's Performance comments)."""
+def performance(s: Sizing, media: bool = False, accuracy: Band | None = None) -> Performance:
+    """The estimates a program needs, as numbers (their units are in the proto's Performance comments), with the
+    measured error of the candidate's class."""
     training = s.train_hours > 0
     return build(
         Performance,
@@ -195,6 +200,7 @@ def performance(s: Sizing, media: bool = False) -> Performance:
         restart_overhead_days=round(s.restart_overhead_days, 2),
         scale_out_gbs_per_gpu=s.gpu.scale_out_gbs if s.nodes > 1 or s.gpu.rack_gpus else 0.0,
         images_per_second_per_replica=round(s.tokens_per_second, 3) if media else 0.0,
+        accuracy=accuracy,
     )
 
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..domain.accuracy import EMPTY as EMPTY_ACCURACY
+from ..domain.accuracy import AccuracyTable
 from ..domain.assumptions import Assumptions
 from ..domain.catalog import Gpu
 from ..domain.models import EMPTY, Registry
@@ -57,6 +59,8 @@ class Rulebook:
     # Answers' parts that depend only on these rules, the locale and the workload (the benchmark plan and the
     # checklist), kept once rendered: (kind, locale, workload) → parts. Bounded by locales x workloads.
     rendered: dict[tuple[str, str, str], Any] = field(default_factory=dict, compare=False, repr=False)
+    # Measured error per class (rules/accuracy/results.yaml, written by `make accuracy`), cited by each candidate.
+    accuracy: AccuracyTable = field(default_factory=lambda: EMPTY_ACCURACY, compare=False, repr=False)
 
     def counts(self) -> dict[str, int]:
         out = {"gpus": len(self.catalog), "rules": len(self.program.rules), "files": len(self.files),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .accuracy import Band
 from .offers import Offer
 
 
@@ -75,6 +76,7 @@ class Performance:
     restart_overhead_days: float = 0.0
     scale_out_gbs_per_gpu: float = 0.0
     images_per_second_per_replica: float = 0.0
+    accuracy: Band | None = None  # measured error for the candidate's class (rules/accuracy/results.yaml)
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..domain.advice import Advice, UnmetTarget
+from .accuracy import band_lines
 from .messages import Messages
 
 MAX_ALTERNATIVES = 2
@@ -73,6 +74,7 @@ def render_summary(advice: Advice, msgs: Messages, locale: str, brief: dict[str,
                 monthly=monthly(c.cost.usd_per_hour, brief.get("hours_per_month", 0.0), t),
             )
         )
+        lines += band_lines(c.performance, brief, text)
         for alt in ([] if api_route else advice.candidates[1 : 1 + MAX_ALTERNATIVES]):
             lines.append(
                 t(

@@ -10,6 +10,7 @@ from itertools import combinations
 from typing import Any
 
 from ..decide.provisional import ROUTE_INPUTS, SIZING_DEFAULT_FIELDS
+from ..domain.accuracy import CLASSES as ACCURACY_CLASSES
 from ..domain.brief import ENUM_FIELDS, PRICE_TIERS, RENT_TIERS, ROUTE_KINDS, SUCCESS_UNITS, WORKLOADS, brief_field_kind
 from ..domain.catalog import Gpu
 from ..engine.analyze import implies, satisfiable
@@ -67,6 +68,18 @@ CODE_MESSAGE_KEYS = (
     "summary.monthly_always_on",
     "summary.more_questions",
     "summary.newer_rules_rejected",
+    # h24: the measured error beside the figures (service/render/accuracy.py, service/decide/accuracy.py)
+    *(f"accuracy.class.{c}" for c in ACCURACY_CLASSES),
+    *(f"accuracy.target.{f}" for f in ("latency.p95_ms", "latency.ttft_ms", "training.target_days")),
+    "accuracy.figure_ms",
+    "accuracy.figure_s",
+    "accuracy.figure_days",
+    "summary.accuracy_band",
+    "summary.accuracy_at_risk",
+    "summary.accuracy_unmeasured",
+    "caveat.accuracy_at_risk",
+    "note.accuracy_none_class",
+    "note.accuracy_none_any",
     "latency.target_p95",
     "latency.target_ttft",
     "latency.target_both",

@@ -1,9 +1,10 @@
 """Load a rules folder into one immutable Rulebook, or report every problem with file:line:col.
 
-A rules folder holds YAML documents of these kinds (the `kind:` key says which):
-catalog, assumptions, rules, decision_table, benchmark_plan, checklist, messages, models. `schema/` holds their JSON
-Schemas and `tests/` the rule authors' golden cases; neither is part of the logic. Nothing in a rules folder is
-executed: actions are a fixed vocabulary and messages are templates filled from facts.
+A rules folder holds YAML documents of these kinds (the `kind:` key says which): catalog, assumptions, rules,
+decision_table, benchmark_plan, checklist, messages, models, accuracy (the measured error answers cite, written by
+`make accuracy`). `schema/` holds their JSON Schemas and `tests/` the rule authors' golden cases; neither is part
+of the logic. Nothing in a rules folder is executed: actions are a fixed vocabulary and messages are templates
+filled from facts.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from ..engine.load import Doc, Problem, load_yaml, plain, pos
 from ..engine.parse import compile_docs, did_you_mean
 from ..engine.schema_errors import most_specific, readable
 from .accelerators import read_accelerator_map
+from .accuracy_file import accuracy_table
 from .checks import (
     format_spec_problems,
     lint_problems,
@@ -42,7 +44,8 @@ from .model_files import model_entries
 from .offer_checks import check_offers
 from .offer_files import read_offers
 
-KINDS = ("catalog", "assumptions", "rules", "decision_table", "benchmark_plan", "checklist", "messages", "models")
+KINDS = ("catalog", "assumptions", "rules", "decision_table", "benchmark_plan", "checklist", "messages", "models",
+         "accuracy")
 LOCALES = ("en", "zh-CN")
 SKIP_DIRS = ("schema", "tests")
 CHANGED_WHILE_CHECKED = "the folder changed while it was being checked: not loaded (the next reload reads it again)"
@@ -350,6 +353,8 @@ def load_rulebook(
 
     models, model_problems = model_entries(by_kind["models"])
     problems += model_problems
+    accuracy, accuracy_problems = accuracy_table(by_kind["accuracy"])
+    problems += accuracy_problems
 
     rules, rule_problems = compile_docs(docs, SCHEMA, ROUTE_KINDS)
     problems += rule_problems
@@ -391,6 +396,7 @@ def load_rulebook(
         files=tuple(f"{root.name}/{f.rel}" for f in yaml_files),
         warnings=tuple(p for p in problems if p.severity != "error"),
         offers=offers,
+        accuracy=accuracy,
     )
     return book, problems
 

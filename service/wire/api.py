@@ -25,6 +25,7 @@ from gpuadvisor.v1 import advisor_pb2 as pb  # noqa: E402
 from gpuadvisor.v1 import advisor_pb2_grpc as pb_grpc  # noqa: E402
 
 from ..domain import advice as domain  # noqa: E402
+from ..domain.accuracy import WIRE_FIELDS as ACCURACY_FIELDS  # noqa: E402
 from ..domain.advice import Advice  # noqa: E402
 from ..domain.brief import (  # noqa: E402
     DEFAULT_PRICE_TIER,
@@ -253,7 +254,12 @@ def _score_breakdown(b: domain.ScoreBreakdown | None) -> dict[str, Any] | None:
 
 
 def _performance(p: domain.Performance | None) -> dict[str, Any] | None:
-    return None if p is None else p.__dict__
+    if p is None:
+        return None
+    acc = p.accuracy
+    if acc is None:
+        return p.__dict__  # an unset message field: upb takes None as absent
+    return {**p.__dict__, "accuracy": {k: getattr(acc, k) for k in ACCURACY_FIELDS}}
 
 
 def advice_to_proto(a: Advice) -> pb.RecommendResponse:

@@ -1,0 +1,137 @@
+"""The measured datasets in rules/accuracy/, read into briefs the product can answer, each with what was measured.
+
+- aiconfigurator-silicon_refs.csv: AIConfigurator's measured ("silicon") serving points, copied verbatim
+  (Apache-2.0; rules/accuracy/README.md). A row the API cannot express (a disaggregated prefill/decode split, a
+  GPU or a model the rules do not have) is kept with why: that list is the harness's to-do.
+- published.csv: published tables the tests already cite, one row per measurement with its source.
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..domain.brief import Brief, Media, Model, Traffic, Training
+
+AICONFIGURATOR = "aiconfigurator-silicon_refs.csv"
+PUBLISHED = "published.csv"
+DATASETS = {
+    "aiconfigurator": (AICONFIGURATOR, "ai-dynamo/aiconfigurator tools/accuracy_tracking/silicon_refs.csv "
+                                       "(commit 68fc4519)", "Apache-2.0"),
+    "published": (PUBLISHED, "published tables cited by tests/ (source per row)", "facts cited per row"),
+}
+# AIConfigurator's system names → catalog ids; a system missing here is not in the catalog.
+SYSTEMS = {"h100_sxm": "h100-sxm", "h200_sxm": "h200", "b200_sxm": "b200", "gb200": "gb200"}
+# Its quantisation → the API's precision (the GEMM's; "" = the checkpoint's BF16).
+PRECISIONS = {"fp8": "FP8", "fp8_block": "FP8", "nvfp4": "FP4", "": "BF16"}
+# Its backend names → the toolchain names a brief uses for the serving engine.
+ENGINES = {"trtllm": "tensorrt-llm", "vllm": "vllm", "sglang": "sglang"}
+SUCCESS_UNITS = {"BATCH_INFERENCE": "TOKEN", "PRETRAINING": "TRAINING_RUN", "MEDIA_GENERATION": "IMAGE"}
+
+
+@dataclass(frozen=True)
+class Row:
+    """One measured configuration: the brief that describes it, the GPU and GPUs per model copy it ran on (0 =
+    the product's own count, for training), and the measured figures by estimate key."""
+
+    id: str
+    dataset: str
+    brief: Brief
+    gpu: str
+    gpus: int
+    measured: dict[str, float] = field(default_factory=dict)
+    source: str = ""
+
+
+@dataclass(frozen=True)
+class Skipped:
+    id: str
+    dataset: str
+    why: str
+
+
+def _num(text: str | None) -> float:
+    return float(text) if text not in (None, "") else 0.0
+
+
+def _int(text: str | None) -> int:
+    return int(float(text)) if text not in (None, "") else 0
+
+
+def read_aiconfigurator(path: Path, models: set[str], catalog: set[str]) -> tuple[list[Row], list[Skipped]]:
+    """`models`: names the registry resolves (ids and aliases, lower case); `catalog`: GPU ids."""
+    rows: list[Row] = []
+    skipped: list[Skipped] = []
+    with path.open(newline="", encoding="utf-8") as f:
+        for r in csv.DictReader(f):
+            rid = r["id"]
+
+            def skip(why: str, rid: str = rid) -> None:
+                skipped.append(Skipped(rid, "aiconfigurator", why))
+
+            gpu = SYSTEMS.get(r["system"], "")
+            model = _model_name(r["model_path"], models)
+            if r["mode"] != "agg":
+                skip("disaggregated prefill/decode workers: the API sizes one aggregated copy")
+            elif gpu not in catalog:
+                skip(f"GPU {r['system']} is not in the catalog")
+            elif not model:
+                skip(f"model {r['model_path']} is not in the registry (gpu-advisor models import)")
+            else:
+                isl, osl = _int(r["isl"]), _int(r["osl"])
+                concurrency = _concurrency(r)
+                precision = PRECISIONS.get(r["gemm_quant_mode"], "BF16")
+                brief = Brief(
+                    workload="REALTIME_INFERENCE",
+                    model=Model(name=model, precision=precision, context_tokens=isl + osl),
+                    traffic=Traffic(concurrent_sessions=concurrency, avg_input_tokens=isl, avg_output_tokens=osl),
+                    toolchain=(ENGINES.get(r["backend"], r["backend"]),),  # the engine it was measured on
+                )
+                width = max(1, _int(r["tp_size"])) * max(1, _int(r["pp_size"]))
+                rows.append(Row(rid, "aiconfigurator", brief, gpu, width,
+                                {"itl": _num(r["silicon_tpot_ms"]), "ttft": _num(r["silicon_ttft_ms"])},
+                                f"{r['backend']} {r['backend_version']}".strip()))
+    return rows, skipped
+
+
+def _model_name(path: str, models: set[str]) -> str:
+    """The registry name of an HF id; a quantised checkpoint ("-FP8") is its base model at that precision."""
+    for name in (path, re.sub(r"-FP8$", "", path)):
+        if name.lower() in models:
+            return name
+    return ""
+
+
+def _concurrency(r: dict[str, str]) -> int:
+    found = re.search(r"silicon_concurrency=(\d+)", r.get("silicon_data_source", ""))
+    return int(found.group(1)) if found else max(1, _int(r["batch_size"]))
+
+
+MEASURED = (("itl_ms", "itl"), ("ttft_ms", "ttft"), ("tokens_per_s", "throughput"), ("gpu_hours", "gpu_hours"),
+            ("images_per_s", "images"), ("memory_ceiling_gb", "memory"))
+
+
+def read_published(path: Path) -> list[Row]:
+    rows = []
+    with path.open(newline="", encoding="utf-8") as f:
+        for r in csv.DictReader(f):
+            workload = r["workload"]
+            model = Model(
+                _num(r["params_billion"]), _num(r["active_params_billion"]), precision=r["precision"] or "BF16",
+                context_tokens=_int(r["context_tokens"]), layers=_int(r["layers"]), kv_heads=_int(r["kv_heads"]),
+                head_dim=_int(r["head_dim"]), hidden_size=_int(r["hidden_size"]), experts=_int(r["experts"]),
+                experts_per_token=_int(r["experts_per_token"]),
+            )
+            traffic = Traffic(concurrent_sessions=_int(r["sessions"]), batch_size=_int(r["batch_size"]),
+                              avg_input_tokens=_int(r["input_tokens"]), avg_output_tokens=_int(r["output_tokens"]),
+                              requests_per_second=_num(r["requests_per_second"]))
+            training = Training(tokens_billion=_num(r["tokens_billion"]), target_days=_num(r["target_days"]),
+                                global_batch_tokens=_int(r["global_batch_tokens"]))
+            brief = Brief(workload=workload, model=model, traffic=traffic, training=training,
+                          success_unit=SUCCESS_UNITS.get(workload, "UNSPECIFIED"), media=Media(),
+                          toolchain=tuple(t for t in r["toolchain"].split() if t))
+            measured = {key: _num(r[col]) for col, key in MEASURED if r[col]}
+            rows.append(Row(r["id"], "published", brief, r["gpu"], _int(r["gpus"]), measured, r["source"]))
+    return rows

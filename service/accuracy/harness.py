@@ -1,0 +1,118 @@
+"""Each dataset row asked of the product in-process, as the server answers it, and its estimate set beside the
+measurement.
+
+A serving row is compared at the GPUs per model copy it was measured on: the answer's candidate when the product
+chose that width itself, else the same sizing code (`decide/sizing`) run at the measured width, so a row measures
+the physics and not the width the product would pick (the row says which it was).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+from ..decide.models import resolve
+from ..decide.sizing.inference import inference_speed
+from ..decide.sizing.per_gpu import size
+from ..decide.sizing.shape import shape_of
+from ..domain.accuracy import classes_of
+from ..domain.brief import AdviceRequest, Brief
+from ..domain.catalog import Gpu
+from ..domain.models import name_index
+from ..rulebook.version import Bundle
+from .datasets import AICONFIGURATOR, PUBLISHED, Row, Skipped, read_aiconfigurator, read_published
+
+TRAINING = ("PRETRAINING", "FULL_FINETUNE", "ADAPTER_FINETUNE")
+
+
+@dataclass(frozen=True)
+class Point:
+    """One estimate of one row against its measurement."""
+
+    row: str
+    dataset: str
+    estimate: str
+    classes: tuple[str, ...]
+    measured: float
+    estimated: float
+    note: str = ""
+
+    @property
+    def signed_pct(self) -> float:
+        return (self.estimated - self.measured) / self.measured * 100
+
+    @property
+    def abs_pct(self) -> float:
+        # A memory figure is a published ceiling: under it is no known error.
+        if self.estimate == "memory":
+            return max(0.0, self.signed_pct)
+        return abs(self.signed_pct)
+
+
+def read_rows(bundle: Bundle, folder: Path) -> tuple[list[Row], list[Skipped]]:
+    book = bundle.book
+    models = set(name_index(book.models))
+    rows, skipped = read_aiconfigurator(folder / AICONFIGURATOR, models, {g.id for g in book.catalog})
+    return rows + read_published(folder / PUBLISHED), skipped
+
+
+def evaluate(bundle: Bundle, folder: Path, day: date) -> tuple[list[Point], list[Skipped]]:
+    """Every row of the datasets in `folder` (rules/accuracy) answered by `bundle`'s rules on `day`."""
+    rows, skipped = read_rows(bundle, folder)
+    points: list[Point] = []
+    seen: dict[tuple[str, int, str, tuple[tuple[str, float], ...]], str] = {}
+    for row in rows:
+        # The same measurement filed twice under two ids (DeepSeek-R1 and -V3 share one shape) counts once.
+        key = (row.gpu, row.gpus, row.dataset, tuple(sorted(row.measured.items())))
+        if key in seen:
+            skipped.append(Skipped(row.id, row.dataset, f"the same measurement as {seen[key]}"))
+            continue
+        seen[key] = row.id
+        got, why = _estimates(bundle, row, day)
+        if why:
+            skipped.append(Skipped(row.id, row.dataset, why))
+            continue
+        estimates, classes, note = got
+        for key, measured in row.measured.items():
+            points.append(Point(row.id, row.dataset, key, classes, measured, estimates[key], note))
+    return points, skipped
+
+
+def _estimates(bundle: Bundle, row: Row, day: date) -> tuple[Any, str]:  # noqa: ANN401
+    book = bundle.book
+    advice = bundle.advise(AdviceRequest(brief=row.brief, max_candidates=100, as_of=day))
+    cand = next((c for c in advice.candidates if c.gpu == row.gpu), None)
+    if cand is None or cand.performance is None:
+        reasons = [r.text for x in advice.excluded if x.gpu == row.gpu for r in x.reasons]
+        return None, f"{row.gpu} is not a candidate: {reasons[0] if reasons else 'not in the answer'}"
+    perf = cand.performance
+    brief = resolve(row.brief, book.models)
+    gpu = next(g for g in book.catalog if g.id == row.gpu)
+    m = brief.model
+    moe = 0 < m.active_params_billion < m.params_billion  # as the answer classes a candidate (decide/accuracy.py)
+    precision = m.precision if m.precision != "UNSPECIFIED" else "BF16"
+    classes = classes_of(brief.workload, precision, moe, brief.traffic.avg_input_tokens, gpu.vendor, gpu.gpu_class)
+    est = {
+        "itl": perf.itl_ms, "ttft": perf.ttft_ms, "throughput": perf.tokens_per_second_per_replica,
+        "gpu_hours": perf.gpu_hours, "images": perf.images_per_second_per_replica,
+        "memory": cand.memory.need_gb / max(1, perf.replicas),
+    }
+    note = ""
+    serving = brief.workload not in TRAINING and brief.workload != "MEDIA_GENERATION"
+    if serving and row.gpus and perf.tensor_parallel != row.gpus:
+        est.update(_at_width(bundle, brief, gpu, row.gpus, day))
+        note = f"at the measured {row.gpus} GPUs (the answer chose {perf.tensor_parallel})"
+    return (est, classes, note), ""
+
+
+def _at_width(bundle: Bundle, brief: Brief, gpu: Gpu, width: int, day: date) -> dict[str, float]:
+    """ITL, TTFT and tokens/s of one copy on `width` GPUs: the sizing the answer runs, at a width the product
+    would not have chosen. (When the brief can name its parallelism, asking the answer for it replaces this.)"""
+    a = bundle.book.assumptions
+    shape = shape_of(brief, a)
+    assert shape is not None  # the answer sized this brief
+    s = size(gpu, brief, shape, a, (), day)
+    inference_speed(s, brief, shape, a, width, {})
+    return {"itl": s.itl_ms, "ttft": s.est_ttft_ms, "throughput": s.tokens_per_second}
