@@ -219,3 +219,21 @@ def test_rtx_4090_with_llama_cpp_reads_at_its_measured_bandwidth(bundle):
     cpp = _perf(bundle, base).itl_ms
     plain = _perf(bundle, replace(base, toolchain=())).itl_ms
     assert cpp < plain * 0.59 / 0.86 * 1.1
+
+
+@pytest.mark.parametrize("sessions", [1, 3, 16, 64, 1000, 2500])
+@pytest.mark.parametrize("prompt", [1, 700, 1024, 8192, 20_000])
+@pytest.mark.parametrize("budget", [2048, 8192])
+def test_mean_chunks_summed_either_way_is_the_plain_mean(sessions, prompt, budget):
+    plain = 1.0 if sessions * prompt <= budget else sum(
+        -(-i * prompt // budget) for i in range(1, sessions + 1)) / sessions
+    assert serving.mean_chunks_to_first_token(sessions, prompt, budget) == pytest.approx(plain, rel=1e-12)
+
+
+def test_a_lone_prompt_waits_for_half_a_prefill_as_often_as_one_is_running():
+    assert serving.lone_first_token(0.4, 0.02, 0, 500) == pytest.approx(0.42)
+    # 24 others each prefilling 0.4 s per cycle of ~10.4 s: rho ~ 0.92, so ~0.18 s more.
+    busy = serving.lone_first_token(0.4, 0.02, 24, 500)
+    assert 0.55 < busy < 0.65
+    # Ring all-reduce of 80 MB over 2 GPUs at 900 GB/s bidirectional: 80e6 / 450e9 s.
+    assert serving.allreduce_transfer_seconds(80e6, 2, 900) == pytest.approx(80e6 / 450e9)

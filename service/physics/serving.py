@@ -60,14 +60,23 @@ def allreduce_transfer_seconds(nbytes: float, gpus: int, link_gbs: float) -> flo
 def mean_chunks_to_first_token(sessions: int, prompt_tokens: int, budget_tokens: int) -> float:
     """Prompts that arrive together (a closed-loop client population started at once, and held in step by equal
     lengths) are prefilled first come first served in chunks of `budget_tokens`; prompt i is done with chunk
-    ceil((i + 1) x prompt / budget). The mean of that over the prompts, in chunks: exact for up to 4,096 prompts,
-    the integral's value (the mean of x plus half a chunk) beyond."""
+    ceil(i x prompt / budget), i = 1..sessions. The mean of that, in chunks: summed over whichever is fewer, the
+    prompts or the chunks (chunk j completes the prompts i with (j - 1) x budget < i x prompt <= j x budget); past
+    10,000 of them, the integral's value (the mean of i x prompt / budget plus half a chunk)."""
     c, s, b = max(1, sessions), max(1, prompt_tokens), max(1, budget_tokens)
     if c * s <= b:
         return 1.0
-    if c <= 4096:
-        return sum(-(-(i + 1) * s // b) for i in range(c)) / c
-    return max(float(-(-s // b)), (c + 1) * s / (2 * b) + 0.5)
+    chunks = -(-c * s // b)
+    if min(c, chunks) > 10_000:
+        return max(float(-(-s // b)), (c + 1) * s / (2 * b) + 0.5)
+    if c <= chunks:
+        return sum(-(-i * s // b) for i in range(1, c + 1)) / c
+    total, done = 0, 0
+    for j in range(1, chunks + 1):
+        upto = min(c, j * b // s)  # prompts complete by the end of chunk j
+        total += j * (upto - done)
+        done = upto
+    return total / c
 
 
 def time_to_first_token(chunk_s: float, whole_s: float, sessions: int, prompt_tokens: int, budget_tokens: int,
