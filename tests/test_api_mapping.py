@@ -30,7 +30,8 @@ FULL_BRIEF = {
               "context_tokens": 32768, "layers": 80, "kv_heads": 8, "head_dim": 128, "hidden_size": 8192,
               "attention": "ATTENTION_KIND_GQA", "kv_lora_rank": 512, "rope_head_dim": 64,
               "sliding_window_tokens": 4096, "name": "mixtral-8x7b", "sliding_window_layers": 16,
-              "experts": 8, "experts_per_token": 2, "shared_params_billion": 1.6},
+              "experts": 8, "experts_per_token": 2, "shared_params_billion": 1.6,
+              "kv_cache_precision": "PRECISION_FP8"},
     "traffic": {"concurrent_sessions": 64, "batch_size": 16, "avg_input_tokens": 2000,
                 "p95_input_tokens": 9000, "avg_output_tokens": 400, "requests_per_second": 7.5},
     "latency": {"p95_ms": 2000, "p99_ms": 3500, "ttft_ms": 400},
@@ -46,6 +47,8 @@ FULL_BRIEF = {
     "placement": {"providers": ["aws", "Lambda"], "regions": ["eu-central-1"], "countries": ["EU", "ch"],
                   "interruptible_ok": True},
     "media": {"denoising_steps": 30, "width_px": 1344, "height_px": 768, "guidance_scale": 5.5, "frames": 121},
+    "parallelism": {"tensor_parallel": 4, "pipeline_parallel": 2, "expert_parallel": 8},
+    "gpus": ["h100-sxm", "h200"],
 }
 FULL_REQUEST = {
     "brief": FULL_BRIEF,
@@ -72,7 +75,8 @@ def test_full_request_to_domain():
     assert b.workload == "REALTIME_INFERENCE" and b.run_cycle == "ALWAYS_ON"
     assert b.boundary == "DATA_RESIDENCY" and b.success_unit == "TOKEN"
     assert b.model == B.Model(70, 12.5, "FP8", 32768, 80, 8, 128, 8192, "GQA", 512, 64, 4096, "mixtral-8x7b", 16, 8, 2,
-                              1.6)
+                              1.6, "FP8")
+    assert b.parallelism == B.Parallelism(4, 2, 8) and b.gpus == ("h100-sxm", "h200")
     assert b.traffic == B.Traffic(64, 16, 2000, 9000, 400, 7.5)
     assert b.latency == B.Latency(2000, 3500, 400)
     assert b.training == B.Training(1.5, 3, 4194304)

@@ -18,18 +18,15 @@ from service.bench.loadgen import distinct_briefs
 from service.decide import answer, tables
 from service.decide import facts as F
 from service.decide import run as run_state
-from service.decide.sizing import common, inference, media, per_request, training
+from service.decide.sizing import common, per_request, training
 from service.decide.sizing.per_gpu import size, size_all
-from service.decide.sizing.shape import Shape, shape_of
-from service.decide.tables import MAX_TENSOR_PARALLEL, scale_up
+from service.decide.sizing.shape import shape_of
 from service.domain import advice as advice_types
 from service.domain.advice import Advice
-from service.domain.assumptions import Assumptions
 from service.domain.brief import (
     PRECISIONS,
     PRICE_TIERS,
     RENT_TIERS,
-    TRAINING_WORKLOADS,
     Brief,
     Latency,
     Model,
@@ -37,9 +34,8 @@ from service.domain.brief import (
     Traffic,
     Training,
 )
-from service.domain.catalog import Gpu, Price, tier_preference
+from service.domain.catalog import Price, tier_preference
 from service.physics import compute
-from service.physics import memory as mem
 from service.render import messages as m
 from service.rulebook.folder import load_rulebook
 from service.rulebook.version import Bundle
@@ -288,100 +284,6 @@ def test_answer_built_in_place_serializes_to_the_same_bytes(bundle, seed, trace,
     assert new == ref
 
 
-# _speed before the brief-only figures (bytes read per step, a prompt's attention FLOPs) were kept per request.
-def reference_speed(s: common.Sizing, brief: Brief, shape: Shape, a: Assumptions, n: int) -> None:
-    """Decode is memory-bound (bytes read per step / bandwidth) with a per-step floor, prefill compute-bound
-    (2·N per token plus attention); under load the other sequences' prefills share the steps."""
-    gpu = s.gpu
-    arch = shape.arch
-    mfu = a.num("mfu_prefill")
-    attn_tflops = (gpu.tflops_bf16 or s.tflops) * n  # 16-bit KV: attention runs on BF16 tensor cores
-    if brief.workload == "MEDIA_GENERATION":
-        # Denoising: outputs/s = TFLOPS x MFU / FLOPs per output (steps x passes x 2·N per latent token).
-        s.effective_tflops = s.tflops * mfu
-        flops = media.media_shape(brief, shape, a).flops_per_output
-        per_gpu = s.tflops * 1e12 * mfu / flops if flops > 0 else 0.0
-        s.tokens_per_second = per_gpu * n * common.parallel_efficiency(gpu, n, a)
-        s.step_ms = s.itl_ms = 0.0
-        s.est_ttft_ms = s.est_latency_ms = 0.0
-        return
-    if brief.workload == "EMBEDDING":
-        # Prefill-only work is throughput-bound by its input tokens: every token costs 2·N FLOPs plus its
-        # attention over the sequence, at the utilization a batch of this size reaches.
-        tokens = inference.prefill_only_tokens(brief, shape, a)
-        busy = common.saturation(s.tflops, tokens, arch.hidden_size, a.num("kernel_saturation_ms"))
-        s.effective_tflops = s.tflops * mfu * busy
-        seq = shape.input_tokens
-        per_token = 2 * shape.active_params_billion * 1e9 + compute.attention_flops(
-            arch.layers, seq, arch.hidden_size, arch.window, arch.window_layers
-        ) / max(1, seq)
-        s.tokens_per_second = s.tflops * n * 1e12 * mfu * busy * common.parallel_efficiency(gpu, n, a) / per_token
-        s.step_ms = s.itl_ms = 0.0
-        s.est_ttft_ms = s.est_latency_ms = 0.0
-        return
-    busy = common.saturation(
-        s.tflops, shape.sequences * shape.tokens_per_sequence, arch.hidden_size, a.num("kernel_saturation_ms")
-    )
-    s.effective_tflops = s.tflops * mfu * busy
-    c, s_in, s_out = shape.sequences, shape.input_tokens, shape.output_tokens
-    kv_read = mem.kv_cache_gb(arch, shape.avg_tokens_per_sequence, c, a.num("kv_cache_bytes"))
-    # While one sequence decodes, the other c - 1 start new requests: their prompts are prefilled in the same
-    # steps (chunked prefill), (c - 1) x input / output prompt tokens per step on average.
-    prefill_per_step = (c - 1) * s_in / max(1, s_out)
-    # An MoE step reads the shared weights and the experts its c + prefill_per_step tokens touch.
-    weights = mem.weights_gb(shape.params_read_billion(c + prefill_per_step), shape.bytes_per_param)
-    active = shape.active_params_billion * 1e9
-    overhead = a.num("decode_step_floor_ms") / 1000 + inference.parallel_overhead_s(gpu, n, arch.layers, a)
-    # Pipeline stages beyond the scale-up domain each read their weights once per micro-batch, so a token
-    # still waits for the whole model to be read at one stage's bandwidth: stages add capacity, not speed.
-    stages = math.ceil(n / min(n, scale_up(gpu), MAX_TENSOR_PARALLEL))
-    step = compute.step_seconds(
-        weights * stages, kv_read, gpu.bandwidth_tbs * n, common.decode_mbu(gpu, a),
-        linear_flops=2 * active * (c + prefill_per_step), tflops_total=s.tflops * n, mfu=mfu,
-        attn_flops=prefill_per_step * compute.attention_flops(arch.layers, s_in, arch.hidden_size, arch.window,
-                                                              arch.window_layers)
-        / max(1, s_in),
-        attention_tflops_total=attn_tflops, overhead_s=overhead,
-    )
-
-    def prefill(tokens: int) -> float:
-        return compute.prefill_seconds(
-            shape.active_params_billion, tokens, s.tflops * n, mfu,
-            compute.attention_flops(arch.layers, tokens, arch.hidden_size, arch.window, arch.window_layers),
-            attn_tflops,
-        )
-
-    avg_prefill = prefill(s_in)
-    ttft_avg = compute.time_to_first_token(avg_prefill, step, c - 1, avg_prefill, s_out)
-    p95_in = brief.traffic.p95_input_tokens or s_in
-    ttft = ttft_avg if p95_in == s_in else compute.time_to_first_token(prefill(p95_in), step, c - 1,
-                                                                       avg_prefill, s_out)
-    s.step_ms = s.itl_ms = step * 1000
-    # Each sequence yields its output tokens once per cycle of TTFT + output x step: the replica's output rate,
-    # with the input tokens' prefill counted in both.
-    s.tokens_per_second = c * s_out / (ttft_avg + s_out * step)
-    s.est_ttft_ms = ttft * 1000
-    s.est_latency_ms = s.est_ttft_ms + s_out * s.step_ms
-
-
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(brief=brief_strategy())
-def test_speed_with_per_request_figures_matches_the_plain_formulas(book, brief):  # noqa: ANN001
-    a = book.assumptions
-    shape = shape_of(brief, a)
-    if shape is None:
-        return
-    memo: common.Memo = {}
-    gpus: tuple[Gpu, ...] = book.catalog
-    for gpu in gpus:
-        for n in common.tp_group_sizes(gpu, a):
-            ref = common.Sizing(gpu=gpu, tflops=common.compute_tflops(gpu, shape.precision))
-            new = common.Sizing(gpu=gpu, tflops=ref.tflops)
-            reference_speed(ref, brief, shape, a, n)
-            inference.inference_speed(new, brief, shape, a, n, memo)
-            assert repr(new) == repr(ref)
-
-
 def test_plan_and_checklist_kept_per_locale_are_what_each_request_would_render(bundle):  # noqa: ANN001
     book = bundle.book
     for locale in ("xx-YY", "en", "zh-CN", "xx-YY", "zh-CN"):  # an unknown locale reads the fallback's table
@@ -595,24 +497,6 @@ def test_candidate_fact_with_the_catalogs_fields_kept_per_gpu_is_the_same_fact(b
         ref = reference_candidate_fact(base, s)
         assert list(fact.items())[: len(ref)] == list(ref.items())  # same keys in the same order, same values
         assert list(fact) == ["id", *F.CANDIDATE_FIELDS]
-
-
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(brief=brief_strategy())
-def test_decode_speed_over_per_request_figures_matches_speed_at_every_width(book, brief):  # noqa: ANN001
-    a = book.assumptions
-    shape = shape_of(brief, a)
-    if shape is None or brief.workload in ("EMBEDDING", "MEDIA_GENERATION", *TRAINING_WORKLOADS):
-        return
-    t = tables.tables(a)
-    req = per_request.RequestSizer(brief, shape, a, t.constants, (), date(2026, 11, 15))
-    for gpu in book.catalog:
-        for n in common.tp_group_sizes(gpu, a):
-            ref = common.Sizing(gpu=gpu, tflops=common.compute_tflops(gpu, shape.precision))
-            new = common.Sizing(gpu=gpu, tflops=ref.tflops)
-            inference.inference_speed(ref, brief, shape, a, n, {})
-            req._decode_speed(new, t.gpu(gpu), n)
-            assert repr(new) == repr(ref)
 
 
 # Realtime briefs with targets around what the catalog reaches, so that the latency search lands on every width

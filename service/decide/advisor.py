@@ -193,7 +193,10 @@ def _named_model(book: Rulebook, req: AdviceRequest) -> tuple[AdviceRequest, dic
 def _size_every_gpu(book: Rulebook, req: AdviceRequest, day: date) -> tuple[Shape | None, list[Sizing]]:
     a = book.assumptions
     shape = shape_of(req.brief, a)
-    return shape, (size_all(book.catalog, req.brief, shape, a, req.quotes, day) if shape else [])
+    allowed = set(req.brief.gpus)
+    # brief.gpus: a team that owns H100s asks about H100s; the others are not sized, ranked or excluded.
+    gpus = [g for g in book.catalog if g.id in allowed] if allowed else book.catalog
+    return shape, (size_all(gpus, req.brief, shape, a, req.quotes, day) if shape else [])
 
 
 def _place_every_gpu(run: Run, shape: Shape | None, sizings: list[Sizing], day: date) -> None:

@@ -64,6 +64,8 @@ BRIEF_FIELDS: dict[str, FieldSpec] = {
     "media_denoising_steps": FieldSpec("int", "denoising steps per image or video (0 = not given)"),
     "media_width_px": FieldSpec("int", "output width in pixels (0 = not given)"),
     "moe_routed": FieldSpec("bool", "MoE with its routing given (experts and experts_per_token)"),
+    "moe_routing_estimated": FieldSpec(
+        "bool", "MoE (active < total parameters) without its expert count: routing estimated from active / total"),
     "experts_touched": FieldSpec(
         "number", "share of routed experts one decode step at the brief's sequences reads (1 = dense or unknown)"
     ),
@@ -285,6 +287,7 @@ def brief_fact(
         "media_denoising_steps": int(brief.media.denoising_steps),
         "media_width_px": int(brief.media.width_px),
         "moe_routed": bool(shape and shape.routed),
+        "moe_routing_estimated": bool(shape and shape.moe_estimated),
         "experts_touched": round(_experts_touched(shape), 4),
         "concurrent_sessions": int(t.concurrent_sessions),
         "batch_size": int(t.batch_size),
@@ -322,6 +325,8 @@ def brief_fact(
 
 
 def _experts_touched(shape: Shape | None) -> float:
+    if shape is not None and shape.moe_estimated:
+        return shape.params_read_billion(max(1, shape.sequences)) / shape.params_billion
     if shape is None or not shape.routed:
         return 1.0
     routed = shape.params_billion - shape.shared_params_billion

@@ -7,6 +7,8 @@ from typing import Any
 
 from ..domain.assumptions import Assumptions
 from ..domain.brief import Brief
+from .sizing.engines import engine_of
+from .sizing.inference import GENERATION
 from .sizing.media import media_shape
 from .sizing.shape import Shape
 
@@ -34,8 +36,11 @@ def shape_notes(brief: Brief, shape: Shape, a: Assumptions) -> list[Note]:
     elif 0 < m.active_params_billion < m.params_billion and brief.workload not in (
         "PRETRAINING", "FULL_FINETUNE", "ADAPTER_FINETUNE"
     ):
+        step_tokens = max(1, shape.sequences)
         out.append(("sizing.moe", "note.moe_routing_unknown",
-                    {"params_billion": m.params_billion, "active_params_billion": m.active_params_billion}))
+                    {"params_billion": m.params_billion, "active_params_billion": m.active_params_billion,
+                     "sequences": step_tokens,
+                     "experts_touched": shape.params_read_billion(step_tokens) / max(1e-9, shape.params_billion)}))
     if brief.workload == "MEDIA_GENERATION":
         ms = media_shape(brief, shape, a)
         out.append(("sizing.media", "note.media_sized", {
@@ -44,6 +49,15 @@ def shape_notes(brief: Brief, shape: Shape, a: Assumptions) -> list[Note]:
             "tflops_per_output": ms.flops_per_output / 1e12,
             "assumed": ", ".join(ms.defaults_used) or "-",
         }))
+    if brief.workload in GENERATION:
+        key = "note.kv_cache_precision_default" if shape.kv_precision_default else "note.kv_cache_precision"
+        out.append(("sizing.kv_cache", key, {"kv_precision": shape.kv_precision, "kv_bytes": shape.kv_bytes}))
+        engine = engine_of(brief.toolchain)
+        row = a.values.get("serving_engines", {}).get(engine)
+        if row:
+            out.append(("sizing.engine", "note.serving_engine", {
+                "engine": engine, "mbu": float(row["decode_bandwidth_use"]), "mfu": float(row["prefill_mfu"]),
+                "budget": int(row["token_budget"])}))
     if shape.window_layers_unknown:
         out.append(("sizing.window", "note.window_layers_unknown",
                     {"window": m.sliding_window_tokens, "layers": shape.arch.layers}))

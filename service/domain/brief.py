@@ -90,6 +90,7 @@ class Model:
     experts: int = 0  # MoE routed experts per layer; 0 = dense
     experts_per_token: int = 0  # MoE top-k
     shared_params_billion: float = 0.0  # MoE parameters every token reads; 0 = estimated
+    kv_cache_precision: str = UNSPECIFIED  # UNSPECIFIED = the weights' precision if FP8 or wider, else BF16
 
 
 @dataclass(frozen=True)
@@ -150,6 +151,15 @@ class Media:
 
 
 @dataclass(frozen=True)
+class Parallelism:
+    """The shape of one model copy the brief pins (inference); 0 = the advisor chooses."""
+
+    tensor_parallel: int = 0
+    pipeline_parallel: int = 0
+    expert_parallel: int = 0
+
+
+@dataclass(frozen=True)
 class Brief:
     workload: str = UNSPECIFIED
     model: Model = field(default_factory=Model)
@@ -163,12 +173,15 @@ class Brief:
     economics: Economics = field(default_factory=Economics)
     placement: PlacementPolicy = field(default_factory=PlacementPolicy)
     media: Media = field(default_factory=Media)
+    parallelism: Parallelism = field(default_factory=Parallelism)
+    gpus: tuple[str, ...] = ()  # allow-list of catalog GPU ids; empty = every GPU
 
 
 # Brief fields that take an enum, by path (values without their proto prefix, as rules write them).
 ENUM_FIELDS: dict[str, tuple[str, ...]] = {
     "workload": WORKLOADS,
     "model.precision": PRECISIONS,
+    "model.kv_cache_precision": PRECISIONS,
     "run_cycle": RUN_CYCLES,
     "boundary": BOUNDARIES,
     "success_unit": SUCCESS_UNITS,

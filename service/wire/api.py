@@ -35,6 +35,7 @@ from ..domain.brief import (  # noqa: E402
     Latency,
     Media,
     Model,
+    Parallelism,
     PlacementPolicy,
     Quote,
     Traffic,
@@ -118,6 +119,7 @@ def request_from_proto(r: pb.RecommendRequest) -> AdviceRequest:
             experts=m.experts,
             experts_per_token=m.experts_per_token,
             shared_params_billion=m.shared_params_billion,
+            kv_cache_precision=enum_name("Precision", m.kv_cache_precision),
         ),
         traffic=Traffic(
             concurrent_sessions=t.concurrent_sessions,
@@ -152,6 +154,10 @@ def request_from_proto(r: pb.RecommendRequest) -> AdviceRequest:
         ),
         media=Media(denoising_steps=b.media.denoising_steps, width_px=b.media.width_px, height_px=b.media.height_px,
                     guidance_scale=b.media.guidance_scale, frames=b.media.frames),
+        parallelism=Parallelism(tensor_parallel=b.parallelism.tensor_parallel,
+                                pipeline_parallel=b.parallelism.pipeline_parallel,
+                                expert_parallel=b.parallelism.expert_parallel),
+        gpus=tuple(b.gpus),
     )
     return AdviceRequest(
         brief=brief,
@@ -189,6 +195,7 @@ def request_to_proto(r: AdviceRequest) -> pb.RecommendRequest:
             rope_head_dim=m.rope_head_dim, sliding_window_tokens=m.sliding_window_tokens, name=m.name,
             sliding_window_layers=m.sliding_window_layers, experts=m.experts, experts_per_token=m.experts_per_token,
             shared_params_billion=m.shared_params_billion,
+            kv_cache_precision=enum_number("Precision", m.kv_cache_precision),
         ),
         traffic=pb.Traffic(
             concurrent_sessions=t.concurrent_sessions, batch_size=t.batch_size,
@@ -203,7 +210,12 @@ def request_to_proto(r: AdviceRequest) -> pb.RecommendRequest:
         training=pb.Training(tokens_billion=tr.tokens_billion, target_days=tr.target_days,
                              global_batch_tokens=tr.global_batch_tokens),
         economics=econ,
+        gpus=list(b.gpus),
     )
+    if b.parallelism != Parallelism():  # an unset message stays unset
+        brief.parallelism.CopyFrom(pb.Parallelism(
+            tensor_parallel=b.parallelism.tensor_parallel, pipeline_parallel=b.parallelism.pipeline_parallel,
+            expert_parallel=b.parallelism.expert_parallel))
     if b.placement != PlacementPolicy():  # an empty policy stays unset, as it came
         brief.placement.CopyFrom(pb.PlacementPolicy(
             providers=list(b.placement.providers), regions=list(b.placement.regions),

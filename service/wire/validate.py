@@ -97,6 +97,9 @@ LIMITS: dict[str, float] = {
     "brief.media.height_px": 100_000,
     "brief.media.guidance_scale": 1_000,
     "brief.media.frames": 1_000_000,
+    "brief.parallelism.tensor_parallel": 1_024,
+    "brief.parallelism.pipeline_parallel": 1_024,
+    "brief.parallelism.expert_parallel": 1_024,
 }
 
 
@@ -246,9 +249,10 @@ def validate(
         if len(tool) > MAX_STRING:
             out.append((f"brief.toolchain[{i}]", f"must be at most {MAX_STRING} characters"))
     _check_placement(brief.placement, out)
+    known = set(known_gpus)
+    _check_shape(brief, known, out)
     if len(request.quotes) > MAX_QUOTES:
         out.append(("quotes", f"at most {MAX_QUOTES} quotes"))
-    known = set(known_gpus)
     for i, q in enumerate(request.quotes[:MAX_QUOTES]):
         p = f"quotes[{i}]"
         if not q.gpu:
@@ -274,6 +278,27 @@ def validate(
     if request.as_of and not _date_ok(request.as_of):
         out.append(("as_of", "must be a date YYYY-MM-DD"))
     return out
+
+
+MAX_GPU_IDS = 64  # more than any catalog holds
+
+
+def _check_shape(brief: Any, known: set[str], out: list[Violation]) -> None:  # noqa: ANN401
+    """brief.gpus names catalog GPUs (the nearest ids when not); brief.parallelism's expert width fits the copy."""
+    if len(brief.gpus) > MAX_GPU_IDS:
+        out.append(("brief.gpus", f"at most {MAX_GPU_IDS} entries"))
+    for gpu in brief.gpus[:MAX_GPU_IDS]:
+        if len(gpu) > MAX_STRING:
+            out.append(("brief.gpus", f"must be at most {MAX_STRING} characters an id"))
+        elif known and gpu not in known:
+            close = nearest(sorted(known), gpu)
+            hint = f"; nearest: {', '.join(close)}" if close else ""
+            out.append(("brief.gpus", f"unknown GPU id '{_echo(gpu)}'{hint} (ListGpus lists the catalog)"))
+    p = brief.parallelism
+    width = max(1, p.tensor_parallel) * max(1, p.pipeline_parallel)
+    if p.expert_parallel > 0 and (p.tensor_parallel > 0 or p.pipeline_parallel > 0) and p.expert_parallel > width:
+        out.append(("brief.parallelism.expert_parallel",
+                    f"cannot exceed the GPUs of one copy (tensor x pipeline parallel = {width})"))
 
 
 def validate_list_models(request: Any) -> list[Violation]:  # noqa: ANN401

@@ -8,20 +8,20 @@ import math
 from ...domain.assumptions import Assumptions
 from ...domain.brief import Brief
 from ...domain.catalog import Gpu
-from ...physics import compute
+from ...physics import compute, serving
 from ...physics import memory as mem
 from ..tables import MAX_TENSOR_PARALLEL, scale_up
 from .common import (
     MAX_GPUS,
     Memo,
     Sizing,
-    decode_mbu,
     meets_latency,
     parallel_efficiency,
     saturation,
     tp_group_sizes,
     usable_gb,
 )
+from .engines import efficiency
 from .media import media_need, outputs_per_second
 from .shape import Shape
 
@@ -38,7 +38,7 @@ def inference_need(gpu: Gpu, brief: Brief, shape: Shape, a: Assumptions, n: int)
         shape.arch,
         shape.tokens_per_sequence,
         shape.sequences,
-        a.num("kv_cache_bytes"),
+        shape.kv_bytes,
         activation_per_gpu_gb(shape, a, tp),
         a.num("engine_overhead_gb"),
         tensor_parallel=tp,
@@ -79,18 +79,52 @@ def size_inference(
     s.memory_count = n
     lat = brief.latency
     s.latency_target = lat.p95_ms > 0 or lat.ttft_ms > 0
-    inference_speed(s, brief, shape, a, n, memo)
+    pinned = pinned_width(brief)
+    if pinned and brief.workload not in ("EMBEDDING", "MEDIA_GENERATION"):
+        # The brief's shape: tensor x pipeline GPUs per copy, whether or not it is the one we would pick.
+        n = pinned
+        s.fits = need(n).total_gb <= n * usable
+    if pinned or brief.workload not in GENERATION:
+        inference_speed(s, brief, shape, a, n, memo)
+    else:
+        n = pick_width(s, brief, shape, a, n, sizes, gpu, memo)
     if s.latency_target and brief.workload == "REALTIME_INFERENCE":
-        # More tensor parallelism inside the fast-link domain shortens each decode step; stop at the node.
-        for k in sizes:
-            if k <= n or k > min(scale_up(gpu), MAX_TENSOR_PARALLEL):
-                continue
-            if meets_latency(s, lat):
-                break
-            n = k
-            inference_speed(s, brief, shape, a, n, memo)
         s.meets_latency = meets_latency(s, lat)
     replicate_for_load(s, n, brief.workload, shape, brief.traffic.requests_per_second, need(n))
+
+
+GENERATION = ("REALTIME_INFERENCE", "BATCH_INFERENCE", "EVALUATION", "NOTEBOOK")
+
+
+def pinned_width(brief: Brief) -> int:
+    """GPUs per model copy the brief pins (tensor x pipeline parallel); 0 when it pins neither."""
+    p = brief.parallelism
+    if p.tensor_parallel <= 0 and p.pipeline_parallel <= 0:
+        return 0
+    return max(1, p.tensor_parallel) * max(1, p.pipeline_parallel)
+
+
+def pick_width(s: Sizing, brief: Brief, shape: Shape, a: Assumptions, n: int, sizes: tuple[int, ...], gpu: Gpu,
+               memo: Memo) -> int:
+    """The width one copy is served at, by the brief's objective: every width from the smallest that holds the
+    model up to the node's tensor-parallel domain is sized, and the cheapest per unit of work among those that
+    meet the brief's latency targets wins (GPUs per output token/s: the price per GPU is the same at every width);
+    when none meets them, the fastest. `s` is left holding the speed at the width returned."""
+    widths = [n, *(k for k in sizes if n < k <= min(scale_up(gpu), MAX_TENSOR_PARALLEL))]
+    lat = brief.latency
+    target = (lat.p95_ms > 0 or lat.ttft_ms > 0) and brief.workload == "REALTIME_INFERENCE"
+    best: tuple[bool, float, int] | None = None
+    for k in widths:
+        inference_speed(s, brief, shape, a, k, memo)
+        ok = meets_latency(s, lat) if target else True
+        # Unmet targets rank by latency (closest first); met ones by GPUs per token/s, then the narrower.
+        key = (not ok, s.est_latency_ms if not ok else k / max(s.tokens_per_second, 1e-12), k)
+        if best is None or key < best:
+            best = key
+    chosen = best[2] if best else n
+    if chosen != widths[-1]:
+        inference_speed(s, brief, shape, a, chosen, memo)
+    return chosen
 
 
 def pipeline_sizes(brief: Brief, sizes: tuple[int, ...]) -> tuple[int, ...]:
@@ -160,7 +194,6 @@ def inference_speed(s: Sizing, brief: Brief, shape: Shape, a: Assumptions, n: in
     gpu = s.gpu
     arch = shape.arch
     mfu = a.num("mfu_prefill")
-    attn_tflops = (gpu.tflops_bf16 or s.tflops) * n  # 16-bit KV: attention runs on BF16 tensor cores
     if brief.workload == "MEDIA_GENERATION":
         # Denoising is compute-bound: outputs/s = TFLOPS x MFU / FLOPs per output, one pipeline per GPU.
         s.effective_tflops = s.tflops * mfu
@@ -182,21 +215,31 @@ def inference_speed(s: Sizing, brief: Brief, shape: Shape, a: Assumptions, n: in
         s.step_ms = s.itl_ms = 0.0
         s.est_ttft_ms = s.est_latency_ms = 0.0
         return
+    serving_speed(s, brief, shape, a, n, memo)
+
+
+def serving_speed(s: Sizing, brief: Brief, shape: Shape, a: Assumptions, n: int, memo: Memo) -> None:
+    """Generation on n GPUs (one model copy) with the engine the brief names. A decode step runs its kernels one
+    after another, each the longer of its reads and its math (the weights its tokens touch against their FLOPs; the
+    KV cache against attention's FLOPs), plus the step's floor and communication. A prompt's prefill is the same
+    bound over its tokens (an MoE's expert GEMMs at the tile use their few rows per expert reach). The engine runs
+    a share of the others' prefills first (`prefill_first`: they lengthen a new prompt's wait, the prompts that
+    arrived together in chunks of the token budget) and mixes the rest into the decode steps as chunks (they
+    lengthen every output token: their tokens ride in the step's GEMMs)."""
+    gpu = s.gpu
+    arch = shape.arch
+    eff = efficiency(gpu, brief.toolchain, a)
+    # An MoE's expert GEMMs run grouped, many small matrices a step, and keep only part of a dense GEMM's rate.
+    mfu = eff.mfu * (a.num("moe_gemm_efficiency") if shape.routed or shape.moe_estimated else 1.0)
+    attn_tflops = (gpu.tflops_bf16 or s.tflops) * n  # attention runs on 16-bit tensor cores
     busy = saturation(
         s.tflops, shape.sequences * shape.tokens_per_sequence, arch.hidden_size, a.num("kernel_saturation_ms")
     )
     s.effective_tflops = s.tflops * mfu * busy
     c, s_in, s_out = shape.sequences, shape.input_tokens, shape.output_tokens
-    # While one sequence decodes, the other c - 1 start new requests: their prompts are prefilled in the same
-    # steps (chunked prefill), (c - 1) x input / output prompt tokens per step on average.
-    prefill_per_step = (c - 1) * s_in / max(1, s_out)
-    if ("decode_read",) not in memo:
-        memo[("decode_read",)] = (
-            # An MoE step reads the shared weights and the experts its tokens touch (every weight when dense).
-            mem.weights_gb(shape.params_read_billion(c + prefill_per_step), shape.bytes_per_param),
-            mem.kv_cache_gb(arch, shape.avg_tokens_per_sequence, c, a.num("kv_cache_bytes")),
-        )
-    weights, kv_read = memo[("decode_read",)]
+    # The others' prompts the engine does not prefill first ride in the decode steps (chunked prefill):
+    # (c - 1) x input / output prompt tokens per step, that share of them.
+    prefill_per_step = (c - 1) * s_in / max(1, s_out) * (1.0 - eff.prefill_first)
 
     def attention(tokens: int) -> float:
         key = ("attention", tokens)
@@ -205,31 +248,93 @@ def inference_speed(s: Sizing, brief: Brief, shape: Shape, a: Assumptions, n: in
                                                 arch.window_layers)
         return memo[key]
 
+    if ("decode_read", prefill_per_step) not in memo:
+        memo[("decode_read", prefill_per_step)] = (
+            # An MoE step reads the shared weights and the experts its tokens touch (every weight when dense).
+            mem.weights_gb(shape.params_read_billion(c + prefill_per_step), shape.bytes_per_param),
+            mem.kv_cache_gb(arch, shape.avg_tokens_per_sequence, c, shape.kv_bytes),
+            decode_attention_flops(shape, c),
+        )
+    weights, kv_read, decode_attn = memo[("decode_read", prefill_per_step)]
     active = shape.active_params_billion * 1e9
-    overhead = a.num("decode_step_floor_ms") / 1000 + parallel_overhead_s(gpu, n, arch.layers, a)
+    tile = int(a.num("moe_gemm_tile_rows"))
+    overlap = a.num("memory_compute_overlap")
+
+    def linear_flops(tokens: float, tiled: bool = True) -> float:
+        """2 FLOPs per active parameter per token; in a prefill an MoE's routed experts at the tile use their rows
+        reach (decode runs its few rows per expert through small-tile GEMV-like kernels, bound by the read)."""
+        if not shape.routed or not tiled:
+            return 2 * active * tokens
+        shared = min(shape.shared_params_billion * 1e9, active)
+        use = serving.grouped_gemm_tile_use(tokens, shape.experts, shape.experts_per_token, tile)
+        return 2 * (shared + (active - shared) / use) * tokens
+
+    tp = min(n, scale_up(gpu), MAX_TENSOR_PARALLEL)
+    overhead = eff.floor_s + parallel_overhead_s(gpu, n, arch.layers, a) + expert_parallel_s(brief, shape, gpu, a)
     # Pipeline stages beyond the scale-up domain each read their weights once per micro-batch, so a token
     # still waits for the whole model to be read at one stage's bandwidth: stages add capacity, not speed.
-    stages = math.ceil(n / min(n, scale_up(gpu), MAX_TENSOR_PARALLEL))
-    step = compute.step_seconds(
-        weights * stages, kv_read, gpu.bandwidth_tbs * n, decode_mbu(gpu, a),
-        linear_flops=2 * active * (c + prefill_per_step), tflops_total=s.tflops * n, mfu=mfu,
-        attn_flops=prefill_per_step * attention(s_in) / max(1, s_in),
-        attention_tflops_total=attn_tflops, overhead_s=overhead,
+    stages = math.ceil(n / tp)
+    bw = gpu.bandwidth_tbs * n
+    link = gpu.interconnect_gbs if gpu.interconnect_gbs > 0 else 0.0
+
+    def traffic(tokens: float) -> float:
+        """Tensor parallelism all-reduces each layer's 16-bit activations twice (Megatron): tokens x hidden x 2
+        bytes each, at the link's bandwidth; over PCIe a big prefill chunk pays for it, over NVLink hardly."""
+        if tp <= 1 or link <= 0:
+            return 0.0
+        return 2 * arch.layers * serving.allreduce_transfer_seconds(tokens * arch.hidden_size * 2.0, tp, link)
+
+    step = serving.step_seconds(
+        weights * stages, linear_flops(c + prefill_per_step, tiled=False), kv_read, decode_attn,
+        prefill_per_step * attention(s_in) / max(1, s_in), bw, eff.mbu, s.tflops * n, mfu,
+        attn_tflops=attn_tflops, overhead_s=overhead + traffic(c + prefill_per_step), overlap=overlap,
     )
 
-    def prefill(tokens: int) -> float:
-        return compute.prefill_seconds(
-            shape.active_params_billion, tokens, s.tflops * n, mfu, attention(tokens), attn_tflops,
-        )
+    def prefill(tokens: int, prompt: int) -> float:
+        """One prefill step of `tokens` tokens of `prompt`-token prompts: the floor, then the kernels' bounds."""
+        read = mem.weights_gb(shape.params_read_billion(tokens), shape.bytes_per_param) * stages
+        return serving.step_seconds(read, linear_flops(tokens), 0.0, 0.0, attention(prompt) * tokens / max(1, prompt),
+                                    bw, eff.mbu, s.tflops * n, mfu, attn_tflops=attn_tflops,
+                                    overhead_s=overhead + traffic(tokens), overlap=overlap)
 
-    avg_prefill = prefill(s_in)
-    ttft_avg = compute.time_to_first_token(avg_prefill, step, c - 1, avg_prefill, s_out)
+    budget = eff.budget_tokens
+    single = prefill(min(s_in, budget), s_in) * math.ceil(s_in / budget)  # one prompt, chunk by chunk
+    itl = step
+    chunk = prefill(min(budget, max(1, c * s_in)), s_in)
+    whole = chunk if c * s_in <= budget else prefill(c * s_in, s_in)
+    wave = serving.time_to_first_token(chunk, whole, c, s_in, budget, step, eff.request_s)
+    # Apart from the wave, a prompt that arrives alone waits for its own prefill and what of another's is in flight.
+    alone = serving.lone_first_token(single, step, c - 1, s_out, eff.request_s)
+    ttft_avg = serving.blend_arrivals(alone, wave, eff.prefill_first)
     p95_in = brief.traffic.p95_input_tokens or s_in
-    ttft = ttft_avg if p95_in == s_in else compute.time_to_first_token(prefill(p95_in), step, c - 1,
-                                                                       avg_prefill, s_out)
-    s.step_ms = s.itl_ms = step * 1000
-    # Each sequence yields its output tokens once per cycle of TTFT + output x step: the replica's output rate,
-    # with the input tokens' prefill counted in both.
-    s.tokens_per_second = c * s_out / (ttft_avg + s_out * step)
+    ttft = ttft_avg
+    if p95_in > s_in:  # a longer prompt waits for its own extra tokens on top
+        ttft += max(0.0, prefill(min(p95_in, budget), p95_in) * math.ceil(p95_in / budget) - single)
+    s.step_ms = s.itl_ms = itl * 1000
+    # Each sequence yields its output tokens once per cycle of TTFT + output x ITL: the replica's output rate.
+    s.tokens_per_second = c * s_out / (ttft_avg + s_out * itl)
     s.est_ttft_ms = ttft * 1000
     s.est_latency_ms = s.est_ttft_ms + s_out * s.step_ms
+
+
+def decode_attention_flops(shape: Shape, sequences: int) -> float:
+    """Attention FLOPs of one decode step over the sequences' cached context. MLA attends with every query head
+    over the latent (compute that grows with context and concurrency: DeepSeek at thousands of sequences); GQA's
+    decode attention is bound by its KV reads, which the step already counts."""
+    arch = shape.arch
+    if arch.kind != "MLA":
+        return 0.0
+    rope = max(0, arch.kv_latent - arch.kv_latent * 8 // 9)  # 64 of 576 when the brief gives none
+    return sequences * serving.mla_decode_attention_flops(arch.layers, arch.attention_heads, arch.kv_latent, rope,
+                                                         shape.avg_tokens_per_sequence)
+
+
+def expert_parallel_s(brief: Brief, shape: Shape, gpu: Gpu, a: Assumptions) -> float:
+    """Per-step latency of expert parallelism: each MoE layer dispatches tokens to their experts' GPUs and combines
+    them back (two all-to-alls, DeepEP), when the brief spreads the experts over more than one GPU."""
+    ep = brief.parallelism.expert_parallel
+    if ep <= 1 or not shape.routed:
+        return 0.0
+    fast = gpu.fast_interconnect and ep <= max(gpu.nvlink_domain, 1)
+    per = a.num("tp_allreduce_latency_us_fast_link" if fast else "tp_allreduce_latency_us_slow_link")
+    return 2 * shape.arch.layers * per / 1e6

@@ -11,12 +11,11 @@ from ...domain.brief import TRAINING_WORKLOADS, UNSPECIFIED, Brief, Quote
 from ...domain.catalog import tier_preference
 from ...money import cost as money
 from ...money import ownership as own
-from ...physics import compute
 from ...physics import memory as mem
 from .. import tables as tb
 from .cluster import size_cluster, whole_racks
-from .common import Memo, Sizing, compared_tier, compute_tflops, meets_latency, size_ownership
-from .inference import inference_need, inference_speed, pipeline_sizes, replicate_for_load
+from .common import Memo, Sizing, compared_tier, compute_tflops, size_ownership
+from .inference import inference_need, inference_speed, pipeline_sizes, replicate_for_load, size_inference
 from .shape import Shape
 from .training import full_training_need, size_adapter, size_full_training
 
@@ -69,31 +68,6 @@ class RequestSizer:
         # The ownership functions' own checks, of the inputs every GPU shares.
         self.own_ok = (
             0 < self.util <= 1 and self.kwh >= 0 and c.pue >= 0 and c.ownership_years > 0 and c.hours_per_month > 0
-        )
-        if self.decode:
-            self._decode_figures()
-
-    def _decode_figures(self) -> None:
-        shape, c = self.shape, self.c
-        arch = shape.arch
-        seqs, s_in, s_out = shape.sequences, shape.input_tokens, shape.output_tokens
-        self.kv_read = mem.kv_cache_gb(arch, shape.avg_tokens_per_sequence, seqs, c.kv_cache_bytes)
-        prefill_per_step = (seqs - 1) * s_in / max(1, s_out)
-        # inference_speed's read: the experts a step's tokens touch (every weight when dense)
-        self.read_weights = mem.weights_gb(shape.params_read_billion(seqs + prefill_per_step), shape.bytes_per_param)
-        active = shape.active_params_billion * 1e9
-        self.linear_flops = 2 * active * (seqs + prefill_per_step)
-        attn_in = compute.attention_flops(arch.layers, s_in, arch.hidden_size, arch.window, arch.window_layers)
-        self.step_attn_flops = prefill_per_step * attn_in / max(1, s_in)
-        self.layer_flops = 24.0 * (seqs * shape.tokens_per_sequence) * arch.hidden_size * arch.hidden_size
-        self.floor_s = c.decode_step_floor_ms / 1000
-        self.tp_layers = 2 * arch.layers
-        # A prompt's prefill: linear FLOPs (2·N per token) and attention FLOPs, at the average and p95 input.
-        self.prompt_avg = (2 * shape.active_params_billion * 1e9 * max(0, s_in), attn_in)
-        p95_in = self.brief.traffic.p95_input_tokens or s_in
-        self.prompt_p95 = None if p95_in == s_in else (
-            2 * shape.active_params_billion * 1e9 * max(0, p95_in),
-            compute.attention_flops(arch.layers, p95_in, arch.hidden_size, arch.window, arch.window_layers),
         )
 
     def size(self, gt: tb.GpuTable) -> Sizing:
@@ -166,6 +140,11 @@ class RequestSizer:
         return hit
 
     def size_inference(self, s: Sizing, gt: tb.GpuTable) -> None:
+        if self.decode:
+            # Generation is sized by the plain functions: the width search sizes every width a node allows, and
+            # the brief-only figures (bytes a step reads, a prompt's attention) are kept in the request's memo.
+            size_inference(s, self.brief, self.shape, self.a, self.memo)
+            return
         usable = gt.usable_gb
         sizes = pipeline_sizes(self.brief, gt.sizes)
         n = 0
@@ -178,98 +157,9 @@ class RequestSizer:
         s.fits = n > 0
         n = n or sizes[-1]
         s.memory_count = n
-        lat = self.latency
         s.latency_target = self.latency_target
-        fast = self.decode and gt.gpu.bandwidth_tbs > 0 and gt.mbu > 0 and s.tflops > 0 and self.c.mfu_prefill > 0
-        widen = s.latency_target and self.workload == "REALTIME_INFERENCE"
-        if fast and widen:
-            n = self._widen(s, gt, n)
-        else:
-            speed = self._decode_speed if fast else self._plain_speed
-            speed(s, gt, n)
-            if widen:
-                # More tensor parallelism inside the fast-link domain shortens each decode step; stop at the node.
-                for k in sizes:
-                    if k <= n or k > gt.tp_domain:
-                        continue
-                    if meets_latency(s, lat):
-                        break
-                    n = k
-                    speed(s, gt, n)
-        if widen:
-            s.meets_latency = meets_latency(s, lat)
-        replicate_for_load(s, n, self.workload, self.shape, self.brief.traffic.requests_per_second, self._need(gt, n))
-
-    def _plain_speed(self, s: Sizing, gt: tb.GpuTable, n: int) -> None:
         inference_speed(s, self.brief, self.shape, self.a, n, self.memo)
-
-    def _widen(self, s: Sizing, gt: tb.GpuTable, n: int) -> int:
-        """size_inference's latency search: from the width memory needs, the first wider tensor-parallel width
-        inside the fast-link domain that meets the target, else the widest; `s` holds the speed at the width
-        returned. A width whose latency cannot meet the target even before its prompt waits behind others (TTFT
-        is at least prefill + one step, in floats too: every operation after is monotone) is passed over without
-        solving its TTFT; the plain loop would have computed it only to find it too slow and move on."""
-        widths = [n, *(k for k in gt.sizes if n < k <= gt.tp_domain)]
-        lat = self.latency
-        last = widths[-1]
-        for k in widths:
-            if k != last and self._too_slow(s.tflops, gt, k, lat):
-                continue
-            self._decode_speed(s, gt, k)
-            if k == last or meets_latency(s, lat):
-                return k
-        return last  # not reached: the last width always returns
-
-    def _too_slow(self, tflops: float, gt: tb.GpuTable, n: int, lat) -> bool:  # noqa: ANN001 - Latency
-        step, linear_den, attn_den = self._step(tflops, gt, n)
-        lin, att = self.prompt_p95 or self.prompt_avg  # the prompt est_ttft_ms is for
-        ttft_ms = (lin / linear_den + (att / attn_den if att > 0 else 0.0) + step) * 1000
-        return (lat.ttft_ms > 0 and ttft_ms > lat.ttft_ms) or (
-            lat.p95_ms > 0 and ttft_ms + self.shape.output_tokens * (step * 1000) > lat.p95_ms
-        )
-
-    def _step(self, tflops: float, gt: tb.GpuTable, n: int) -> tuple[float, float, float]:
-        """compute.step_seconds and parallel_overhead_s written out: one decode step on n GPUs (seconds), and
-        the denominators of linear and attention FLOPs (prefill_seconds's)."""
-        gpu, width, mfu = gt.gpu, gt.widths[n], self.c.mfu_prefill
-        tflops_total = tflops * n
-        attn_tflops = (gpu.tflops_bf16 or tflops) * n
-        linear_den = tflops_total * 1e12 * mfu
-        attn_den = (attn_tflops or tflops_total) * 1e12 * mfu
-        bw = gpu.bandwidth_tbs * n * 1e12 * gt.mbu
-        if n <= 1:
-            comm = 0.0
-        else:
-            comm = (self.tp_layers * width.allreduce_us / 1e6 if width.tp > 1 else 0.0) + width.pipeline_s
-        overhead = self.floor_s + comm
-        linear = max(self.read_weights * width.stages * 1e9 / bw, self.linear_flops / linear_den)
-        attention = self.step_attn_flops / attn_den if self.step_attn_flops > 0 else 0.0
-        return overhead + linear + self.kv_read * 1e9 / bw + attention, linear_den, attn_den
-
-    def _decode_speed(self, s: Sizing, gt: tb.GpuTable, n: int) -> None:
-        """inference_speed's decode branch over the request's figures."""
-        c = self.c
-        mfu = c.mfu_prefill
-        tflops = s.tflops
-        needed = tflops * 1e12 * c.kernel_saturation_ms / 1000
-        busy = min(1.0, self.layer_flops / needed) if needed > 0 else 1.0
-        s.effective_tflops = tflops * mfu * busy
-        step, linear_den, attn_den = self._step(tflops, gt, n)
-        lin, att = self.prompt_avg
-        avg_prefill = lin / linear_den + (att / attn_den if att > 0 else 0.0)
-        shape = self.shape
-        others, s_out = shape.sequences - 1, shape.output_tokens
-        ttft_avg = compute.time_to_first_token(avg_prefill, step, others, avg_prefill, s_out)
-        if self.prompt_p95 is None:
-            ttft = ttft_avg
-        else:
-            lin, att = self.prompt_p95
-            p95_prefill = lin / linear_den + (att / attn_den if att > 0 else 0.0)
-            ttft = compute.time_to_first_token(p95_prefill, step, others, avg_prefill, s_out)
-        s.step_ms = s.itl_ms = step * 1000
-        s.tokens_per_second = shape.sequences * s_out / (ttft_avg + s_out * step)
-        s.est_ttft_ms = ttft * 1000
-        s.est_latency_ms = s.est_ttft_ms + s_out * s.step_ms
+        replicate_for_load(s, n, self.workload, self.shape, self.brief.traffic.requests_per_second, self._need(gt, n))
 
     def size_unit_cost(self, s: Sizing) -> None:
         """size_unit_cost with money.usd_per_accepted_unit written out (the plain one where its checks refuse)."""

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from ...domain.assumptions import Assumptions
 from ...domain.brief import Brief
-from ...physics import compute
+from ...physics import compute, serving
 from ...physics import memory as mem
 from .. import tables as tb
 
@@ -34,6 +34,10 @@ class Shape:
     shared_params_billion: float = 0.0
     shared_estimated: bool = False  # shared_params_billion came from total and active, not from the brief
     window_layers_unknown: bool = False  # a window was given without sliding_window_layers: sized as all full
+    kv_precision: str = "BF16"  # the KV cache's element type
+    kv_bytes: float = 2.0  # bytes per K or V element
+    kv_precision_default: bool = True  # the brief left model.kv_cache_precision unset
+    moe_estimated: bool = False  # active < total without an expert count: routing estimated from active / total
 
     @property
     def routed(self) -> bool:
@@ -42,6 +46,9 @@ class Shape:
     def params_read_billion(self, tokens: float) -> float:
         """Parameters a forward step over `tokens` tokens reads (MoE: shared + the routed experts touched)."""
         if not self.routed:
+            if self.moe_estimated:
+                return self.params_billion * serving.moe_read_fraction_unknown_experts(
+                    self.active_params_billion, self.params_billion, tokens)
             return self.params_billion
         return compute.moe_params_read_billion(self.params_billion, self.shared_params_billion, self.experts,
                                                self.experts_per_token, tokens)
@@ -110,6 +117,13 @@ def shape_of(brief: Brief, a: Assumptions, arch: mem.Architecture | None = None)
             shared = m.shared_params_billion
         else:
             shared, estimated = compute.moe_shared_params_billion(m.params_billion, active, experts, k), True
+    kv_precision = m.kv_cache_precision
+    if kv_precision == "UNSPECIFIED":
+        # Engines keep the KV cache in the weights' type down to FP8 (vLLM kv_cache_dtype auto follows the model
+        # dtype; FP8 checkpoints ship FP8 KV scales), and in 16 bits below it (INT8/INT4/FP4 weights).
+        kv_precision = precision if precision in _KV_AS_WEIGHTS else "BF16"
+    kv_table = a.values.get("kv_cache_bytes_by_precision", {})
+    kv_bytes = float(kv_table.get(kv_precision, a.num("kv_cache_bytes")))
     return Shape(
         params_billion=m.params_billion,
         active_params_billion=active,
@@ -127,7 +141,14 @@ def shape_of(brief: Brief, a: Assumptions, arch: mem.Architecture | None = None)
         shared_params_billion=shared,
         shared_estimated=estimated,
         window_layers_unknown=m.sliding_window_tokens > 0 and m.sliding_window_layers <= 0,
+        kv_precision=kv_precision,
+        kv_bytes=kv_bytes,
+        kv_precision_default=m.kv_cache_precision == "UNSPECIFIED",
+        moe_estimated=not experts and active < m.params_billion,
     )
+
+
+_KV_AS_WEIGHTS = ("FP32", "BF16", "FP16", "FP8")
 
 
 def weight_bytes_per_param(workload: str, precision: str, a: Assumptions) -> float:

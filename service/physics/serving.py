@@ -1,0 +1,165 @@
+"""A serving engine's step and a prompt's time to first token: pure formulas over numbers (no service imports).
+
+A step reads bytes (weights, KV cache) and computes FLOPs; the GPU overlaps the two, so a step takes the longer
+of them, plus a floor no batch removes. A prefill is the same bound over many tokens at once: compute-bound for a
+dense model, but an MoE's expert GEMMs see only tokens x k / E tokens each and can stay bound by reading the
+experts. Time to first token is what a prompt waits for: the prompts that arrived with it, in chunks of the
+engine's token budget, then one step.
+"""
+
+from __future__ import annotations
+
+import math
+
+
+def _check(**values: float) -> None:
+    for name, v in values.items():
+        if v is None or math.isnan(v) or v <= 0:
+            raise ValueError(f"{name} must be positive, got {v!r}")
+
+
+def bound_seconds(read_gb: float, flops: float, bandwidth_tbs: float, mbu: float, tflops: float, mfu: float,
+                  attn_flops: float = 0.0, attn_tflops: float = 0.0, overlap: float = 1.0) -> float:
+    """Reading `read_gb` at mbu x bandwidth against computing `flops` (plus attention FLOPs at the rate attention
+    runs at) at mfu x peak: a kernel overlaps memory traffic and math (the roofline: the longer of the two), but
+    near the ridge point not wholly; `overlap` is the share of the shorter one hidden (1 = the roofline's max)."""
+    _check(bandwidth_tbs=bandwidth_tbs, mbu=mbu, tflops=tflops, mfu=mfu)
+    if not 0 <= overlap <= 1:
+        raise ValueError(f"overlap must be in [0, 1], got {overlap!r}")
+    read = max(0.0, read_gb) * 1e9 / (bandwidth_tbs * 1e12 * mbu)
+    compute = max(0.0, flops) / (tflops * 1e12 * mfu)
+    if attn_flops > 0:
+        compute += attn_flops / ((attn_tflops or tflops) * 1e12 * mfu)
+    return max(read, compute) + (1.0 - overlap) * min(read, compute)
+
+
+def step_seconds(weights_gb: float, linear_flops: float, kv_gb: float, decode_attn_flops: float,
+                 prefill_attn_flops: float, bandwidth_tbs: float, mbu: float, tflops: float, mfu: float,
+                 attn_tflops: float = 0.0, overhead_s: float = 0.0, overlap: float = 1.0) -> float:
+    """One engine step, kernel by kernel (they run one after another; inside each the reads and the math overlap):
+    the GEMMs take the longer of reading the weights and computing the linear FLOPs (a small prefill chunk hides
+    under the read, a big one does not); decode attention the longer of reading the KV cache and its FLOPs (MLA's
+    absorbed attention at thousands of sequences is compute); a prefill chunk's attention is compute; plus the
+    step's floor (launches, sampling, scheduling, tensor-parallel all-reduces)."""
+    gemm = bound_seconds(weights_gb, linear_flops, bandwidth_tbs, mbu, tflops, mfu, overlap=overlap)
+    decode_attn = bound_seconds(kv_gb, 0.0, bandwidth_tbs, mbu, tflops, mfu, decode_attn_flops, attn_tflops, overlap)
+    prefill_attn = bound_seconds(0.0, 0.0, bandwidth_tbs, mbu, tflops, mfu, prefill_attn_flops, attn_tflops)
+    return overhead_s + gemm + decode_attn + prefill_attn
+
+
+def allreduce_transfer_seconds(nbytes: float, gpus: int, link_gbs: float) -> float:
+    """Transfer time of one ring all-reduce of `nbytes` over `gpus` GPUs: each sends and receives
+    2 x (n - 1) / n of the data (NCCL's algorithm bandwidth), one way at half the link's bidirectional GB/s. The
+    latency term is apart (tp_allreduce_latency_us)."""
+    if gpus <= 1 or nbytes <= 0:
+        return 0.0
+    _check(link_gbs=link_gbs)
+    return 2.0 * (gpus - 1) / gpus * nbytes / (link_gbs / 2 * 1e9)
+
+
+def mean_chunks_to_first_token(sessions: int, prompt_tokens: int, budget_tokens: int) -> float:
+    """Prompts that arrive together (a closed-loop client population started at once, and held in step by equal
+    lengths) are prefilled first come first served in chunks of `budget_tokens`; prompt i is done with chunk
+    ceil(i x prompt / budget), i = 1..sessions. The mean of that, in chunks: summed over whichever is fewer, the
+    prompts or the chunks (chunk j completes the prompts i with (j - 1) x budget < i x prompt <= j x budget); past
+    10,000 of them, the integral's value (the mean of i x prompt / budget plus half a chunk)."""
+    c, s, b = max(1, sessions), max(1, prompt_tokens), max(1, budget_tokens)
+    if c * s <= b:
+        return 1.0
+    chunks = -(-c * s // b)
+    if min(c, chunks) > 10_000:
+        return max(float(-(-s // b)), (c + 1) * s / (2 * b) + 0.5)
+    if c <= chunks:
+        return sum(-(-i * s // b) for i in range(1, c + 1)) / c
+    total, done = 0, 0
+    for j in range(1, chunks + 1):
+        upto = min(c, j * b // s)  # prompts complete by the end of chunk j
+        total += j * (upto - done)
+        done = upto
+    return total / c
+
+
+def time_to_first_token(chunk_s: float, whole_s: float, sessions: int, prompt_tokens: int, budget_tokens: int,
+                        step_s: float, request_s: float = 0.0) -> float:
+    """Mean TTFT of `sessions` prompts of `prompt_tokens` that arrive together: when they all fit one step
+    (`whole_s`: the prefill of all of them) they finish together; otherwise each full chunk of `budget_tokens`
+    takes `chunk_s` and a prompt waits for the chunks up to its last token. Then one decode step emits the first
+    token, and `request_s` is the serving front end's own time per request (HTTP, tokenizing, detokenizing)."""
+    c, s, b = max(1, sessions), max(1, prompt_tokens), max(1, budget_tokens)
+    if c * s <= b:
+        return request_s + whole_s + step_s
+    return request_s + chunk_s * mean_chunks_to_first_token(c, s, b) + step_s
+
+
+def lone_first_token(prefill_s: float, step_s: float, others: int, output_tokens: int, request_s: float = 0.0,
+                     iterations: int = 30) -> float:
+    """TTFT of a prompt that arrives on its own while `others` sessions cycle: its own prefill (one step of the
+    engine's budget holds a prompt and the chunks in flight), the residual half of another prompt's prefill that
+    holds the engine when it arrives with probability rho (M/D/1: rho x prefill / 2), and one step for the first
+    token. rho, the share of time the engine spends on prompts, = others x prefill / cycle, and the cycle
+    (TTFT + output x step) depends on it: solved together."""
+    base = request_s + prefill_s + step_s
+    if others <= 0 or prefill_s <= 0:
+        return base
+    ttft = base
+    decode = max(0, output_tokens) * step_s
+    for _ in range(iterations):
+        cycle = ttft + decode
+        rho = min(0.95, others * prefill_s / cycle) if cycle > 0 else 0.0
+        nxt = base + rho * prefill_s / 2
+        if abs(nxt - ttft) <= 1e-9 * max(ttft, 1e-12):
+            return nxt
+        ttft = nxt
+    return ttft
+
+
+def blend_arrivals(alone_s: float, wave_s: float, synchrony: float) -> float:
+    """Mean TTFT between prompts that arrive alone (`alone_s`) and prompts that arrive together with every other
+    session's (`wave_s`): `synchrony` is the share of the wave's extra wait a prompt meets (0 = clients arrive
+    independently, 1 = all in step)."""
+    if not 0 <= synchrony <= 1:
+        raise ValueError(f"synchrony must be in [0, 1], got {synchrony!r}")
+    return alone_s + synchrony * max(0.0, wave_s - alone_s)
+
+
+def last_first_token(chunk_s: float, whole_s: float, sessions: int, prompt_tokens: int, budget_tokens: int,
+                     step_s: float, request_s: float = 0.0) -> float:
+    """TTFT of the last prompt of the wave (all its chunks before it): the wave's prefill takes this long."""
+    c, s, b = max(1, sessions), max(1, prompt_tokens), max(1, budget_tokens)
+    if c * s <= b:
+        return request_s + whole_s + step_s
+    return request_s + chunk_s * math.ceil(c * s / b) + step_s
+
+
+def grouped_gemm_tile_use(tokens: float, experts: int, experts_per_token: int, tile_rows: int) -> float:
+    """Share of an MoE expert GEMM's tensor-core work that is useful when `tokens` tokens are routed top-k over E
+    experts: each expert sees M = tokens x k / E rows, padded up to whole tiles of `tile_rows` (CUTLASS / DeepGEMM
+    grouped GEMMs tile M by 64-128), so M / (ceil(M / tile) x tile). A prefill of a thousand tokens over 256 experts
+    gives each 32 rows: a quarter of a 128-row tile."""
+    if experts <= 0 or experts_per_token <= 0 or tile_rows <= 0 or tokens <= 0:
+        return 1.0
+    k = min(experts_per_token, experts)
+    touched = 1.0 - (1.0 - k / experts) ** max(1.0, tokens)  # experts that get any row run; the others do not
+    m = tokens * k / (experts * touched)
+    return m / (math.ceil(m / tile_rows) * tile_rows)
+
+
+def moe_read_fraction_unknown_experts(active_params_billion: float, params_billion: float, tokens: float) -> float:
+    """Share of an MoE's weights `tokens` tokens read when its expert count is unknown: one token reads its active
+    parameters, so take the routed share k/E = active/total and assume every weight is routed (the shared part
+    unknown): 1 - (1 - A/P)^tokens. One token reads A of P; many read nearly all."""
+    if params_billion <= 0 or active_params_billion <= 0 or active_params_billion >= params_billion:
+        return 1.0
+    r = active_params_billion / params_billion
+    return 1.0 - (1.0 - r) ** max(1.0, tokens)
+
+
+def mla_decode_attention_flops(layers: int, heads: int, kv_latent: int, rope_dim: int, context: float) -> float:
+    """FLOPs one decoded token spends attending over `context` cached tokens with MLA's absorbed form (DeepSeek-V2
+    section 2.1.4: the up-projections fold into the query and output): per layer and cached token, every query
+    head takes a dot product with the (latent + rope)-wide key and a weighted sum of the latent-wide value,
+    2 x heads x (kv_latent + (kv_latent - rope_dim)) FLOPs; kv_latent here is the cached width, rope included."""
+    if layers <= 0 or heads <= 0 or kv_latent <= 0 or context <= 0:
+        return 0.0
+    value_width = max(1, kv_latent - max(0, rope_dim))
+    return 2.0 * layers * heads * (kv_latent + value_width) * context
