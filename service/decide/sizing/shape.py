@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from ...domain.assumptions import Assumptions
 from ...domain.brief import Brief
+from ...domain.models import Denoiser
 from ...physics import compute
 from ...physics import memory as mem
 from .. import tables as tb
@@ -34,6 +35,7 @@ class Shape:
     shared_params_billion: float = 0.0
     shared_estimated: bool = False  # shared_params_billion came from total and active, not from the brief
     window_layers_unknown: bool = False  # a window was given without sliding_window_layers: sized as all full
+    denoiser: Denoiser | None = None  # image and video generation: the named model's (None = the rules' default)
 
     @property
     def routed(self) -> bool:
@@ -81,7 +83,11 @@ def shape_of(brief: Brief, a: Assumptions, arch: mem.Architecture | None = None)
         )
     else:
         size_tokens = context
-    if inp <= 0:
+    if inp <= 0 and brief.workload == "EMBEDDING":
+        # An embedding is its input: a record of a retrieval chunk's length, not half a context (a question asks).
+        inp = max(1, min(context, int(a.num("embedding_default_input_tokens"))))
+        defaults.append("traffic.avg_input_tokens")
+    elif inp <= 0:
         inp = max(1, int(context * 0.5)) if out <= 0 else max(1, min(context - out, int(context * 0.5)))
         defaults.append("traffic.avg_input_tokens")
     if out <= 0:
