@@ -38,7 +38,7 @@ from service.domain.brief import (
     Training,
 )
 from service.domain.catalog import Gpu, Price, tier_preference
-from service.physics import compute
+from service.physics import compute, encoder
 from service.physics import memory as mem
 from service.render import messages as m
 from service.rulebook.folder import load_rulebook
@@ -293,25 +293,25 @@ def reference_speed(s: common.Sizing, brief: Brief, shape: Shape, a: Assumptions
     mfu = a.num("mfu_prefill")
     attn_tflops = (gpu.tflops_bf16 or s.tflops) * n  # 16-bit KV: attention runs on BF16 tensor cores
     if brief.workload == "MEDIA_GENERATION":
-        # Denoising: outputs/s = TFLOPS x MFU / FLOPs per output (steps x passes x 2·N per latent token).
-        s.effective_tflops = s.tflops * mfu
+        # Denoising: outputs/s = TFLOPS x MFU / FLOPs per output (steps x passes x one pass over the latent).
+        dmfu = a.num("mfu_denoising")
+        s.effective_tflops = s.tflops * dmfu
         flops = media.media_shape(brief, shape, a).flops_per_output
-        per_gpu = s.tflops * 1e12 * mfu / flops if flops > 0 else 0.0
+        per_gpu = s.tflops * 1e12 * dmfu / flops if flops > 0 else 0.0
         s.tokens_per_second = per_gpu * n * common.parallel_efficiency(gpu, n, a)
         s.step_ms = s.itl_ms = 0.0
         s.est_ttft_ms = s.est_latency_ms = 0.0
         return
     if brief.workload == "EMBEDDING":
-        # Prefill-only work is throughput-bound by its input tokens: every token costs 2·N FLOPs plus its
-        # attention over the sequence, at the utilization a batch of this size reaches.
+        # One batched encoder pass: the longer of its FLOPs and its bytes, plus a cost per layer.
         tokens = inference.prefill_only_tokens(brief, shape, a)
-        busy = common.saturation(s.tflops, tokens, arch.hidden_size, a.num("kernel_saturation_ms"))
-        s.effective_tflops = s.tflops * mfu * busy
-        seq = shape.input_tokens
-        per_token = 2 * shape.active_params_billion * 1e9 + compute.attention_flops(
-            arch.layers, seq, arch.hidden_size, arch.window, arch.window_layers
-        ) / max(1, seq)
-        s.tokens_per_second = s.tflops * n * 1e12 * mfu * busy * common.parallel_efficiency(gpu, n, a) / per_token
+        pass_s = encoder.encoder_pass_seconds(
+            shape.active_params_billion, shape.bytes_per_param, tokens, shape.input_tokens, arch.layers,
+            arch.hidden_size, s.tflops, mfu, gpu.bandwidth_tbs, common.decode_mbu(gpu, a),
+            a.num("encoder_activation_traffic_bytes_per_token_hidden"), a.num("encoder_layer_overhead_us") / 1e6,
+        )
+        s.effective_tflops = tokens / pass_s * 2 * shape.active_params_billion * 1e9 / 1e12
+        s.tokens_per_second = tokens / pass_s * n * common.parallel_efficiency(gpu, n, a)
         s.step_ms = s.itl_ms = 0.0
         s.est_ttft_ms = s.est_latency_ms = 0.0
         return
