@@ -34,6 +34,7 @@ from service.wire.validate import (
 )
 from tests.conftest import Running, call
 from tests.fuzz_requests import request_from_seed, seeds
+from tests.test_server import GPU_IDS
 
 RULES = Path(__file__).parents[1] / "rules"
 IN_PROCESS = 20_000
@@ -196,7 +197,7 @@ def test_a_load_no_cluster_serves_gets_a_representable_count(server: Running, rp
         return
     assert out.code == grpc.StatusCode.OK, out.details
     # No GPU can serve it: each is excluded as infeasible (or, where one could, its count is representable).
-    assert len(out.response.candidates) + len(out.response.excluded) == 14
+    assert len(out.response.candidates) + len(out.response.excluded) == len(GPU_IDS)
     assert all(1 <= c.count <= MAX_GPUS for c in out.response.candidates)
 
 

@@ -39,7 +39,9 @@ def _by_gpu(advice: Any) -> dict[str, Any]:  # noqa: ANN401
 
 
 def _sdxl(rps: float = 10, media: Media | None = None) -> Brief:
-    return Brief(workload="MEDIA_GENERATION", model=Model(3.5, precision="FP16"),
+    # Named: the registry says SDXL is a UNet (its parameters run at 1/32 of the image side), which a bare
+    # parameter count cannot tell from a DiT.
+    return Brief(workload="MEDIA_GENERATION", model=Model(3.5, precision="FP16", name="sdxl-base-1.0"),
                  traffic=Traffic(requests_per_second=rps), success_unit="IMAGE", media=media or Media())
 
 

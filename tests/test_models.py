@@ -119,7 +119,8 @@ def test_list_models_filters(stub: Any) -> None:
     every = stub.ListModels(pb.ListModelsRequest(), timeout=30).models
     assert len(every) >= len(REQUIRED) and all(m.source for m in every)
     image = stub.ListModels(pb.ListModelsRequest(kind=pb.MODEL_KIND_IMAGE), timeout=30).models
-    assert {m.id for m in image} == {"sdxl-base-1.0", "flux.1-dev"}
+    assert {m.id for m in image} == {"sdxl-base-1.0", "flux.1-dev", "hunyuanvideo", "wan2.1-t2v-1.3b",
+                                     "wan2.1-t2v-14b", "cogvideox-2b", "cogvideox-5b", "cogvideox1.5-5b"}
     qwen = stub.ListModels(pb.ListModelsRequest(query="QWEN3"), timeout=30).models
     assert {m.id for m in qwen} == {"qwen3-8b", "qwen3-32b", "qwen3-235b-a22b"}
     by_alias = stub.ListModels(pb.ListModelsRequest(query="openai/gpt-oss"), timeout=30).models

@@ -131,7 +131,7 @@ def test_fifty_thousand_rows_parse_and_index() -> None:
     for i in range(50_000):
         lines.append(row(provider=f"p{i % 40}", instance_type=f"i{i}", gpu=gpus[i % len(gpus)],
                          usd_per_hour=f"{1 + i % 97 / 10:.2f}", region=f"r{i % 7}",
-                         tier=("on_demand", "spot", "marketplace")[i % 3]))
+                         tier=("on_demand", "spot", "marketplace")[i // len(gpus) % 3]))  # every GPU, every tier
     rows, problems = read_offers("big.csv", "\n".join(lines) + "\n")
     assert problems == [] and len(rows) == 50_000
     t = OfferTable(rows)

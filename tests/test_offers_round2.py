@@ -19,9 +19,9 @@ from service.domain.assumptions import Assumptions
 from service.domain.brief import AdviceRequest, Brief, Economics, Model, PlacementPolicy, Traffic
 from service.domain.offers import OfferTable, offer_filter
 from service.frontends.cli import print_advice
+from service.market.offer_checks import check_offers
+from service.market.offer_files import read_offers
 from service.rulebook.folder import load_rulebook
-from service.rulebook.offer_checks import check_offers
-from service.rulebook.offer_files import read_offers
 from service.rulebook.version import Bundle
 from service.wire.api import advice_to_proto, offer_to_proto
 

@@ -26,7 +26,7 @@ from tests.conftest import Running, call
 
 REPO = Path(__file__).parents[1]
 GPU_IDS = {"b200", "gb200", "h200", "h100-sxm", "h100-pcie", "a100-80gb", "a100-40gb", "l40s", "l4",
-           "rtx-4090", "rtx-5090", "mi300x", "mi325x", "mi355x"}
+           "rtx-4090", "rtx-5090", "mi300x", "mi325x", "mi355x", "b300", "gb300", "rtx-pro-6000", "h20"}
 
 
 def good_request() -> pb.RecommendRequest:

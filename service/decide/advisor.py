@@ -193,6 +193,9 @@ def _named_model(book: Rulebook, req: AdviceRequest) -> tuple[AdviceRequest, dic
 def _size_every_gpu(book: Rulebook, req: AdviceRequest, day: date) -> tuple[Shape | None, list[Sizing]]:
     a = book.assumptions
     shape = shape_of(req.brief, a)
+    entry = find(book.models, req.brief.model.name) if req.brief.workload == "MEDIA_GENERATION" else None
+    if shape and entry and entry.denoiser:  # the named model's denoiser: its VAE's latent and its architecture
+        shape = replace(shape, denoiser=entry.denoiser)
     allowed = set(req.brief.gpus)
     # brief.gpus: a team that owns H100s asks about H100s; the others are not sized, ranked or excluded.
     gpus = [g for g in book.catalog if g.id in allowed] if allowed else book.catalog

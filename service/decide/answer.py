@@ -187,7 +187,8 @@ def performance(s: Sizing, media: bool = False, accuracy: Band | None = None) ->
         ttft_ms=round(s.est_ttft_ms, 1),
         itl_ms=round(s.itl_ms, 2),
         e2e_p95_ms=round(s.est_latency_ms, 1),
-        tokens_per_second_per_replica=round(s.tokens_per_second, 1),
+        # a video pipeline makes a few outputs an hour: keep their digits
+        tokens_per_second_per_replica=round(s.tokens_per_second, 1 if s.tokens_per_second >= 10 else 5),
         # A training cluster is one data/tensor/pipeline-parallel job: GPUs per model copy do not apply.
         tensor_parallel=0 if training else s.per_replica,
         replicas=0 if training else s.replicas,

@@ -45,7 +45,7 @@ def shape_notes(brief: Brief, shape: Shape, a: Assumptions) -> list[Note]:
         ms = media_shape(brief, shape, a)
         out.append(("sizing.media", "note.media_sized", {
             "steps": ms.steps, "passes": ms.passes, "width": ms.width, "height": ms.height,
-            "frames": max(1, ms.frames), "tokens": round(ms.pixels / ms.pixels_per_token),
+            "frames": max(1, ms.frames), "tokens": ms.tokens,
             "tflops_per_output": ms.flops_per_output / 1e12,
             "assumed": ", ".join(ms.defaults_used) or "-",
         }))

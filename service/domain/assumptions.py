@@ -39,6 +39,11 @@ REQUIRED_NUMBERS = (
     "media_default_width_px",
     "media_default_height_px",
     "media_default_guidance_scale",
+    # h23b: denoising utilization, encoder passes, the embedding record length
+    "mfu_denoising",
+    "encoder_activation_traffic_bytes_per_token_hidden",
+    "encoder_layer_overhead_us",
+    "embedding_default_input_tokens",
     "moe_training_efficiency",
     "kv_cache_bytes",
     "adam_state_bytes_per_param",
@@ -103,7 +108,7 @@ def missing_keys(values: dict[str, Any]) -> list[str]:
         *REQUIRED_NUMBERS,
         "bytes_per_param",
         "architecture_bands",
-        "media_denoiser_bands",
+        "media_default_denoiser",
         "recompute_full_finetune",
         "recompute_adapter",
     ]

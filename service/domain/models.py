@@ -23,6 +23,41 @@ FILLABLE = (
 
 
 @dataclass(frozen=True)
+class Denoiser:
+    """What one denoising pass of an image or video model runs over (rules/models `denoiser:`): the latent its VAE
+    makes (`vae_spatial` pixels per latent position a side, `vae_temporal` frames per latent frame after the
+    first) cut into tokens of `patch` x `patch` positions (`patch_temporal` latent frames). A UNet's `patch` is
+    the further downsampling where most of its parameters run (SDXL: 4). Attention FLOPs are counted for a DiT."""
+
+    architecture: str  # DiT | UNet
+    params_billion: float  # the denoiser alone: what runs every step (the entry's params_billion is the pipeline)
+    vae_spatial: int = 8
+    vae_temporal: int = 1
+    patch: int = 2
+    patch_temporal: int = 1
+    layers: int = 0  # transformer blocks (DiT attention FLOPs)
+    hidden_size: int = 0
+    text_encoder_params_billion: float = 0.0  # part of the pipeline's weights; offloadable between prompts
+    guidance_distilled: bool = False  # guidance embedded in the model: one pass a step whatever the scale
+
+
+@dataclass(frozen=True)
+class PublishedRun:
+    """A figure the model's authors published for one output on one GPU (rules/models `published:`)."""
+
+    gpu: str  # catalog id
+    width_px: int
+    height_px: int
+    frames: int
+    steps: int
+    source: str
+    guidance_scale: float = 0.0
+    seconds: float = 0.0  # per output on one GPU; 0 = not published
+    peak_memory_gb: float = 0.0  # 0 = not published
+    text_encoder_offloaded: bool = False  # measured with the text encoder in CPU memory
+
+
+@dataclass(frozen=True)
 class ModelEntry:
     id: str
     name: str
@@ -48,6 +83,8 @@ class ModelEntry:
     native_precision: str = ""  # as the source states it (BF16, FP8, FP4...), mapped to a brief precision if known
     notes: str = ""
     location: str = ""  # path:line of the entry
+    denoiser: Denoiser | None = None  # image and video generation
+    published: tuple[PublishedRun, ...] = ()
 
     def names(self) -> tuple[str, ...]:
         return (self.id, *self.aliases)

@@ -28,10 +28,10 @@ from ..engine.ir import Program
 from ..engine.load import Doc, Problem, load_yaml, plain, pos
 from ..engine.parse import compile_docs, did_you_mean
 from ..engine.schema_errors import most_specific, readable
-from .accuracy_file import accuracy_table
 from ..market.accelerators import read_accelerator_map
 from ..market.offer_checks import check_offers, supersede
 from ..market.offer_files import read_offers
+from .accuracy_file import accuracy_table
 from .checks import (
     format_spec_problems,
     lint_problems,

@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import date, datetime
 from typing import Any
 
-from ..domain.models import ModelEntry
+from ..domain.models import Denoiser, ModelEntry, PublishedRun
 from ..engine.load import Doc, Problem, pos
 
 _INTS = ("layers", "kv_heads", "head_dim", "hidden_size", "kv_lora_rank", "rope_head_dim", "context_window_tokens",
@@ -45,6 +45,9 @@ def _entry(doc: Doc, item: Any, line: int) -> ModelEntry:
         native_precision=str(item.get("native_precision", "") or ""),
         notes=" ".join(str(item.get("notes", "") or "").split()),
         location=f"{doc.path}:{line}",
+        denoiser=Denoiser(**item["denoiser"]) if item.get("denoiser") else None,
+        published=tuple(PublishedRun(**{k: _text(v) if k == "source" else v for k, v in run.items()})
+                        for run in item.get("published", []) or []),
         **{k: int(item[k]) for k in _INTS if item.get(k) is not None},
         **{k: float(item[k]) for k in _FLOATS if item.get(k) is not None},
     )

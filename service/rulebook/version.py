@@ -5,10 +5,11 @@ alike in both."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from types import MappingProxyType
 
 from ..decide.advisor import advise
 from ..decide.book import Rulebook
@@ -32,6 +33,8 @@ class Bundle:
         self.content_hash = book.content_hash
         self.catalog: tuple[Gpu, ...] = book.catalog
         self._model_names = frozenset(n for e in book.models.values() for n in e.names())
+        self._windows = MappingProxyType({n.lower(): e.context_window_tokens for e in book.models.values()
+                                          for n in e.names() if e.context_window_tokens > 0})
         self.loaded_at = loaded_at
         self.engine = DurableEngine(book.program.rules)
         self._lock = threading.Lock()
@@ -46,6 +49,10 @@ class Bundle:
     def known_model_names(self) -> frozenset[str]:
         """Every id and alias of the model registry (a brief's model.name must be one, in any case)."""
         return self._model_names
+
+    def model_windows(self) -> Mapping[str, int]:
+        """Each lower-cased id and alias's context window (tokens), for models whose window the registry knows."""
+        return self._windows
 
     def models(self) -> tuple[ModelEntry, ...]:
         return tuple(self.book.models.values())

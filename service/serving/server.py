@@ -129,7 +129,7 @@ class Servicer(pb_grpc.GpuAdvisorServicer):
     def Recommend(self, request: pb.RecommendRequest, context: grpc.ServicerContext) -> pb.RecommendResponse:  # noqa: N802
         bundle = self._bundle(context)
         _stop_unless_wanted(context, "validate")
-        violations = validate(request, bundle.known_gpu_ids(), bundle.known_model_names())
+        violations = validate(request, bundle.known_gpu_ids(), bundle.known_model_names(), bundle.model_windows())
         if violations:
             _invalid(context, violations)
         try:

@@ -7,7 +7,7 @@ brief's proto field names, e.g. `brief.model.params_billion`, `quotes[0].gpu`.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import date
 from functools import lru_cache
 from typing import Any
@@ -205,15 +205,38 @@ def _model_name(name: str, known_models: Iterable[str] | None) -> list[Violation
     return [("brief.model.name", f"unknown model '{_echo(name)}'{hint} (ListModels lists the registry)")]
 
 
+def _beyond_window(brief: Any, windows: Mapping[str, int] | None) -> list[Violation]:  # noqa: ANN401
+    """Input the model cannot take: a context beyond the named model's window (`windows`: lower-cased registry id
+    or alias -> context_window_tokens, 0 = not known), and a prompt longer than the context (the brief's, else
+    the named model's window)."""
+    m, t = brief.model, brief.traffic
+    window = windows.get(m.name.strip().lower(), 0) if windows and m.name else 0
+    out: list[Violation] = []
+    if window > 0 and m.context_tokens > window:
+        out.append(("brief.model.context_tokens",
+                    f"{m.context_tokens:,} tokens is beyond {_echo(m.name)}'s context window of {window:,} tokens"))
+    limit, what = (m.context_tokens, "context_tokens") if m.context_tokens > 0 else (window, "the model's window")
+    if limit <= 0:
+        return out
+    for name in ("avg_input_tokens", "p95_input_tokens"):
+        if getattr(t, name) > limit:
+            out.append((f"brief.traffic.{name}",
+                        f"{getattr(t, name):,} input tokens do not fit in {what} ({limit:,} tokens)"))
+    return out
+
+
 def validate(
     request: Any, known_gpus: Iterable[str] = (), known_models: Iterable[str] | None = None,  # noqa: ANN401
+    windows: Mapping[str, int] | None = None,
 ) -> list[Violation]:
     """Every structural problem of a RecommendRequest, as (field path, description). `known_models`: the registry's
-    ids and aliases (a brief's model.name must be one); None leaves names unchecked."""
+    ids and aliases (a brief's model.name must be one); None leaves names unchecked. `windows`: each lower-cased
+    id and alias's context window, so a context or a prompt the named model cannot take is refused."""
     out: list[Violation] = []
     brief = request.brief
     _check_message(brief, "brief", out)
     out += _model_name(brief.model.name, known_models)
+    out += _beyond_window(brief, windows)
     lat = brief.latency
     if lat.p95_ms > 0 and lat.p99_ms > 0 and lat.p99_ms < lat.p95_ms:
         out.append(("brief.latency.p99_ms",

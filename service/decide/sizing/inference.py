@@ -8,13 +8,14 @@ import math
 from ...domain.assumptions import Assumptions
 from ...domain.brief import Brief
 from ...domain.catalog import Gpu
-from ...physics import compute, serving
+from ...physics import compute, encoder, serving
 from ...physics import memory as mem
 from ..tables import MAX_TENSOR_PARALLEL, scale_up
 from .common import (
     MAX_GPUS,
     Memo,
     Sizing,
+    decode_mbu,
     meets_latency,
     parallel_efficiency,
     saturation,
@@ -176,13 +177,39 @@ def prefill_only_tokens(brief: Brief, shape: Shape, a: Assumptions) -> int:
     """Tokens per forward pass of embedding-style work: the brief's batch, else what a server batches from
     queued requests under load (text-embeddings-inference's default token budget)."""
     if brief.traffic.batch_size > 0:
-        return brief.traffic.batch_size * shape.tokens_per_sequence
-    return max(shape.tokens_per_sequence, int(a.num("default_prefill_batch_tokens")))
+        return brief.traffic.batch_size * _record_tokens(shape)
+    return max(_record_tokens(shape), int(a.num("default_prefill_batch_tokens")))
+
+
+def _record_tokens(shape: Shape) -> int:
+    """Tokens of one embedded record: its input (an encoder batch packs records without padding them to the
+    context: text-embeddings-inference batches by tokens over variable-length attention)."""
+    return max(1, shape.input_tokens)
 
 
 def prefill_batch_sequences(brief: Brief, shape: Shape, a: Assumptions) -> int:
     """Requests per forward pass that embedding sizing assumes when the brief gives no batch."""
-    return max(1, prefill_only_tokens(brief, shape, a) // max(1, shape.tokens_per_sequence))
+    return max(1, prefill_only_tokens(brief, shape, a) // _record_tokens(shape))
+
+
+def embedding_speed(s: Sizing, brief: Brief, shape: Shape, a: Assumptions, n: int) -> None:
+    """Prefill-only work is throughput-bound by its input tokens: one batched encoder pass takes the longer of
+    its FLOPs and its activation traffic, plus a fixed cost per layer (physics/encoder.py). No saturation cap: a
+    GPU with more compute or bandwidth runs the same batch faster, and a batch too small to keep it busy is
+    bounded by the per-layer cost, not by a share of its peak."""
+    gpu, arch = s.gpu, shape.arch
+    mfu = a.num("mfu_prefill")
+    tokens = prefill_only_tokens(brief, shape, a)
+    seconds = encoder.encoder_pass_seconds(
+        shape.active_params_billion, shape.bytes_per_param, tokens, shape.input_tokens, arch.layers,
+        arch.hidden_size, s.tflops, mfu, gpu.bandwidth_tbs, decode_mbu(gpu, a),
+        a.num("encoder_activation_traffic_bytes_per_token_hidden"), a.num("encoder_layer_overhead_us") / 1e6,
+    )
+    per_gpu = tokens / seconds
+    s.effective_tflops = per_gpu * 2 * shape.active_params_billion * 1e9 / 1e12
+    s.tokens_per_second = per_gpu * n * parallel_efficiency(gpu, n, a)
+    s.step_ms = s.itl_ms = 0.0
+    s.est_ttft_ms = s.est_latency_ms = 0.0
 
 
 def inference_speed(s: Sizing, brief: Brief, shape: Shape, a: Assumptions, n: int, memo: Memo) -> None:
@@ -192,28 +219,17 @@ def inference_speed(s: Sizing, brief: Brief, shape: Shape, a: Assumptions, n: in
     `memo` keeps what depends on the brief alone (bytes read per step, attention FLOPs of a prompt), asked
     for by every GPU and every tensor-parallel width tried."""
     gpu = s.gpu
-    arch = shape.arch
     mfu = a.num("mfu_prefill")
     if brief.workload == "MEDIA_GENERATION":
         # Denoising is compute-bound: outputs/s = TFLOPS x MFU / FLOPs per output, one pipeline per GPU.
+        mfu = a.num("mfu_denoising")
         s.effective_tflops = s.tflops * mfu
         s.tokens_per_second = outputs_per_second(s.tflops, mfu, brief, shape, a) * n * parallel_efficiency(gpu, n, a)
         s.step_ms = s.itl_ms = 0.0
         s.est_ttft_ms = s.est_latency_ms = 0.0
         return
     if brief.workload == "EMBEDDING":
-        # Prefill-only work is throughput-bound by its input tokens: every token costs 2·N FLOPs plus its
-        # attention over the sequence, at the utilization a batch of this size reaches.
-        tokens = prefill_only_tokens(brief, shape, a)
-        busy = saturation(s.tflops, tokens, arch.hidden_size, a.num("kernel_saturation_ms"))
-        s.effective_tflops = s.tflops * mfu * busy
-        seq = shape.input_tokens
-        per_token = 2 * shape.active_params_billion * 1e9 + compute.attention_flops(
-            arch.layers, seq, arch.hidden_size, arch.window, arch.window_layers
-        ) / max(1, seq)
-        s.tokens_per_second = s.tflops * n * 1e12 * mfu * busy * parallel_efficiency(gpu, n, a) / per_token
-        s.step_ms = s.itl_ms = 0.0
-        s.est_ttft_ms = s.est_latency_ms = 0.0
+        embedding_speed(s, brief, shape, a, n)
         return
     serving_speed(s, brief, shape, a, n, memo)
 

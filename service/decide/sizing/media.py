@@ -1,5 +1,10 @@
 """Image and video generation: the denoising work of one output from the brief's media fields (defaults from
-the rules, stated), the memory of one pipeline copy, and outputs per second against the offered load."""
+the rules, stated) over the latent its model's VAE makes, the memory of one pipeline copy, and outputs per
+second against the offered load.
+
+The denoiser is the named model's (rules/models `denoiser:`: DiT or UNet by architecture, VAE compression,
+patch); a brief that names none is sized as the rules' default denoiser (`media_default_denoiser`: a DiT over a
+4x-temporal, 8x-spatial latent, as the open video and image models of 2024-25 are) with the brief's size."""
 
 from __future__ import annotations
 
@@ -7,7 +12,8 @@ from dataclasses import dataclass
 
 from ...domain.assumptions import Assumptions
 from ...domain.brief import Brief
-from ...physics import compute
+from ...domain.models import Denoiser
+from ...physics import media as phys
 from ...physics import memory as mem
 from .shape import Shape
 
@@ -20,9 +26,10 @@ class MediaShape:
     width: int
     height: int
     guidance: float
-    passes: int  # denoiser passes per step: 2 with classifier-free guidance
+    passes: int  # denoiser passes per step: 2 with classifier-free guidance, 1 when guidance is distilled
     frames: int
-    pixels_per_token: float
+    tokens: int  # latent tokens of one pass over the whole output
+    denoiser: Denoiser
     flops_per_output: float
     defaults_used: tuple[str, ...]
 
@@ -31,11 +38,17 @@ class MediaShape:
         return self.width * self.height
 
 
-def pixels_per_token(params_billion: float, a: Assumptions) -> float:
-    """The first denoiser band (by size) that covers the model, the largest band for anything bigger."""
-    rows = sorted(a.values["media_denoiser_bands"], key=lambda r: float(r["max_params_billion"]))
-    row = next((r for r in rows if float(r["max_params_billion"]) >= params_billion), rows[-1])
-    return float(row["pixels_per_token"])
+def denoiser_of(shape: Shape, a: Assumptions) -> Denoiser:
+    """The named model's denoiser, else the rules' default shape at the brief's size (its transformer shape the
+    size bands' estimate)."""
+    if shape.denoiser is not None:
+        return shape.denoiser
+    d = a.values["media_default_denoiser"]
+    return Denoiser(
+        architecture=str(d["architecture"]), params_billion=shape.active_params_billion,
+        vae_spatial=int(d["vae_spatial"]), vae_temporal=int(d["vae_temporal"]), patch=int(d["patch"]),
+        patch_temporal=int(d.get("patch_temporal", 1)), layers=shape.arch.layers, hidden_size=shape.arch.hidden_size,
+    )
 
 
 def media_shape(brief: Brief, shape: Shape, a: Assumptions) -> MediaShape:
@@ -52,25 +65,39 @@ def media_shape(brief: Brief, shape: Shape, a: Assumptions) -> MediaShape:
     width = int(given(m.width_px, "media.width_px", "media_default_width_px"))
     height = int(given(m.height_px, "media.height_px", "media_default_height_px"))
     guidance = given(m.guidance_scale, "media.guidance_scale", "media_default_guidance_scale")
-    passes = 2 if guidance > 1 else 1
-    ppt = pixels_per_token(shape.params_billion, a)
-    flops = compute.denoising_flops(shape.active_params_billion, width * height, ppt, steps, passes, m.frames)
-    return MediaShape(steps, width, height, guidance, passes, max(0, m.frames), ppt, flops, tuple(defaults))
+    d = denoiser_of(shape, a)
+    passes = 2 if guidance > 1 and not d.guidance_distilled else 1
+    frames = max(0, m.frames)
+    tokens = phys.latent_tokens(width, height, frames, d.vae_spatial, d.vae_temporal, d.patch, d.patch_temporal)
+    dit = d.architecture == "DiT"
+    per_pass = phys.denoiser_pass_flops(d.params_billion, tokens, d.layers if dit else 0, d.hidden_size if dit else 0)
+    return MediaShape(steps, width, height, guidance, passes, frames, tokens, d, per_pass * steps * passes,
+                      tuple(defaults))
+
+
+def media_activation_gb(ms: MediaShape, a: Assumptions) -> float:
+    """One output's denoising workspace. A DiT holds one block's live tensors for every token of the passes it
+    batches (activation_bytes_per_token_hidden x hidden per token, as a serving step); a UNet's is given per
+    1024 x 1024 image (media_activation_peak_gb), scaled by pixels and frames."""
+    d = ms.denoiser
+    if d.architecture == "DiT" and d.hidden_size > 0:
+        per_token = d.hidden_size * a.num("activation_bytes_per_token_hidden")
+        return ms.tokens * per_token * ms.passes / mem.GB
+    return a.num("media_activation_peak_gb") * ms.pixels / MEGAPIXEL_1024 * max(1, ms.frames)
 
 
 def media_need(brief: Brief, shape: Shape, a: Assumptions, n: int) -> mem.MemoryBreakdown:
-    """One pipeline copy: its weights, the activations of the outputs it denoises at once (given at 1024 x 1024
-    per image, scaled by pixels and frames) and the engine overhead per GPU."""
+    """One pipeline copy: its weights (denoiser, text encoders and VAE), the denoising workspace of the outputs
+    it generates at once, and the engine overhead per GPU."""
     ms = media_shape(brief, shape, a)
-    per_output = a.num("media_activation_peak_gb") * ms.pixels / MEGAPIXEL_1024 * max(1, ms.frames)
     return mem.MemoryBreakdown((
         ("weights", mem.weights_gb(shape.params_billion, shape.bytes_per_param)),
-        ("activations", per_output * max(1, brief.traffic.batch_size or 1)),
+        ("activations", media_activation_gb(ms, a) * max(1, brief.traffic.batch_size or 1)),
         ("engine", a.num("engine_overhead_gb") * n),
     ))
 
 
 def outputs_per_second(tflops: float, mfu: float, brief: Brief, shape: Shape, a: Assumptions) -> float:
-    """Images (or videos) per second of one GPU: compute-bound denoising at the prefill utilization."""
+    """Images (or videos) per second of one GPU: compute-bound denoising at the utilization given."""
     ms = media_shape(brief, shape, a)
     return tflops * 1e12 * mfu / ms.flops_per_output if ms.flops_per_output > 0 else 0.0

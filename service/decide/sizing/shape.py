@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from ...domain.assumptions import Assumptions
 from ...domain.brief import Brief
+from ...domain.models import Denoiser
 from ...physics import compute, serving
 from ...physics import memory as mem
 from .. import tables as tb
@@ -38,6 +39,7 @@ class Shape:
     kv_bytes: float = 2.0  # bytes per K or V element
     kv_precision_default: bool = True  # the brief left model.kv_cache_precision unset
     moe_estimated: bool = False  # active < total without an expert count: routing estimated from active / total
+    denoiser: Denoiser | None = None  # image and video generation: the named model's (None = the rules' default)
 
     @property
     def routed(self) -> bool:
@@ -88,7 +90,11 @@ def shape_of(brief: Brief, a: Assumptions, arch: mem.Architecture | None = None)
         )
     else:
         size_tokens = context
-    if inp <= 0:
+    if inp <= 0 and brief.workload == "EMBEDDING":
+        # An embedding is its input: a record of a retrieval chunk's length, not half a context (a question asks).
+        inp = max(1, min(context, int(a.num("embedding_default_input_tokens"))))
+        defaults.append("traffic.avg_input_tokens")
+    elif inp <= 0:
         inp = max(1, int(context * 0.5)) if out <= 0 else max(1, min(context - out, int(context * 0.5)))
         defaults.append("traffic.avg_input_tokens")
     if out <= 0:
