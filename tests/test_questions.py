@@ -31,6 +31,7 @@ KNOWS: dict[str, Any] = {
     "economics.demand": "DEMAND_STEADY",
     "economics.has_platform_team": True,
     "run_cycle": "RUN_CYCLE_ALWAYS_ON",
+    "economics.budget_usd_per_hour": 200,  # asked since issue 25: 0 (the assumed "none") cannot be sent as an answer
 }
 
 

@@ -23,7 +23,7 @@ from ..domain.advice import (
     RulesetRef,
 )
 from ..domain.assumptions import Assumptions
-from ..domain.brief import AdviceRequest, Brief, Traffic
+from ..domain.brief import TRAINING_WORKLOADS, AdviceRequest, Brief, Traffic
 from ..domain.models import find
 from ..domain.offers import Offer
 from ..engine.ir import Action
@@ -123,7 +123,9 @@ def advise(
     checkpoint(still_wanted, "sizing")
     shape, sizings = _size_every_gpu(book, req, day)
     _place_every_gpu(run, shape, sizings, day)
-    base = F.brief_fact(req.brief, book.assumptions.num("default_utilization"), shape, sizings, len(req.quotes))
+    a = book.assumptions
+    base = F.brief_fact(req.brief, a.num("default_utilization"), shape, sizings, len(req.quotes),
+                        (a.num("small_job_gpu_hours"), a.num("small_job_max_gpus")))
     asks = _brief_rules(run, base, shape)
     checkpoint(still_wanted, "candidates")
     scored = _candidate_rules(run, base, sizings)
@@ -261,8 +263,11 @@ def _brief_rules(run: Run, base: dict[str, Any], shape: Shape | None) -> _Asks:
                 Reason(
                     "sizing.architecture",
                     run.text(
-                        _KV_NOTE.get(shape.arch.kind, "note.kv_estimated"),
+                        # a training run keeps no KV cache: its estimate is of the activations
+                        "note.arch_estimated_training" if brief.workload in TRAINING_WORKLOADS
+                        else _KV_NOTE.get(shape.arch.kind, "note.kv_estimated"),
                         {
+                            "hidden_size": shape.arch.hidden_size,
                             "layers": shape.arch.layers,
                             "kv_heads": shape.arch.kv_heads,
                             "head_dim": shape.arch.head_dim,

@@ -65,6 +65,8 @@ CODE_MESSAGE_KEYS = (
     "summary.unmet_budget",
     "summary.monthly",
     "summary.monthly_always_on",
+    "summary.run_total",
+    "note.arch_estimated_training",
     "summary.more_questions",
     "summary.newer_rules_rejected",
     "latency.target_p95",

@@ -47,6 +47,9 @@ KEYS = (
     "placement_providers_in",
     "cost_tiers_not",
     "caveats_include",
+    # h25
+    "questions_exclude",
+    "warnings_critical_exclude",
 )
 CJK = re.compile(r"[\u4e00-\u9fff]")
 EXPONENT = re.compile(r"\d[eE][+-]?\d")
@@ -163,6 +166,13 @@ def check(
     for f in expect.get("questions_include", []):
         if f not in fields:
             fails.append(f"question about {f} missing (got {fields})")
+    for f in expect.get("questions_exclude", []):
+        if f in fields:
+            fails.append(f"question about {f} asked")
+    critical = [w.get("code") for w in r.get("warnings", []) if w.get("severity") in ("CRITICAL", "SEVERITY_CRITICAL")]
+    for code in expect.get("warnings_critical_exclude", []):
+        if code in critical:
+            fails.append(f"warning {code} is CRITICAL")
     if expect.get("questions_nonempty") and not fields:
         fails.append("no questions")
     for key, attr in (
