@@ -15,7 +15,7 @@ K8S_OVERLAYS := dev production
 # `$(VENV)/bin/buf build --exclude-source-info -o protos/releases/vX.Y.Z.binpb` and point this at it.
 PROTO_RELEASE := protos/releases/v1.0.0.binpb
 
-.PHONY: all venv dev gen client run test lint bench rules-check rules-test k8s deploy-check clean
+.PHONY: all venv dev gen client run mcp-config test lint bench rules-check rules-test k8s deploy-check clean
 
 all: test
 
@@ -56,6 +56,12 @@ client: $(CLIENT)
 
 run: $(GEN)
 	$(PY) -m service
+
+# The MCP config for a chat app, with this checkout's absolute path: the app starts the command from a folder of
+# its own. The address is GPU_ADVISOR_ADDR's, else the default.
+mcp-config: $(GEN)
+	@printf '{"mcpServers": {"gpu-advisor": {"command": "%s", "args": ["mcp", "--addr", "%s"]}}}\n' \
+		"$(CURDIR)/$(VENV)/bin/gpu-advisor" "$${GPU_ADVISOR_ADDR:-127.0.0.1:50051}"
 
 test: $(GEN) $(CLIENT) $(DEV)
 	$(PY) -m pytest

@@ -28,7 +28,7 @@ from ..domain.models import find
 from ..domain.offers import Offer
 from ..engine.ir import Action
 from ..physics.memory import MemoryBreakdown
-from ..render.messages import compact
+from ..render.messages import compact, unit_key
 from ..render.summary import render_summary
 from . import facts as F
 from .answer import benchmark, build, candidate_of, checklist, dedupe_warnings, once, said_texts
@@ -237,7 +237,8 @@ def _brief_rules(run: Run, base: dict[str, Any], shape: Shape | None) -> _Asks:
         for act in rule.actions:
             if act.kind == "ask" and all(q.field != act.get("field") for q in questions):
                 questions.append(Question(act.get("field"), run.text(act.get("message"), base), rule.id,
-                                          unit=act.get("unit", ""), assumed=_assumed(act, a),
+                                          unit=run.name(unit_key(act.get("unit"))) if act.get("unit") else "",
+                                          assumed=_assumed(act, a),
                                           priority=rule.priority))
             elif act.kind == "metric" and metric is None:
                 metric = Metric(

@@ -16,7 +16,7 @@ from ..engine.analyze import implies, satisfiable
 from ..engine.ir import Rule
 from ..engine.load import Problem
 from ..engine.parse import FactSchema, did_you_mean
-from ..render.messages import placeholders, spec_problem
+from ..render.messages import placeholders, spec_problem, unit_key
 from .expectations import STRAY_SPACE
 
 _FORMATTER = string.Formatter()
@@ -131,6 +131,8 @@ def message_problems(
             keys = [a.get("message")] + ([a.get("name")] if a.kind == "metric" else [])
             if a.kind == "warn" and a.get("code"):
                 keys.append(f"warning.{a.get('code')}")  # the summary names a warning, never prints its code
+            if a.kind == "ask" and a.get("unit"):
+                keys.append(unit_key(a.get("unit")))  # a question's unit is read in the request's language
             used += [(k, r.location, r.id, r) for k in keys if k]
     used += [(k, where, "", None) for k, where in content_keys]
     bad_en: set[str] = set()  # keys whose en text uses a placeholder its fact lacks: reported once, there
