@@ -106,3 +106,20 @@ def test_zh_cn_question_units_are_chinese(stub: Any):
     assert len(units) >= 5
     english = [u for u in units if re.search(r"[a-z]{3,}", u) and not CJK.search(u)]
     assert english == [] or set(english) <= {"token"}, english
+
+
+def test_zh_cn_purchase_sources_are_chinese(stub: Any):
+    """A catalog price row's `source_zh-CN` is what a zh-CN answer says (issue 25: no English prose there)."""
+    from google.protobuf.json_format import MessageToDict
+
+    from service.frontends.brief_file import load_request
+
+    sources = []
+    for path in sorted((ROOT / "examples").glob("*.yaml")):
+        req = load_request(path)
+        req.locale, req.max_candidates = "zh-CN", 50
+        answer = MessageToDict(stub.Recommend(req, timeout=30), preserving_proto_field_name=True)
+        sources += [c["ownership"]["purchase_source"] for c in answer.get("candidates", [])
+                    if c.get("ownership", {}).get("purchase_source")]
+    assert len(sources) > 10
+    assert all(CJK.search(s) for s in sources), [s for s in sources if not CJK.search(s)][:3]
