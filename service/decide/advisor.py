@@ -373,7 +373,8 @@ def _render(
         not_shown=tuple(c.sizing.gpu.id for c in ranked.survivors[ranked.limit:]),
         price_tier=compared_tier(brief),
         unmet=unmet_targets(brief, [c.sizing for c in ranked.survivors], [c.sizing for c in scored],
-                            _resizer(run, shape), shape.output_tokens if shape else 0),
+                            _resizer(run, shape), shape.output_tokens if shape else 0,
+                            run.book.assumptions.num("closest_within")),
     )
     # The summary is rendered from the otherwise finished answer, which nobody else holds yet: set in place
     # rather than copied field by field through the frozen constructor.

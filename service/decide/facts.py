@@ -28,6 +28,7 @@ from ..domain.brief import (
 from ..domain.catalog import Gpu
 from ..engine.parse import FactSchema, FieldSpec
 from ..memo import IdentityMemo
+from .counts import COUNT_FIELDS, count_fields
 from .job_size import JOB_FIELDS, job_fields
 from .sizing.common import Sizing, compared_tier
 from .sizing.shape import INFERENCE_WORKLOADS, Shape
@@ -154,6 +155,7 @@ CANDIDATE_FIELDS: dict[str, FieldSpec] = {
     "offer_stale": FieldSpec("bool", "that offer's price is older than max_offer_age_days"),
     "has_offers": FieldSpec("bool", "the rules' offer tables hold any offer of this GPU (in any scope)"),
     "offers_loaded": FieldSpec("bool", "the rules folder has offer tables at all"),
+    **COUNT_FIELDS,
 }
 
 # One fact per placement scope (provider, country, tier) among the offers, with the brief's fields that decide
@@ -393,6 +395,7 @@ def candidate_fact(base: dict[str, Any], s: Sizing) -> dict[str, Any]:
         "offer_stale": s.offer_stale,
         "has_offers": s.has_offers,
         "offers_loaded": s.offers_loaded,
+        **count_fields(s),
     }
 
 

@@ -59,6 +59,7 @@ REQUIRED_NUMBERS = (
     "long_training_run_days",
     "small_job_gpu_hours",
     "small_job_max_gpus",
+    "closest_within",
     "mla_kv_lora_rank",
     "mla_rope_head_dim",
 )

@@ -80,6 +80,7 @@ def size_inference(
     lat = brief.latency
     s.latency_target = lat.p95_ms > 0 or lat.ttft_ms > 0
     inference_speed(s, brief, shape, a, n, memo)
+    s.memory_count_latency_ms = s.est_latency_ms
     if s.latency_target and brief.workload == "REALTIME_INFERENCE":
         # More tensor parallelism inside the fast-link domain shortens each decode step; stop at the node.
         for k in sizes:

@@ -3,6 +3,7 @@ from its per-rules table (tables.py). Equal to `size` by test."""
 
 from __future__ import annotations
 
+import copy
 import math
 from datetime import date
 
@@ -184,9 +185,17 @@ class RequestSizer:
         widen = s.latency_target and self.workload == "REALTIME_INFERENCE"
         if fast and widen:
             n = self._widen(s, gt, n)
+            if n == s.memory_count:
+                s.memory_count_latency_ms = s.est_latency_ms
+            else:  # what memory's width would take, said on the candidate (decide/counts.py); _widen may skip it
+                probe = copy.copy(s)
+                probe.formulas = []
+                self._decode_speed(probe, gt, s.memory_count)
+                s.memory_count_latency_ms = probe.est_latency_ms
         else:
             speed = self._decode_speed if fast else self._plain_speed
             speed(s, gt, n)
+            s.memory_count_latency_ms = s.est_latency_ms
             if widen:
                 # More tensor parallelism inside the fast-link domain shortens each decode step; stop at the node.
                 for k in sizes:
