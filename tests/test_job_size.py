@@ -50,3 +50,12 @@ def test_the_table_prices_a_single_run_for_the_run(server: Any, tmp_path: Any, c
     out = capsys.readouterr().out
     assert "$/run" in out and "$/run = $/h x the run's days x 24" in out and "$/month at" not in out
     assert "for the whole run of" in out.splitlines()[0] or "for the whole run of" in out
+
+
+def test_a_single_runs_route_waits_on_nothing_the_questions_do_not_ask(stub: Any):
+    req = ParseDict({"brief": RUN}, pb.RecommendRequest())
+    answer = MessageToDict(stub.Recommend(req, timeout=30), preserving_proto_field_name=True)
+    asked = {q["field"] for q in answer.get("questions", [])}
+    depends = set(answer["route"].get("depends_on", []))
+    assert not depends & {"economics.hours_per_month", "economics.horizon_months", "economics.demand"}, depends
+    assert depends <= asked | {"economics.utilization"}, (depends, asked)

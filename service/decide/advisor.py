@@ -26,7 +26,8 @@ from ..domain.assumptions import Assumptions
 from ..domain.brief import TRAINING_WORKLOADS, AdviceRequest, Brief, Traffic
 from ..domain.models import find
 from ..domain.offers import Offer
-from ..engine.ir import Action
+from ..engine.ir import Action, Rule
+from ..memo import IdentityMemo
 from ..physics.memory import MemoryBreakdown
 from ..render.messages import compact, unit_key
 from ..render.summary import render_summary
@@ -131,7 +132,7 @@ def advise(
     scored = _candidate_rules(run, base, sizings)
     ranked = _ranked(scored, req, book.assumptions)
     checkpoint(still_wanted, "plan")
-    route = _route(run, base, shape, ranked)
+    route = _route(run, base, shape, ranked, {q.field for q in asks.questions})
     checkpoint(still_wanted, "render")
     return _render(run, shape, asks, scored, ranked, route, base)
 
@@ -318,9 +319,12 @@ def _ranked(scored: list[Scored], req: AdviceRequest, a: Assumptions) -> _Ranked
     return _Ranked(survivors, survivors[:limit], limit)
 
 
-def _route(run: Run, base: dict[str, Any], shape: Shape | None, ranked: _Ranked) -> _Routed:
+def _route(run: Run, base: dict[str, Any], shape: Shape | None, ranked: _Ranked,
+           asked: set[str] | None = None) -> _Routed:
     """Stage 3, plan rules: the route (hit policy first) and plan-level mistakes; stage 4, outcome rules: the
-    mistakes that depend on the route."""
+    mistakes that depend on the route. `asked`: the fields the questions ask; a route input some rule could ask
+    about but that the rules left unasked for this brief (a single run's hours a month) is not one the route
+    waits on."""
     a, brief = run.book.assumptions, run.req.brief
     top = ranked.shown[0].sizing if ranked.shown else None
     ratio = (shape.input_tokens + shape.output_tokens) / shape.output_tokens if shape else 1.0
@@ -338,11 +342,22 @@ def _route(run: Run, base: dict[str, Any], shape: Shape | None, ranked: _Ranked)
                 route_kind = act.get("kind")
                 rationale.append(Reason(rule.id, run.text(act.get("message"), said)))
     depends_on = route_depends_on(run.book.program.for_fact("plan"), plan, route_kind, DEFAULT_ROUTE)
+    if asked is not None:
+        askable = _askable(run.book.program.for_fact("brief"))
+        depends_on = tuple(f for f in depends_on if f in asked or f not in askable)
 
     outcome = F.outcome_fact(plan, route_kind)
     for rule in run.fire("outcome", [outcome])["outcome"]:
         run.common(rule, {**outcome, "utilization_basis": said["utilization_basis"]})
     return _Routed(Route(route_kind, tuple(rationale), bool(depends_on), depends_on), depends_on)
+
+
+def _askable_fields(rules: tuple[Rule, ...]) -> frozenset[str]:
+    return frozenset(act.get("field") for r in rules for act in r.actions if act.kind == "ask")
+
+
+# The brief fields some ask rule can ask about, per rules version (the program's rule tuple, by identity).
+_askable: IdentityMemo[tuple[Rule, ...], frozenset[str]] = IdentityMemo(_askable_fields, limit=8)
 
 
 def _render(
