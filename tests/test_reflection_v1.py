@@ -17,7 +17,7 @@ from tests.conftest import Running
 
 def _buf() -> str:
     found = shutil.which("buf", path=str(Path(sys.executable).parent)) or shutil.which("buf")
-    assert found, "buf is missing: it is a dev dependency (buf-bin); run `make venv`"
+    assert found, "buf is missing: it is a dev dependency (buf-bin); run `make dev`"
     return found
 
 

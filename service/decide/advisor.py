@@ -23,12 +23,13 @@ from ..domain.advice import (
     RulesetRef,
 )
 from ..domain.assumptions import Assumptions
-from ..domain.brief import AdviceRequest, Brief, Traffic
+from ..domain.brief import TRAINING_WORKLOADS, AdviceRequest, Brief, Traffic
 from ..domain.models import find
 from ..domain.offers import Offer
-from ..engine.ir import Action
+from ..engine.ir import Action, Rule
+from ..memo import IdentityMemo
 from ..physics.memory import MemoryBreakdown
-from ..render.messages import compact
+from ..render.messages import compact, unit_key
 from ..render.summary import render_summary
 from . import facts as F
 from .accuracy import unmeasured_note
@@ -127,13 +128,15 @@ def advise(
     checkpoint(still_wanted, "sizing")
     shape, sizings = _size_every_gpu(book, req, day)
     _place_every_gpu(run, shape, sizings, day)
-    base = F.brief_fact(req.brief, book.assumptions.num("default_utilization"), shape, sizings, len(req.quotes))
+    a = book.assumptions
+    base = F.brief_fact(req.brief, a.num("default_utilization"), shape, sizings, len(req.quotes),
+                        (a.num("small_job_gpu_hours"), a.num("small_job_max_gpus")))
     asks = _brief_rules(run, base, shape)
     checkpoint(still_wanted, "candidates")
     scored = _candidate_rules(run, base, sizings)
     ranked = _ranked(scored, req, book.assumptions)
     checkpoint(still_wanted, "plan")
-    route = _rent_route(run, base, shape, ranked, day)
+    route = _rent_route(run, base, shape, ranked, day, {q.field for q in asks.questions})
     if reserved_again(req, route.route.kind, book.offers, book.assumptions):
         # A reserve route compares at reserved prices: the same brief again at the RESERVED tier, for a term the
         # horizon covers. Kept only when it still routes to reserve and a reserved offer prices its first pick.
@@ -144,7 +147,8 @@ def advise(
     return _render(run, shape, asks, scored, ranked, route, base)
 
 
-def _rent_route(run: Run, base: dict[str, Any], shape: Shape | None, ranked: _Ranked, day: date) -> _Routed:
+def _rent_route(run: Run, base: dict[str, Any], shape: Shape | None, ranked: _Ranked, day: date,
+                asked: set[str] | None = None) -> _Routed:
     """The route; on a route that rents from offers, candidates an offer in the brief's scope prices (or the
     caller's quote) rank before every other, and the route is decided again on the new first pick."""
     mark = (len(run.trace), len(run.warnings), len(run.notes))
@@ -152,7 +156,7 @@ def _rent_route(run: Run, base: dict[str, Any], shape: Shape | None, ranked: _Ra
     if kind in F.RENT_ROUTES and placed_first(ranked, kind):
         del run.trace[mark[0]:], run.warnings[mark[1]:], run.notes[mark[2]:]
         plan, said, kind, rationale = _plan_route(run, base, shape, ranked, day)
-    return _outcome(run, plan, said, kind, rationale)
+    return _outcome(run, plan, said, kind, rationale, asked)
 
 
 @dataclass
@@ -266,7 +270,8 @@ def _brief_rules(run: Run, base: dict[str, Any], shape: Shape | None) -> _Asks:
         for act in rule.actions:
             if act.kind == "ask" and all(q.field != act.get("field") for q in questions):
                 questions.append(Question(act.get("field"), run.text(act.get("message"), base), rule.id,
-                                          unit=act.get("unit", ""), assumed=_assumed(act, a),
+                                          unit=run.name(unit_key(act.get("unit"))) if act.get("unit") else "",
+                                          assumed=_assumed(act, a),
                                           priority=rule.priority))
             elif act.kind == "metric" and metric is None:
                 metric = Metric(
@@ -292,8 +297,11 @@ def _brief_rules(run: Run, base: dict[str, Any], shape: Shape | None) -> _Asks:
                 Reason(
                     "sizing.architecture",
                     run.text(
-                        _KV_NOTE.get(shape.arch.kind, "note.kv_estimated"),
+                        # a training run keeps no KV cache: its estimate is of the activations
+                        "note.arch_estimated_training" if brief.workload in TRAINING_WORKLOADS
+                        else _KV_NOTE.get(shape.arch.kind, "note.kv_estimated"),
                         {
+                            "hidden_size": shape.arch.hidden_size,
                             "layers": shape.arch.layers,
                             "kv_heads": shape.arch.kv_heads,
                             "head_dim": shape.arch.head_dim,
@@ -370,13 +378,26 @@ def _plan_route(
 
 
 def _outcome(run: Run, plan: dict[str, Any], said: dict[str, Any], route_kind: str,
-             rationale: list[Reason]) -> _Routed:
-    """Which missing brief fields could change the route; stage 4, the outcome rules on the chosen route."""
+             rationale: list[Reason], asked: set[str] | None = None) -> _Routed:
+    """Which missing brief fields could change the route; stage 4, the outcome rules on the chosen route.
+    `asked`: the fields the questions ask; a route input some rule could ask about but that the rules left
+    unasked for this brief (a single run's hours a month) is not one the route waits on."""
     depends_on = route_depends_on(run.book.program.for_fact("plan"), plan, route_kind, DEFAULT_ROUTE)
+    if asked is not None:
+        askable = _askable(run.book.program.for_fact("brief"))
+        depends_on = tuple(f for f in depends_on if f in asked or f not in askable)
     outcome = F.outcome_fact(plan, route_kind)
     for rule in run.fire("outcome", [outcome])["outcome"]:
         run.common(rule, {**outcome, "utilization_basis": said["utilization_basis"]})
     return _Routed(Route(route_kind, tuple(rationale), bool(depends_on), depends_on), depends_on)
+
+
+def _askable_fields(rules: tuple[Rule, ...]) -> frozenset[str]:
+    return frozenset(act.get("field") for r in rules for act in r.actions if act.kind == "ask")
+
+
+# The brief fields some ask rule can ask about, per rules version (the program's rule tuple, by identity).
+_askable: IdentityMemo[tuple[Rule, ...], frozenset[str]] = IdentityMemo(_askable_fields, limit=8)
 
 
 def _render(
@@ -410,7 +431,8 @@ def _render(
         not_shown=tuple(c.sizing.gpu.id for c in ranked.survivors[ranked.limit:]),
         price_tier=compared_tier(brief),
         unmet=unmet_targets(brief, [c.sizing for c in ranked.survivors], [c.sizing for c in scored],
-                            _resizer(run, shape), shape.output_tokens if shape else 0),
+                            _resizer(run, shape), shape.output_tokens if shape else 0,
+                            run.book.assumptions.num("closest_within")),
         offers_loaded=any(c.sizing.offers_loaded for c in scored),
     )
     # The summary is rendered from the otherwise finished answer, which nobody else holds yet: set in place

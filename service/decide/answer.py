@@ -57,7 +57,8 @@ def candidate_of(c: Scored, run: Run) -> Candidate:
     else:
         price_src, price_as_of = "", ""
         if s.price:
-            price_src = run.text("price.from_catalog", {"source": s.price.source, "as_of": s.price.as_of})
+            price_src = run.text("price.from_catalog",
+                                 {"source": s.price.source_in(run.locale), "as_of": s.price.as_of})
             price_as_of = s.price.as_of
     interconnect = ""
     if s.count > 1:
@@ -110,7 +111,7 @@ def candidate_of(c: Scored, run: Run) -> Candidate:
             break_even_hours=round(s.break_even_hours, 1) if math.isfinite(s.break_even_hours) else -1.0,
             break_even_months=round(s.break_even_months, 2) if math.isfinite(s.break_even_months) else -1.0,
             purchase_usd=round(s.purchase.usd * s.count, 2) if s.purchase else 0.0,
-            purchase_source=s.purchase.source if s.purchase else "",
+            purchase_source=s.purchase.source_in(run.locale) if s.purchase else "",
             purchase_as_of=s.purchase.as_of if s.purchase else "",
         ),
         reasons=(build(Reason, rule_id="rank.score", text=formula),

@@ -28,7 +28,9 @@ from ..domain.brief import (
 from ..domain.catalog import Gpu
 from ..engine.parse import FactSchema, FieldSpec
 from ..memo import IdentityMemo
+from .counts import COUNT_FIELDS, count_fields
 from .freshness import FRESHNESS_FIELDS
+from .job_size import JOB_FIELDS, job_fields
 from .sizing.common import Sizing, compared_tier
 from .sizing.shape import INFERENCE_WORKLOADS, Shape
 
@@ -105,6 +107,7 @@ BRIEF_FIELDS: dict[str, FieldSpec] = {
     "global_batch_tokens": FieldSpec("int", "training tokens per optimizer step over all GPUs (0 = not given)"),
     "countries_given": FieldSpec("bool", "the brief names the countries its GPUs may be rented in"),
     "interruptible_ok": FieldSpec("bool", "the brief says the work checkpoints and may run on spot capacity"),
+    **JOB_FIELDS,
 }
 
 CANDIDATE_FIELDS: dict[str, FieldSpec] = {
@@ -165,6 +168,7 @@ CANDIDATE_FIELDS: dict[str, FieldSpec] = {
         "bool", "more GPUs do more of the work: training, or batch inference, embeddings and media generation "
         "with no offered requests/s"
     ),
+    **COUNT_FIELDS,
 }
 
 # One fact per placement scope (provider, country, tier) among the offers, with the brief's fields that decide
@@ -260,8 +264,10 @@ def _tri(v: bool | None) -> str:
 
 
 def brief_fact(
-    brief: Brief, default_utilization: float, shape: Shape | None, sizings: list[Sizing], quotes: int
+    brief: Brief, default_utilization: float, shape: Shape | None, sizings: list[Sizing], quotes: int,
+    small_job: tuple[float, float] = (0.0, 0.0),
 ) -> dict[str, Any]:
+    """`small_job`: the assumptions' small_job_gpu_hours and small_job_max_gpus (zeros: no job is small)."""
     m, t, lat, tr, e = brief.model, brief.traffic, brief.latency, brief.training, brief.economics
     tools = [x.strip().lower() for x in brief.toolchain]
     fitting = [s for s in sizings if s.fits]
@@ -321,6 +327,7 @@ def brief_fact(
         "global_batch_tokens": int(tr.global_batch_tokens),
         "countries_given": bool(brief.placement.countries),
         "interruptible_ok": brief.placement.interruptible_ok,
+        **job_fields(brief, sizings, *small_job),
     }
 
 
@@ -419,6 +426,7 @@ def candidate_fact(base: dict[str, Any], s: Sizing) -> dict[str, Any]:
         "spare_gpus": int(s.spare_gpus),
         "extra_gpus": int(s.count - (s.gpus_needed or s.count)),
         "scales_out": scales_out_of(base),
+        **count_fields(s),
     }
 
 

@@ -46,17 +46,23 @@ Resize = Callable[[Sizing, int], tuple[bool, float]]
 
 def unmet_targets(
     brief: Brief, survivors: Sequence[Sizing], sizings: Sequence[Sizing], resize: Resize | None = None,
-    outputs: int = 0,
+    outputs: int = 0, near: float = 0.0,
 ) -> tuple[UnmetTarget, ...]:
-    """`outputs`: the average output length the candidates were sized at (for the shorter-outputs suggestion)."""
+    """`outputs`: the average output length the candidates were sized at (for the shorter-outputs suggestion);
+    `near`: figures within this fraction of the closest count as as close, and of those the one cheapest per
+    hour is named (8x B200 at 3,210 ms, not a 72-GPU rack at 3,162 ms: the configuration a team would rent)."""
     pool = list(survivors) or [s for s in sizings if _sized(s)]
     out: list[UnmetTarget] = []
     for path, target, figure in _figures(brief):
         have = [(figure(s), s) for s in pool if figure(s) > 0]
         if not have or any(v <= target * (1 + _SLACK) for v, _ in have):
             continue
-        # Closest = the smallest figure; ties go to the earlier (better ranked) candidate.
+        # Closest = the smallest figure; ties go to the earlier (better ranked) candidate. Within `near` of it, the
+        # cheapest configuration per hour (then the fewest GPUs); a budget's figure is the price itself.
         value, best = min(have, key=lambda pair: pair[0])
+        if near > 0 and path != "economics.budget_usd_per_hour":
+            close = [(v, c) for v, c in have if v <= value * (1 + near)]
+            value, best = min(close, key=lambda pair: (pair[1].usd_per_hour or math.inf, pair[1].count, pair[0]))
         out.append(UnmetTarget(
             field=path, target=target, closest=value, gpu=best.gpu.id, name=best.gpu.name, count=best.count,
             would_meet=_would_meet(path, value),

@@ -62,6 +62,9 @@ REQUIRED_NUMBERS = (
     "default_prefill_batch_tokens",
     "default_global_batch_tokens",
     "long_training_run_days",
+    "small_job_gpu_hours",
+    "small_job_max_gpus",
+    "closest_within",
     "mla_kv_lora_rank",
     "mla_rope_head_dim",
 )

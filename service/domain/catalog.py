@@ -26,6 +26,11 @@ class Price:
     valid_until: date | None = None
     location: str = ""  # file:line of the row, for explanations
     tier: str = ""  # ON_DEMAND | MARKETPLACE | RESERVED | LIST_PURCHASE (brief.PRICE_TIERS)
+    sources: tuple[tuple[str, str], ...] = ()  # (locale, source as an answer in it says it): a row's source_<locale>
+
+    def source_in(self, locale: str) -> str:
+        """The source as an answer in `locale` says it (the row's `source_zh-CN`, say), else `source`."""
+        return next((text for loc, text in self.sources if loc == locale), self.source)
 
     def valid_on(self, day: date) -> bool:
         if self.valid_from and day < self.valid_from:

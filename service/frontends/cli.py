@@ -136,9 +136,13 @@ def print_advice(resp: pb.RecommendResponse, out: TextIO | None = None, request:
     if resp.summary:
         print(file=out)
     hours = request.brief.economics.hours_per_month or HOURS_PER_MONTH
+    # A training run with no hours a month given is priced for the run, not for a month it does not last.
+    per_run = not request.brief.economics.hours_per_month and bool(resp.candidates) and all(
+        c.performance.training_days > 0 for c in resp.candidates)
     speed_head, speed = _speed_column(resp, request.brief, w)
     head = [w["col.rank"], w["col.gpu"], w["col.count"], w["col.needed"], w["col.score"], w["col.usd_per_hour"],
-            w["col.usd_per_month"], w["col.tier"], w["col.where"], w["col.usd_per_unit"],
+            w["col.usd_per_run" if per_run else "col.usd_per_month"], w["col.tier"], w["col.where"],
+            w["col.usd_per_unit"],
             *([speed_head] if speed_head else []), w["col.memory"], w["col.headroom"], w["col.break_even"]]
     placed_any = any(c.placements for c in resp.candidates)
     rows = [head]
@@ -147,7 +151,8 @@ def print_advice(resp: pb.RecommendResponse, out: TextIO | None = None, request:
         tier = _tier(c.cost.price_tier, w) + ("*" if c.cost.price_tier_fallback else "")
         rows.append([
             str(i), c.gpu, str(c.count), str(c.gpus_needed or c.count), f"{c.score:.1f}", _money(c.cost.usd_per_hour),
-            _money(c.cost.usd_per_hour * hours, 0), tier, _where(c, w, placed_any), _unit_cost(c.cost.usd_per_unit),
+            _money(c.cost.usd_per_hour * (c.performance.training_days * 24 if per_run else hours), 0), tier,
+            _where(c, w, placed_any), _unit_cost(c.cost.usd_per_unit),
             *([speed[i - 1]] if speed_head else []),
             f"{c.memory.need_gb:,.1f}/{c.memory.capacity_gb:,.0f}", f"{c.memory.headroom:.0%}",
             _months(c.ownership.break_even_months, w),
@@ -157,7 +162,7 @@ def print_advice(resp: pb.RecommendResponse, out: TextIO | None = None, request:
         print(w["candidates_per_unit"].format(unit=unit) if unit else w["candidates"], file=out)
         _table(rows, out, right=tuple(i for i in range(len(head)) if i not in (1, 7, 8)))
         print(w["score_note"], file=out)
-        print(w["month_hours"].format(hours=f"{hours:,.0f}"), file=out)
+        print(w["run_total"] if per_run else w["month_hours"].format(hours=f"{hours:,.0f}"), file=out)
         print(w["tiers"].format(tier=_tier(resp.price_tier, w)), file=out)
         if resp.not_shown_count:
             print(w["not_shown"].format(limit=len(resp.candidates), count=resp.not_shown_count,

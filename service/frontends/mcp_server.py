@@ -40,6 +40,7 @@ from ..wire import validate
 from ..wire.api import pb, pb_grpc
 from ..wire.proto_schema import message_schema
 from .mcp_http import BearerToken, HttpAccess, check_access, transport_security
+from .mcp_text import with_all_questions
 from .models_cli import model_rows
 from .offers_cli import offer_rows
 
@@ -185,20 +186,20 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def recommendation_markdown(resp: Any) -> str:
+def recommendation_markdown(resp: Any, locale: str = "en") -> str:
     """The service's own summary, in the request's locale: it says each thing once (a missed target first, the
-    pick, the route, what to watch, the questions, a newer rules version the server refused). The questions' field
-    paths, types, choices, priorities and assumed values are in the structured answer, where an assistant reads
-    them; the person reads words, not enum names or rule ids."""
-    parts = [resp.summary or "(no summary)"]
+    pick, the route, what to watch, the first questions, a newer rules version the server refused). Then every open
+    question with its field path, type, unit, choices and what is assumed meanwhile (mcp_text): a host that hands
+    the model only the text loses nothing the next call needs. The structured answer holds the same."""
+    parts = [with_all_questions(resp.summary or "(no summary)", resp.questions, request_schema(), locale)]
     if resp.HasField("ruleset"):
         parts.append(f"\n(rules {resp.ruleset.revision})")
     return "\n".join(parts)
 
 
-def trace_markdown(resp: Any, fired_only: bool) -> str:
+def trace_markdown(resp: Any, fired_only: bool, locale: str = "en") -> str:
     fired = [t for t in resp.trace if t.fired]
-    lines = [recommendation_markdown(resp), "", f"Rules that fired ({len(fired)}):", ""]
+    lines = [recommendation_markdown(resp, locale), "", f"Rules that fired ({len(fired)}):", ""]
     lines += ["| rule | where | on |", "|---|---|---|"]
     lines += [f"| `{t.rule_id}` | {t.location} | {t.fact} |" for t in fired]
     if not fired_only:
@@ -365,8 +366,9 @@ def _error(text: str) -> types.CallToolResult:
 
 async def _recommend(b: Backend, args: dict[str, Any]) -> types.CallToolResult:
     _check(args, request_schema())
-    resp = await _call(b.stub.Recommend, _parse(args, pb.RecommendRequest()), b.timeout)
-    return _result(recommendation_markdown(resp), _structured(resp))
+    request = _parse(args, pb.RecommendRequest())
+    resp = await _call(b.stub.Recommend, request, b.timeout)
+    return _result(recommendation_markdown(resp, request.locale or "en"), _structured(resp))
 
 
 async def _explain(b: Backend, args: dict[str, Any]) -> types.CallToolResult:
@@ -380,7 +382,7 @@ async def _explain(b: Backend, args: dict[str, Any]) -> types.CallToolResult:
         kept = [t for t in resp.trace if t.fired]
         del resp.trace[:]
         resp.trace.extend(kept)
-    return _result(trace_markdown(resp, fired_only), _structured(resp))
+    return _result(trace_markdown(resp, fired_only, request.locale or "en"), _structured(resp))
 
 
 async def _gpus(b: Backend, args: dict[str, Any]) -> types.CallToolResult:

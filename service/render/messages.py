@@ -43,6 +43,12 @@ def spec_problem(spec: str) -> str | None:
     return None
 
 
+def unit_key(unit: str) -> str:
+    """The message key naming an `ask` unit in each locale ("hours per month" → `ask_unit.hours_per_month`): a
+    question's unit is read by people and assistants in the request's language, like its text."""
+    return "ask_unit." + re.sub(r"[^a-z0-9]+", "_", unit.lower()).strip("_")
+
+
 def placeholders(template: str) -> list[str]:
     """Names a template uses; raises ValueError on a malformed template."""
     names = []

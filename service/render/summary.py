@@ -74,7 +74,9 @@ def render_summary(advice: Advice, msgs: Messages, locale: str, brief: dict[str,
                 need_gb=c.memory.need_gb,
                 capacity_gb=c.memory.capacity_gb,
                 headroom=c.memory.headroom,
-                monthly=monthly(c.cost.usd_per_hour, brief.get("hours_per_month", 0.0), t),
+                monthly=run_total(c.cost.usd_per_hour, c.performance.training_days, t)
+                if brief.get("single_run") and c.performance.training_days > 0
+                else monthly(c.cost.usd_per_hour, brief.get("hours_per_month", 0.0), t),
             )
             + where(c, t, advice.offers_loaded)
         )
@@ -147,3 +149,8 @@ def monthly(usd_per_hour: float, hours_per_month: float, t: Callable[..., str]) 
     if hours_per_month > 0:
         return t("summary.monthly", usd=usd_per_hour * hours_per_month, hours=hours_per_month)
     return t("summary.monthly_always_on", usd=usd_per_hour * HOURS_PER_MONTH, hours=HOURS_PER_MONTH)
+
+
+def run_total(usd_per_hour: float, days: float, t: Callable[..., str]) -> str:
+    """A single training run's total beside $/h: what the run costs, not a month it will not last."""
+    return t("summary.run_total", usd=usd_per_hour * days * 24, days=days)

@@ -17,7 +17,7 @@ from ..engine.analyze import implies, satisfiable
 from ..engine.ir import Rule
 from ..engine.load import Problem
 from ..engine.parse import FactSchema, did_you_mean
-from ..render.messages import placeholders, spec_problem
+from ..render.messages import placeholders, spec_problem, unit_key
 from .expectations import STRAY_SPACE
 
 _FORMATTER = string.Formatter()
@@ -66,6 +66,8 @@ CODE_MESSAGE_KEYS = (
     "summary.unmet_budget",
     "summary.monthly",
     "summary.monthly_always_on",
+    "summary.run_total",
+    "note.arch_estimated_training",
     "summary.more_questions",
     "summary.newer_rules_rejected",
     # h24: the measured error beside the figures (service/render/accuracy.py, service/decide/accuracy.py)
@@ -142,6 +144,8 @@ def message_problems(
             keys = [a.get("message")] + ([a.get("name")] if a.kind == "metric" else [])
             if a.kind == "warn" and a.get("code"):
                 keys.append(f"warning.{a.get('code')}")  # the summary names a warning, never prints its code
+            if a.kind == "ask" and a.get("unit"):
+                keys.append(unit_key(a.get("unit")))  # a question's unit is read in the request's language
             used += [(k, r.location, r.id, r) for k in keys if k]
     used += [(k, where, "", None) for k, where in content_keys]
     bad_en: set[str] = set()  # keys whose en text uses a placeholder its fact lacks: reported once, there
@@ -372,6 +376,32 @@ def price_problems(catalog: tuple[Gpu, ...], today: date, max_age_days: int) -> 
                 )
             if age < 0:
                 out.append(Problem(ppath, pline, 1, g.id, f"as_of {p.as_of} is in the future"))
+        out += open_ended_overlaps(g)
+    return out
+
+
+def open_ended_overlaps(g: Gpu) -> list[Problem]:
+    """Two price rows of one kind and tier with no valid_until both apply from their valid_from on: the newer
+    silently wins (issue 25: an added rent row shadowed the old one, which still read as current). Say which is in
+    effect and how to end the other."""
+    out: list[Problem] = []
+    groups: dict[tuple[str, str], list[Any]] = {}
+    for p in g.prices:
+        if p.valid_until is None:
+            groups.setdefault((p.kind, p.tier), []).append(p)
+    for (kind, tier), rows in groups.items():
+        rows.sort(key=lambda p: (p.valid_from or date.min, str(p.as_of)))
+        for older, newer in zip(rows, rows[1:], strict=False):
+            path, line = _where(newer.location)
+            _, old_line = _where(older.location)
+            start = newer.valid_from.isoformat() if newer.valid_from else "its as_of"
+            out.append(Problem(
+                path, line, 1, g.id,
+                f"two open-ended {kind} rows for {g.id} at {tier.lower()} (this one and line {old_line}): this one "
+                f"(${newer.usd:g}) is in effect from {start}, the other (${older.usd:g}) no longer applies; give the "
+                f"older row valid_until (the day before this one's valid_from), or remove it",
+                "warning",
+            ))
     return out
 
 

@@ -57,6 +57,9 @@ KEYS = (
     "top_tier",
     "top_term_months_max",
     "headline_names_top_offer",
+    # h25
+    "questions_exclude",
+    "warnings_critical_exclude",
 )
 CJK = re.compile(r"[\u4e00-\u9fff]")
 EXPONENT = re.compile(r"\d[eE][+-]?\d")
@@ -173,6 +176,13 @@ def check(
     for f in expect.get("questions_include", []):
         if f not in fields:
             fails.append(f"question about {f} missing (got {fields})")
+    for f in expect.get("questions_exclude", []):
+        if f in fields:
+            fails.append(f"question about {f} asked")
+    critical = [w.get("code") for w in r.get("warnings", []) if w.get("severity") in ("CRITICAL", "SEVERITY_CRITICAL")]
+    for code in expect.get("warnings_critical_exclude", []):
+        if code in critical:
+            fails.append(f"warning {code} is CRITICAL")
     if expect.get("questions_nonempty") and not fields:
         fails.append("no questions")
     for key, attr in (

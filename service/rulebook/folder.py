@@ -164,6 +164,8 @@ def _gpus(doc: Doc, problems: list[Problem]) -> list[Gpu]:
                     valid_until=_date(p.get("valid_until")),
                     location=f"{doc.path}:{pl}",
                     tier=str(p["tier"]).upper(),
+                    sources=tuple((str(k).removeprefix("source_"), str(v)) for k, v in p.items()
+                                  if str(k).startswith("source_") and v),
                 )
             )
         ic = g.get("interconnect", {}) or {}

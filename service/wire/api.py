@@ -441,7 +441,8 @@ def gpu_to_proto(g: Gpu, day: date, offers: OfferTable | None = None) -> pb.GpuI
         info.prices.append(pb.GpuPrice(
             kind=p.kind, usd=p.usd, as_of=str(p.as_of), source=p.source,
             valid_from=p.valid_from.isoformat() if p.valid_from else "",
-            valid_until=p.valid_until.isoformat() if p.valid_until else "", current=p.valid_on(day),
+            # Current: the row in effect for its kind and tier (of two valid rows, the newer), as answers price it.
+            valid_until=p.valid_until.isoformat() if p.valid_until else "", current=g.price(p.kind, day, p.tier) is p,
             tier=enum_number("PriceTier", p.tier),
         ))
     if offers is not None:

@@ -11,6 +11,7 @@ from google.protobuf.message import Message
 
 from ._client import DEFAULT_RETRY, DEFAULT_TIMEOUT_S, Brief, Quote, RetryPolicy, channel_arguments, recommend_request
 from ._errors import GpuAdvisorError
+from ._lists import models_request, offers_request
 from .v1 import advisor_pb2 as pb
 from .v1 import advisor_pb2_grpc as pb_grpc
 
@@ -67,6 +68,18 @@ class AsyncClient:
     async def list_gpus(self, as_of: str = "", *, timeout: float | None = None) -> pb.ListGpusResponse:
         """The catalog as loaded, with the prices current on `as_of` (default today)."""
         return await self._call(self.stub.ListGpus, pb.ListGpusRequest(as_of=as_of), timeout)
+
+    async def list_offers(self, gpu: str = "", *, provider: str = "", country: str = "", tier: str | int = 0,
+                          as_of: str = "", page_size: int = 0, page_token: str = "",
+                          timeout: float | None = None) -> pb.ListOffersResponse:
+        """One page of offers, cheapest per GPU-hour first (see Client.list_offers)."""
+        request = offers_request(gpu, provider, country, tier, as_of, page_size, page_token)
+        return await self._call(self.stub.ListOffers, request, timeout)
+
+    async def list_models(self, query: str = "", *, kind: str | int = 0,
+                          timeout: float | None = None) -> pb.ListModelsResponse:
+        """The model registry (see Client.list_models)."""
+        return await self._call(self.stub.ListModels, models_request(kind, query), timeout)
 
     async def get_ruleset(self, *, timeout: float | None = None) -> pb.RulesetInfo:
         """The active rules version and the last reload attempt."""

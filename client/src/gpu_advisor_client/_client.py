@@ -13,6 +13,7 @@ import grpc
 from google.protobuf.message import Message
 
 from ._errors import GpuAdvisorError, InvalidArgument
+from ._lists import models_request, offers_request
 from ._messages import local_invalid, to_message
 from .v1 import advisor_pb2 as pb
 from .v1 import advisor_pb2_grpc as pb_grpc
@@ -168,6 +169,21 @@ class Client:
     def list_gpus(self, as_of: str = "", *, timeout: float | None = None) -> pb.ListGpusResponse:
         """The catalog as loaded, with the prices current on `as_of` (default today)."""
         return self._call(self.stub.ListGpus, pb.ListGpusRequest(as_of=as_of), timeout)
+
+    def list_offers(self, gpu: str = "", *, provider: str = "", country: str = "", tier: str | int = 0,
+                    as_of: str = "", page_size: int = 0, page_token: str = "",
+                    timeout: float | None = None) -> pb.ListOffersResponse:
+        """One page of what a team can rent, cheapest per GPU-hour first: filter by catalog GPU id, provider,
+        country (ISO 3166-1 alpha-2 or "EU") and tier ("on_demand", "spot", ...); pass the response's
+        `next_page_token` as `page_token` for the next page ("" on the last)."""
+        request = offers_request(gpu, provider, country, tier, as_of, page_size, page_token)
+        return self._call(self.stub.ListOffers, request, timeout)
+
+    def list_models(self, query: str = "", *, kind: str | int = 0,
+                    timeout: float | None = None) -> pb.ListModelsResponse:
+        """The model registry: the names `brief.model.name` takes, filtered by a substring of the id, name or an
+        alias and by kind ("llm", "embedding", ...)."""
+        return self._call(self.stub.ListModels, models_request(kind, query), timeout)
 
     def get_ruleset(self, *, timeout: float | None = None) -> pb.RulesetInfo:
         """The active rules version and the last reload attempt."""

@@ -70,6 +70,7 @@ class Sizing:
     micro_tokens: int = 0  # training: tokens per GPU per forward pass the saturation model used
     compute_count: int = 0
     memory_count: int = 0
+    memory_count_latency_ms: float = 0.0  # realtime: est_latency_ms at memory_count GPUs, before widening for latency
     purchase: Price | None = None
     annual_power_usd: float = 0.0
     owned_usd_per_hour: float = 0.0

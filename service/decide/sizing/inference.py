@@ -3,6 +3,7 @@ decode speed; embeddings and media generation are its prefill-only cases."""
 
 from __future__ import annotations
 
+import copy
 import math
 
 from ...domain.assumptions import Assumptions
@@ -89,6 +90,13 @@ def size_inference(
         inference_speed(s, brief, shape, a, n, memo)
     else:
         n = pick_width(s, brief, shape, a, n, sizes, gpu, memo)
+    if n == s.memory_count or not s.latency_target:
+        s.memory_count_latency_ms = s.est_latency_ms
+    else:  # what memory's width would take, said on the candidate when the count is raised (decide/counts.py)
+        probe = copy.copy(s)
+        probe.formulas = []
+        inference_speed(probe, brief, shape, a, s.memory_count, memo)
+        s.memory_count_latency_ms = probe.est_latency_ms
     if s.latency_target and brief.workload == "REALTIME_INFERENCE":
         s.meets_latency = meets_latency(s, lat)
     replicate_for_load(s, n, brief.workload, shape, brief.traffic.requests_per_second, need(n))
