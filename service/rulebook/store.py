@@ -40,6 +40,8 @@ class RulesetStatus:
     last_attempted_revision: str = ""
     last_attempted_at: datetime | None = None
     source_dir: str = ""
+    # Not empty while the rules folder's version is refused and the server serves another one instead: which.
+    fallback: str = ""
 
 
 @dataclass(frozen=True)
@@ -234,6 +236,7 @@ class RuleStore:
         self._status.loaded_at = attempted_at
         self._status.counts = book.counts()
         self._status.last_error = ""
+        self._status.fallback = ""
         if current is not None:
             current.retire(bundle)
         for hook in self.on_activate:
@@ -246,10 +249,34 @@ class RuleStore:
         )
         return ReloadResult(True, True, book.revision)
 
+    def start_on_fallback(self, folder: Path, kind: str) -> bool:
+        """With nothing active because the rules folder's version was refused: serve the version in `folder`
+        (vetted before, or shipped with the code). The folder's error stays in the status, so answers are
+        flagged, and its next good version replaces this one. → whether it is active."""
+        with self._reload_lock:
+            if self._active is not None:
+                return False
+            kept = (self._status.last_error, self._status.last_attempted_revision, self._status.last_attempted_at)
+            attempted_at = now()
+            prepared = _Load(lambda: prepare(folder, None, attempted_at, None)).wait(self.load_timeout)
+            if prepared is None or prepared.bundle is None or prepared.errors:
+                log.error("rules_fallback_failed", kind=kind, folder=str(folder),
+                          problems=list(prepared.errors)[:5] if prepared else ["timed out"])
+                if prepared is not None and prepared.bundle is not None:
+                    prepared.bundle.retire(None)
+                return False
+            self._activate(prepared, attempted_at)
+            self._status.last_error, self._status.last_attempted_revision, self._status.last_attempted_at = kept
+            self._status.fallback = kind
+            log.warning("rules_fallback_serving", kind=kind, folder=str(folder), revision=self._status.revision,
+                        refused=kept[0].splitlines()[0] if kept[0] else None)
+            return True
+
     def _unchanged(self, revision: str) -> ReloadResult:
         """The folder holds the active version: a good attempt that changes nothing."""
         self._status.last_attempted_revision = revision
         self._status.last_error = ""
+        self._status.fallback = ""  # the folder holds what is served again
         return ReloadResult(True, False, revision)
 
     def _fail(self, revision: str, problems: list[str], capped: bool = False) -> ReloadResult:

@@ -107,6 +107,10 @@ def add_serving_flags(parser: argparse.ArgumentParser) -> None:
                         help="let a connection open new streams while its ended ones are not yet freed: no refused "
                              "streams for clients with more calls in flight than --max-streams, but no defence "
                              "against HTTP/2 rapid reset (env GPU_ADVISOR_NO_RAPID_RESET_PROTECTION=1)")
+    parser.add_argument("--state-dir", metavar="DIR", default=env("GPU_ADVISOR_STATE_DIR", ""),
+                        help="keep the last rules version that passed vetting here; a start whose rules folder is "
+                             "refused serves it (else the rules shipped with the server), flagged, instead of "
+                             "nothing (env GPU_ADVISOR_STATE_DIR; off when empty)")
     parser.add_argument("--no-reflection", action="store_true",
                         default=env_flag("GPU_ADVISOR_NO_REFLECTION"),
                         help="do not answer server reflection (env GPU_ADVISOR_NO_REFLECTION=1)")
@@ -161,7 +165,7 @@ def serving_options(parser: argparse.ArgumentParser, args: argparse.Namespace) -
             "request_timeout": args.request_timeout, "stream_idle_timeout": args.stream_idle_timeout,
             "max_reflection_streams": args.max_reflection_streams, "reflection_on": not args.no_reflection,
             "reset_protection": not args.no_rapid_reset_protection,
-            "probe_stale_seconds": args.probe_stale_seconds,
+            "probe_stale_seconds": args.probe_stale_seconds, "state_dir": args.state_dir,
         }
     except ConfigError as err:
         parser.error(str(err))

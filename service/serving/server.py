@@ -16,6 +16,7 @@ import sys
 import threading
 from dataclasses import dataclass
 from datetime import date
+from pathlib import Path
 from typing import Any, NoReturn
 
 import grpc
@@ -25,6 +26,7 @@ from grpc_reflection.v1alpha import reflection
 
 from ..decide.cancel import Cancelled
 from ..rulebook import vetting
+from ..rulebook.last_good import BUILTIN_RULES, LastGood
 from ..rulebook.ruletests import self_test
 from ..rulebook.store import RulesetStatus, RuleStore
 from ..rulebook.version import Bundle
@@ -312,7 +314,8 @@ def serve(
     max_calls: int = DEFAULT_MAX_CALLS, request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
     stream_idle_timeout: float = DEFAULT_STREAM_IDLE_TIMEOUT,
     max_reflection_streams: int = DEFAULT_MAX_REFLECTION_STREAMS, reflection_on: bool = True,
-    probe_stale_seconds: float = STALE_SECONDS, reset_protection: bool = True,
+    probe_stale_seconds: float = STALE_SECONDS, reset_protection: bool = True, state_dir: str = "",
+    builtin_rules: str | Path = BUILTIN_RULES,
 ) -> tuple[AdvisorServer, int, RuleStore]:
     """Start serving and return (server, bound port, store). Health stays NOT_SERVING until rules load.
 
@@ -331,6 +334,8 @@ def serve(
     stream is closed after it; `max_reflection_streams`: reflection streams open at once in all;
     `reflection_on`: False leaves server reflection out. `reset_protection`: Core refuses a connection's streams
     beyond `max_streams` until the ended ones are freed (HTTP/2 rapid reset).
+    `state_dir`: every version activated is saved there, and a start whose rules folder is refused serves the
+    last saved one, flagged; with none saved (or no state folder), `builtin_rules`, flagged (rulebook/last_good.py).
     """
     # The rules-checking helper is spawned before gRPC starts its threads (service/rulebook/vetting.py).
     store = RuleStore(rules_dir, poll_seconds=poll_seconds, vetter=vetting.shared())
@@ -376,9 +381,13 @@ def serve(
         raise
     if peers is not None:
         peers.start(store)
+    saved = LastGood(state_dir) if state_dir else None
+    if saved is not None:
+        store.on_activate.append(lambda bundle: saved.save(store.rules_dir, bundle.content_hash))
     result = store.reload()
     if not result.ok:
         log.error("rules_invalid_at_start", problems=list(result.problems)[:50], rules=rules_dir)
+        _start_on_fallback(store, saved, Path(builtin_rules))
     runner.run(server.start())
     if watch:
         store.start_watching()
@@ -390,6 +399,16 @@ def serve(
              request_timeout=request_timeout, reflection=reflection_on)
     return AdvisorServer(server, runner, executor, dispatcher.inflight, health, admission, probe,
                          on_stopped=beat.close if beat else None), port, store
+
+
+def _start_on_fallback(store: RuleStore, saved: LastGood | None, builtin: Path) -> None:
+    """The rules folder's version was refused at start: serve the last version saved in the state folder, or
+    the rules shipped with the server, rather than nothing (answers say newer rules were rejected)."""
+    last = saved.latest() if saved is not None else None
+    if last is not None and store.start_on_fallback(last, f"the last good version saved in {saved.root}"):
+        return
+    if builtin.is_dir() and builtin.resolve() != store.rules_dir.resolve():
+        store.start_on_fallback(builtin, f"the rules shipped with the server ({builtin})")
 
 
 def _wait_for(stop: threading.Event) -> None:
