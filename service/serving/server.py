@@ -38,6 +38,7 @@ from .dispatch import Dispatcher
 from .errors import abort_invalid as _invalid
 from .flags import (
     CONNECTION_AGE_GRACE_SECONDS,
+    DEALLOCATING_STREAMS,
     DEFAULT_MAX_CALLS,
     DEFAULT_MAX_CONCURRENT,
     DEFAULT_MAX_CONNECTION_AGE,
@@ -283,16 +284,20 @@ def _core_options(shared_port: bool, max_streams: int, max_connections: int, max
     options: list[tuple[str, int]] = [("grpc.so_reuseport", int(shared_port)),
                                       ("grpc.max_receive_message_length", MAX_REQUEST_BYTES)]
     if max_streams > 0:
-        # Core's "overload protection" counts a connection's streams until they are freed, not only until they
-        # end, and refuses a new one beyond the cap with RST_STREAM REFUSED_STREAM. That is what holds off HTTP/2
-        # rapid reset (CVE-2023-44487): a client opening and resetting streams in a loop (2-3 million resets in
-        # 10 s) left legitimate calls on other connections 1442/1442 and 1266/1266 OK with it on, RSS +4 MB;
-        # with it off, 6/171 OK and RSS 80 -> 343 MB (make bench BENCH_ARGS=--attack). The cost: a client with
-        # more calls in flight on one connection than the cap may see a stream refused (UNAVAILABLE; 10 of 3,556
-        # calls at 4 in flight, 175 of 2,768 at 16), which the server never started, so a retry is safe: the
-        # gpu-advisor client retries UNAVAILABLE.
+        # Core's "overload protection" also counts a connection's streams that ended but are not yet freed (the
+        # server's call object outlives the stream a little), and refuses a new stream beyond the cap with
+        # RST_STREAM REFUSED_STREAM. That is what holds off HTTP/2 rapid reset (CVE-2023-44487): a client opening
+        # and resetting streams in a loop (2-3 million resets in 10 s) left legitimate calls on other
+        # connections 1442/1442 and 1266/1266 OK with it on, RSS +4 MB; with it off, 6/171 OK and RSS 80 -> 343
+        # MB (make bench BENCH_ARGS=--attack). Counted against the advertised cap alone, the streams still being
+        # freed made it refuse well-behaved clients too: a channel with 4 calls in flight and no retries saw
+        # 18 of 1,000 Recommend calls and 16% of health checks refused. `grpc.http2.max_deallocating_streams`
+        # allows that many ended-but-not-freed streams beside the open ones: 0 refused of 5,000 checks, and a
+        # rapid-reset client still holds at most that many (docs/operations.md, Rapid reset).
         options += [("grpc.max_concurrent_streams", max_streams),
                     ("grpc.http.overload_protection", int(reset_protection))]
+        if reset_protection:
+            options.append(("grpc.http2.max_deallocating_streams", DEALLOCATING_STREAMS))
     if max_connections > 0:
         # Core closes a connection accepted beyond this many at once (the client sees UNAVAILABLE and retries).
         options.append(("grpc.max_allowed_incoming_connections", max_connections))
@@ -315,7 +320,7 @@ def serve(
     stream_idle_timeout: float = DEFAULT_STREAM_IDLE_TIMEOUT,
     max_reflection_streams: int = DEFAULT_MAX_REFLECTION_STREAMS, reflection_on: bool = True,
     probe_stale_seconds: float = STALE_SECONDS, reset_protection: bool = True, state_dir: str = "",
-    builtin_rules: str | Path = BUILTIN_RULES,
+    builtin_rules: str | Path = BUILTIN_RULES, settle_seconds: float | None = None,
 ) -> tuple[AdvisorServer, int, RuleStore]:
     """Start serving and return (server, bound port, store). Health stays NOT_SERVING until rules load.
 
@@ -336,9 +341,10 @@ def serve(
     beyond `max_streams` until the ended ones are freed (HTTP/2 rapid reset).
     `state_dir`: every version activated is saved there, and a start whose rules folder is refused serves the
     last saved one, flagged; with none saved (or no state folder), `builtin_rules`, flagged (rulebook/last_good.py).
+    `settle_seconds`: the watched folder must hold still that long before a change is loaded (None: the default).
     """
     # The rules-checking helper is spawned before gRPC starts its threads (service/rulebook/vetting.py).
-    store = RuleStore(rules_dir, poll_seconds=poll_seconds, vetter=vetting.shared())
+    store = RuleStore(rules_dir, poll_seconds=poll_seconds, vetter=vetting.shared(), settle_seconds=settle_seconds)
     store.self_test = self_test(store.rules_dir)
     runner = LoopThread()
     health = Health(runner.loop)
