@@ -77,7 +77,7 @@ def test_a_writer_that_pauses_mid_file_is_not_served_half_written(tmp_path: Path
         with (rules / "README.md").open("w") as f:  # in place, as `offers import --out` did
             f.write(half)
             f.flush()
-            time.sleep(1.0)  # paused: 0.25 s of quiet was enough for the watcher before
+            time.sleep(0.6)  # paused, within the settle time (1 s): 0.25 s of quiet was enough for the watcher before
             f.write(text[len(half):])
         final_hash = _hash(rules)
         assert _wait(lambda: _served_hash(addr) == final_hash)

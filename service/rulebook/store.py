@@ -57,7 +57,7 @@ TIMEOUT_ENV = "GPU_ADVISOR_RULES_LOAD_TIMEOUT"
 # Seconds the watched folder must hold still (the same files, sizes and modification times) before a change is
 # loaded. A writer that pauses longer than this mid-file is still read half-written: publish atomically
 # (docs/operations.md, Publishing a rules version). 0.25 s served a paused `offers import` truncated.
-DEFAULT_SETTLE_SECONDS = 2.0
+DEFAULT_SETTLE_SECONDS = 1.0
 SETTLE_ENV = "GPU_ADVISOR_RULES_SETTLE_SECONDS"
 
 
