@@ -54,7 +54,7 @@ from .flags import (
 )
 from .handlers import add_servicer
 from .health import Health
-from .interceptors import AdmissionControl
+from .interceptors import RETRY_PUSHBACK, AdmissionControl
 from .lifecycle import AdvisorServer, LoopThread
 from .logging import configure
 from .probe import STALE_SECONDS, ProbeProcess
@@ -113,6 +113,28 @@ def _abandon(context: grpc.ServicerContext, stage: str) -> NoReturn:
     raise AssertionError("unreachable: abort raises")
 
 
+@dataclass(frozen=True)
+class _Status:
+    code: grpc.StatusCode
+    details: str
+    trailing_metadata: tuple[tuple[str, str], ...]
+
+
+def _too_large(context: grpc.ServicerContext, size: int, with_trace: bool, revision: str) -> NoReturn:
+    """An answer over the size cap: RESOURCE_EXHAUSTED (never INTERNAL), with a negative retry pushback (asking
+    again unchanged gets the same answer), naming include_trace when the trace is what made it long."""
+    log.warning("answer_too_large", bytes=size, limit=MAX_ANSWER_BYTES, revision=revision, trace=with_trace)
+    if with_trace:
+        why = ("ask again without include_trace, or with trace_fired_only, for an answer within the limit")
+    else:
+        why = f"the rules (revision {revision}) make answers too long; their maintainers must shorten them"
+    context.abort_with_status(_Status(
+        grpc.StatusCode.RESOURCE_EXHAUSTED,
+        f"the answer{' with its trace (include_trace)' if with_trace else ''} would be {size:,} bytes, over the "
+        f"{MAX_ANSWER_BYTES:,}-byte limit: {why}", ((RETRY_PUSHBACK, "-1"),)))
+    raise AssertionError("unreachable: abort raises")
+
+
 class Servicer(pb_grpc.GpuAdvisorServicer):
     def __init__(self, store: RuleStore, admin_token: str = "", peers: fanout.Peers | None = None):
         self.store = store
@@ -143,10 +165,7 @@ class Servicer(pb_grpc.GpuAdvisorServicer):
         response = api.advice_to_proto(advice)
         size = response.ByteSize()
         if size > MAX_ANSWER_BYTES:
-            log.error("answer_too_large", bytes=size, limit=MAX_ANSWER_BYTES, revision=bundle.revision)
-            context.abort(grpc.StatusCode.INTERNAL,
-                          f"the answer would be {size:,} bytes, over the {MAX_ANSWER_BYTES:,}-byte limit: the rules "
-                          f"(revision {bundle.revision}) make answers too long; their maintainers must shorten them")
+            _too_large(context, size, request.include_trace, bundle.revision)
         return response
 
     def ListGpus(self, request: pb.ListGpusRequest, context: grpc.ServicerContext) -> pb.ListGpusResponse:  # noqa: N802
