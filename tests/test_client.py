@@ -97,7 +97,7 @@ def _version(text: str) -> tuple[int, ...]:
 
 def test_retry_policy_is_grpc_service_config():
     config = gac.service_config(RetryPolicy(max_attempts=3, initial_backoff_s=0.1), "round_robin")
-    assert '"retryableStatusCodes": ["UNAVAILABLE"]' in config
+    assert '"retryableStatusCodes": ["UNAVAILABLE", "RESOURCE_EXHAUSTED"]' in config
     assert '"service": "gpuadvisor.v1.GpuAdvisor"' in config
     assert '"initialBackoff": "0.100s"' in config and '"maxAttempts": 3' in config
     assert '"loadBalancingConfig": [{"round_robin": {}}]' in config

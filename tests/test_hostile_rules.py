@@ -371,8 +371,15 @@ def test_an_answer_over_the_size_limit_is_a_clear_error_at_serve_time_and_in_rul
     assert size < validate.MAX_ANSWER_BYTES // 4
     monkeypatch.setattr(server_module, "MAX_ANSWER_BYTES", size // 2)
     out = call(running.stub.Recommend, REQUEST, timeout=30)
-    assert out.code == grpc.StatusCode.INTERNAL
+    # RESOURCE_EXHAUSTED, never INTERNAL (issue 26); a negative retry pushback: asking again gets the same.
+    assert out.code == grpc.StatusCode.RESOURCE_EXHAUSTED
     assert "over the" in out.details and "limit" in out.details and running.store.status().revision in out.details
+    assert out.trailing_metadata and out.trailing_metadata.get("grpc-retry-pushback-ms") == "-1"
+    traced = pb.RecommendRequest()
+    traced.CopyFrom(REQUEST)
+    traced.include_trace = True
+    out = call(running.stub.Recommend, traced, timeout=30)
+    assert out.code == grpc.StatusCode.RESOURCE_EXHAUSTED and "include_trace" in out.details, out.details
 
     monkeypatch.setattr(validate, "MAX_ANSWER_BYTES", 1000)
     bundle = running.store.active()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -147,3 +148,24 @@ def test_a_second_multi_process_server_on_the_port_of_a_running_one_fails_to_sta
     assert failed and "another gpu-advisor" in failed[0]["error"], second_log.read_text()
     assert not any(e.get("event") in ("workers", "serving") for e in _events(second_log))
     assert first.poll() is None
+
+
+def test_a_multi_process_server_binds_right_after_one_on_its_port_stopped(tmp_path: Path, procs):
+    # A server that stopped closed its clients' connections first: they sit in TIME-WAIT on its port for about a
+    # minute, and the parent's port reservation, bound without SO_REUSEADDR, failed until they were gone.
+    listener = socket.socket()
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as gRPC's listeners do
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    port = listener.getsockname()[1]
+    client = socket.create_connection(("127.0.0.1", port))
+    accepted, _ = listener.accept()
+    accepted.close()  # the server's end closes first, so the TIME-WAIT is on its port
+    time.sleep(0.1)
+    client.close()
+    listener.close()
+    proc, log = _start(tmp_path, "--addr", f"127.0.0.1:{port}", "--processes", "2")
+    procs.append(proc)
+    events = _wait_for(log, proc, lambda ev: sum(e.get("event") == "serving" for e in ev) >= 2)
+    assert not [e for e in events if e.get("event") == "bind_failed"], log.read_text()
+    assert proc.poll() is None and sum(e.get("event") == "serving" for e in events) == 2

@@ -3,8 +3,9 @@
 For each attack (service/bench/attacks.py), on a fresh server process: the attack starts, and ordinary clients
 on connections of their own measure Recommend (2 sequential callers, 3 s deadline) and health Check (every
 20 ms, 2 s deadline, like a probe) for `seconds`. Printed side by side: Recommend OK share and p99, health OK
-share and p99, the server's threads and RSS before the attack, at its end, and 5 s after it stopped. With
-`--baseline DIR` the same runs go against another checkout first (e.g. the code before this issue).
+share and p99, the server's threads and RSS before the attack, at its end, and 5 s after it stopped. Then the
+polite-client-under-flood and refused-streams rows (service/bench/polite_bench.py). With `--baseline DIR` the
+same runs go against another checkout first (e.g. the code before this issue).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 
 from .attacks import ConnectionFlood, IdleStreams, Legit, RapidReset, rss_mb, threads
 from .loadgen import RECOMMEND, REPO, ServerProcess, distinct_briefs, have_h2load
+from .polite_bench import polite_row, refused_row
 
 
 def _h2load_flood(port: int, seconds: float) -> contextlib.AbstractContextManager[Any]:
@@ -96,4 +98,6 @@ def run_attacks(seconds: float, baseline: str = "") -> int:
         print(f"  [{name}]")
         for label, make in attacks:
             print(_one(repo, label, make, seconds), flush=True)
+        print(polite_row(repo, seconds, _h2load_flood if have_h2load() else None), flush=True)
+        print(refused_row(repo), flush=True)
     return 0

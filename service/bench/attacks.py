@@ -8,6 +8,8 @@ traffic (`Legit`) on connections of its own:
 - `RapidReset`: one connection opening a stream and resetting it at once, as fast as it can (CVE-2023-44487),
   reconnecting when the server closes the connection.
 - `ConnectionFlood`: many connections that finish the HTTP/2 handshake and then do nothing.
+- `RequestFlood`: many connections, each keeping several complete calls open and opening a new one as soon as the
+  server ends one, as h2load does (`-c 25 -m 10`), without needing h2load.
 
 The frames are written by hand (hpack encodes the headers once): a loop of `h2` state-machine calls is too slow
 to reset streams at an attacker's rate from Python.
@@ -27,9 +29,9 @@ import hpack
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
-DATA, HEADERS, RST_STREAM, SETTINGS, PING, GOAWAY = 0x0, 0x1, 0x3, 0x4, 0x6, 0x7
+DATA, HEADERS, RST_STREAM, SETTINGS, PING, GOAWAY, WINDOW_UPDATE = 0x0, 0x1, 0x3, 0x4, 0x6, 0x7, 0x8
 END_STREAM, END_HEADERS, ACK = 0x1, 0x4, 0x1
-CANCEL = 0x8
+CANCEL, REFUSED_STREAM = 0x8, 0x7
 REFLECTION = "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo"
 RECOMMEND = "/gpuadvisor.v1.GpuAdvisor/Recommend"
 
@@ -61,6 +63,7 @@ class RawConnection:
         self.goaway = False
         self.closed = False
         self.ended_streams = 0  # streams the server ended: RST_STREAM or HEADERS with END_STREAM
+        self.refused_streams = 0  # of which RST_STREAM REFUSED_STREAM
         self._buf = b""
         self.send(PREFACE + _frame(SETTINGS, 0, 0))
         self.sock.setblocking(False)
@@ -98,6 +101,7 @@ class RawConnection:
             if len(self._buf) < 9 + length:
                 break
             kind, flags = self._buf[3], self._buf[4]
+            stream = int.from_bytes(self._buf[5:9], "big") & 0x7FFFFFFF
             payload = self._buf[9:9 + length]
             self._buf = self._buf[9 + length:]
             if kind == SETTINGS and not flags & ACK:
@@ -108,6 +112,11 @@ class RawConnection:
                 self.goaway = True
             elif kind == RST_STREAM or (kind == HEADERS and flags & END_STREAM):
                 self.ended_streams += 1
+                self.refused_streams += kind == RST_STREAM and payload == REFUSED_STREAM.to_bytes(4, "big")
+            elif kind == DATA and length:
+                # Give the window back, so the server can go on sending answers on the connection and stream.
+                replies += _frame(WINDOW_UPDATE, 0, 0, length.to_bytes(4, "big"))
+                replies += _frame(WINDOW_UPDATE, 0, stream, length.to_bytes(4, "big"))
         if replies:
             self.send(replies)
 
@@ -276,6 +285,59 @@ class ConnectionFlood(_Background):
     @property
     def closed_by_server(self) -> int:
         return sum(1 for c in self.conns if c.closed or c.goaway)
+
+
+class RequestFlood(_Background):
+    """`connections` connections, each keeping `streams` complete calls (`path`, one request message `body`)
+    open: whenever the server ends one (answer, refusal or RST_STREAM), a new one goes out at once."""
+
+    def __init__(self, host: str, port: int, body: bytes, connections: int = 25, streams: int = 10,
+                 path: str = RECOMMEND):
+        super().__init__()
+        self.host, self.port, self.body, self.path = host, port, body, path
+        self.connections, self.streams = connections, streams
+        self.conns: list[RawConnection] = []
+        self.sent = 0
+        self.ready = threading.Event()
+
+    def _open(self, conn: RawConnection, stream_id: int, block: bytes) -> None:
+        data = _frame(HEADERS, END_HEADERS, stream_id, block) + _frame(DATA, END_STREAM, stream_id,
+                                                                        grpc_message(self.body))
+        if conn.send(data):
+            self.sent += 1
+
+    def _run(self) -> None:
+        next_id: dict[int, int] = {}
+        seen: dict[int, int] = {}
+        blocks: dict[int, bytes] = {}
+        while not self.stop.is_set():
+            self.conns = [c for c in self.conns if not (c.closed or c.goaway)]
+            while len(self.conns) < self.connections and not self.stop.is_set():
+                try:
+                    conn = RawConnection(self.host, self.port)
+                except OSError:
+                    self.stop.wait(0.05)
+                    break
+                self.conns.append(conn)
+                next_id[id(conn)], seen[id(conn)] = 1, 0
+                block = blocks[id(conn)] = header_block(conn.authority, self.path)
+                for _ in range(self.streams):
+                    self._open(conn, next_id[id(conn)], block)
+                    next_id[id(conn)] += 2
+            self.ready.set()
+            self.stop.wait(0.005)
+            for conn in self.conns:
+                conn.pump()
+                for _ in range(conn.ended_streams - seen[id(conn)]):
+                    self._open(conn, next_id[id(conn)], blocks[id(conn)])
+                    next_id[id(conn)] += 2
+                seen[id(conn)] = conn.ended_streams
+        for conn in self.conns:
+            conn.close()
+
+    @property
+    def ended_streams(self) -> int:
+        return sum(c.ended_streams for c in self.conns)
 
 
 # -- legitimate traffic ------------------------------------------------------------------------------------

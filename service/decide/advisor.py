@@ -249,7 +249,7 @@ def _allowed_scopes(run: Run, day: date) -> frozenset[Scope]:
         return cache[key]
     scopes = scopes_of(run.book.offers, day)
     facts = [offer_fact(brief, sc, i) for i, sc in enumerate(scopes)]
-    fired = run.fire("offer", facts)
+    fired = run.fire("offer", facts, summary=_scope_name)
     allowed = frozenset(
         sc for sc, f in zip(scopes, facts, strict=True)
         if not any(act.kind == "exclude" for rule in fired[f["id"]] for act in rule.actions)
@@ -258,6 +258,11 @@ def _allowed_scopes(run: Run, day: date) -> frozenset[Scope]:
         cache.clear()
     cache[key] = allowed
     return allowed
+
+
+def _scope_name(fact: dict[str, Any]) -> str:
+    """An offer fact's scope as a summarised trace names it: provider, country, tier."""
+    return f"{fact['provider']} / {fact['country'] or 'country unknown'} / {fact['tier']}"
 
 
 def _brief_rules(run: Run, base: dict[str, Any], shape: Shape | None) -> _Asks:

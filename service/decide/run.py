@@ -80,8 +80,18 @@ class Run:
         key = f"warning.{code}"
         return self.text(key, {}) if self.msgs.has(key, self.locale) or self.msgs.has(key, "en") else ""
 
-    def fire(self, fact_type: str, facts: list[dict[str, Any]]) -> dict[str, list[Rule]]:
-        """Rules in effect per fact id, after hit policies; records the trace when asked."""
+    def fire(self, fact_type: str, facts: list[dict[str, Any]],
+             summary: Callable[[dict[str, Any]], str] | None = None) -> dict[str, list[Rule]]:
+        """Rules in effect per fact id, after hit policies; records the trace when asked. `summary` names a fact
+        in a summarised trace: with it and more than SUMMARY_OVER facts, the trace holds one entry per rule and
+        outcome (how many facts, an example) instead of one per rule and fact."""
+        start = len(self.trace)
+        out = self._fire(fact_type, facts)
+        if summary is not None and self.req.include_trace and len(facts) > SUMMARY_OVER:
+            self.trace[start:] = summarise(self.trace[start:], fact_type, {str(f["id"]): f for f in facts}, summary)
+        return out
+
+    def _fire(self, fact_type: str, facts: list[dict[str, Any]]) -> dict[str, list[Rule]]:
         rules = self.book.program.for_fact(fact_type)
         matched = self.engine.evaluate(fact_type, facts) if rules else {str(f["id"]): set() for f in facts}
         out: dict[str, list[Rule]] = {}
@@ -161,3 +171,24 @@ def effects_of(table: dict[int, Effects], rule: Rule) -> Effects:
     found = (any(act.kind in ("warn", "note") for act in rule.actions), acts)
     table[id(rule)] = found
     return found
+
+
+# Offer facts are one per scope (provider, country, tier): 4,800 scopes at 50,000 synthetic offers made a trace of
+# 24,000 entries and a 3.2 MB answer, over the answer cap. Beyond this many facts the trace is summarised.
+SUMMARY_OVER = 20
+
+
+def summarise(entries: list[TraceEntry], fact_type: str, facts: dict[str, dict[str, Any]],
+              name: Callable[[dict[str, Any]], str]) -> list[TraceEntry]:
+    """One entry per rule and outcome, in first-seen order: on how many of the facts, and the first as example."""
+    groups: dict[tuple[str, bool, str], list[TraceEntry]] = {}
+    for e in entries:
+        groups.setdefault((e.rule_id, e.fired, e.detail), []).append(e)
+    total = len(facts)
+    out = []
+    for (_rule, _fired, detail), group in groups.items():
+        first = group[0]
+        example = name(facts[first.fact]) if first.fact in facts else first.fact
+        out.append(TraceEntry(first.rule_id, first.location, f"{fact_type} ({len(group):,} of {total:,})",
+                              first.fired, f"{detail} (e.g. {example})"))
+    return out

@@ -5,21 +5,27 @@ loopback (`--listen 0.0.0.0:PORT`) any host could call every tool and open sessi
 initialize calls kept 2,000 sessions: 96 -> 174 MB). So there:
 - a bearer token is required (GPU_ADVISOR_MCP_TOKEN, or a file: `--token-file` / GPU_ADVISOR_MCP_TOKEN_FILE; never
   a flag's value, which `ps` shows); the server refuses to start off loopback without one;
-- Host and Origin are checked against allow-lists when given (`--allowed-hosts`, `--allowed-origins`);
-- sessions are capped (`--max-sessions`, 503 beyond) and a session idle for `--session-idle-seconds` is closed.
+- Host and Origin are checked against allow-lists: `--allowed-hosts` and `--allowed-origins`, or by default this
+  machine's names and addresses (a request naming another host is a DNS-rebinding or misrouted one: 421/403);
+- sessions are capped (`--max-sessions`, 503 beyond), one client may hold `--sessions-per-client` of them (429
+  beyond), a session that never called a tool is closed after `--unused-session-seconds` and any other after
+  `--session-idle-seconds` (service/frontends/mcp_sessions.py).
 """
 
 from __future__ import annotations
 
+import contextlib
 import hmac
 import ipaddress
 import json
 import os
+import socket
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from ..serving.credentials import ConfigError, read_secret_file
+from .mcp_sessions import DEFAULT_PER_CLIENT, DEFAULT_UNUSED_SECONDS
 
 TOKEN_ENV = "GPU_ADVISOR_MCP_TOKEN"
 DEFAULT_MAX_SESSIONS = 100
@@ -35,6 +41,8 @@ class HttpAccess:
     allowed_origins: tuple[str, ...] = ()
     max_sessions: int = DEFAULT_MAX_SESSIONS
     session_idle_seconds: float = DEFAULT_SESSION_IDLE_SECONDS
+    sessions_per_client: int = DEFAULT_PER_CLIENT
+    unused_session_seconds: float = DEFAULT_UNUSED_SECONDS
 
 
 def is_loopback(host: str) -> bool:
@@ -60,24 +68,40 @@ def check_access(host: str, access: HttpAccess) -> None:
     if not is_loopback(host) and not access.token:
         raise ConfigError(f"MCP over HTTP on {host} (not loopback) needs a bearer token: set {TOKEN_ENV} or "
                           "--token-file (env GPU_ADVISOR_MCP_TOKEN_FILE)")
-    if access.max_sessions < 1 or access.session_idle_seconds <= 0:
-        raise ConfigError("--max-sessions must be at least 1 and --session-idle-seconds above 0")
+    if (access.max_sessions < 1 or access.session_idle_seconds <= 0 or access.sessions_per_client < 1
+            or access.unused_session_seconds <= 0):
+        raise ConfigError("--max-sessions and --sessions-per-client must be at least 1, --session-idle-seconds and "
+                          "--unused-session-seconds above 0")
+
+
+def machine_names(host: str) -> tuple[str, ...]:
+    """The names a request to this machine may carry in Host: its host names and addresses, and the listening
+    address when it is a specific one (not 0.0.0.0 or ::)."""
+    names = {socket.gethostname(), socket.getfqdn(), "localhost", "127.0.0.1", "[::1]"}
+    with contextlib.suppress(OSError):
+        names.update(socket.gethostbyname_ex(socket.gethostname())[2])
+    if host and host not in ("0.0.0.0", "::"):
+        names.add(f"[{host}]" if ":" in host else host)
+    return tuple(sorted(n for n in names if n))
 
 
 def transport_security(host: str, access: HttpAccess) -> Any:
+    """Host and Origin checks, always on: the allow-lists given, else loopback names on loopback and this
+    machine's names elsewhere (a wrong Host then gets 421 and a wrong Origin 403, token or not)."""
     from mcp.server.transport_security import TransportSecuritySettings
 
-    if access.allowed_hosts or access.allowed_origins:
-        loop = is_loopback(host)
-        return TransportSecuritySettings(
-            enable_dns_rebinding_protection=True,
-            allowed_hosts=list(access.allowed_hosts or (LOOPBACK_HOSTS if loop else ())),
-            allowed_origins=list(access.allowed_origins or (LOOPBACK_ORIGINS if loop else ())),
-        )
     if is_loopback(host):
-        return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=list(LOOPBACK_HOSTS),
-                                         allowed_origins=list(LOOPBACK_ORIGINS))
-    return None  # off loopback without lists: the token is the gate (the SDK checks no Host for other addresses)
+        default_hosts, default_origins = LOOPBACK_HOSTS, LOOPBACK_ORIGINS
+    else:
+        names = machine_names(host)
+        default_hosts = tuple(f"{n}:*" for n in names) + names
+        default_origins = tuple(f"{scheme}://{n}{port}" for n in names for scheme in ("http", "https")
+                                for port in ("", ":*"))
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=list(access.allowed_hosts or default_hosts),
+        allowed_origins=list(access.allowed_origins or default_origins),
+    )
 
 
 Asgi = Callable[[dict[str, Any], Callable[[], Awaitable[Any]], Callable[[Any], Awaitable[None]]], Awaitable[None]]
@@ -112,6 +136,7 @@ def access_from_args(args: Any, env: Mapping[str, str] = os.environ) -> HttpAcce
         token=token_from(env, args.token_file),
         allowed_hosts=listed(args.allowed_hosts), allowed_origins=listed(args.allowed_origins),
         max_sessions=args.max_sessions, session_idle_seconds=args.session_idle_seconds,
+        sessions_per_client=args.sessions_per_client, unused_session_seconds=args.unused_session_seconds,
     )
 
 
@@ -122,7 +147,8 @@ def add_flags(parser: Any) -> None:
                              f"or the token itself in env {TOKEN_ENV}); required off loopback")
     parser.add_argument("--allowed-hosts", metavar="LIST", default=env("GPU_ADVISOR_MCP_ALLOWED_HOSTS", ""),
                         help="comma-separated Host headers accepted, e.g. 'mcp.example.com:*' (env "
-                             "GPU_ADVISOR_MCP_ALLOWED_HOSTS; loopback names on loopback)")
+                             "GPU_ADVISOR_MCP_ALLOWED_HOSTS; default: loopback names on loopback, else this "
+                             "machine's names and addresses)")
     parser.add_argument("--allowed-origins", metavar="LIST", default=env("GPU_ADVISOR_MCP_ALLOWED_ORIGINS", ""),
                         help="comma-separated Origin headers accepted (env GPU_ADVISOR_MCP_ALLOWED_ORIGINS)")
     parser.add_argument("--max-sessions", type=int, metavar="N",
@@ -133,3 +159,11 @@ def add_flags(parser: Any) -> None:
                         default=float(env("GPU_ADVISOR_MCP_SESSION_IDLE_SECONDS", str(DEFAULT_SESSION_IDLE_SECONDS))),
                         help="a session with no request for this long is closed (env "
                              "GPU_ADVISOR_MCP_SESSION_IDLE_SECONDS, default %(default)s)")
+    parser.add_argument("--sessions-per-client", type=int, metavar="N",
+                        default=int(env("GPU_ADVISOR_MCP_SESSIONS_PER_CLIENT", str(DEFAULT_PER_CLIENT))),
+                        help="MCP sessions one client (address) may hold at once; more get 429 (env "
+                             "GPU_ADVISOR_MCP_SESSIONS_PER_CLIENT, default %(default)s)")
+    parser.add_argument("--unused-session-seconds", type=float, metavar="S",
+                        default=float(env("GPU_ADVISOR_MCP_UNUSED_SESSION_SECONDS", str(DEFAULT_UNUSED_SECONDS))),
+                        help="a session that never called a tool is closed after this long idle (env "
+                             "GPU_ADVISOR_MCP_UNUSED_SESSION_SECONDS, default %(default)s)")

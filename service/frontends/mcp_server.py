@@ -40,6 +40,7 @@ from ..wire import validate
 from ..wire.api import pb, pb_grpc
 from ..wire.proto_schema import message_schema
 from .mcp_http import BearerToken, HttpAccess, check_access, transport_security
+from .mcp_sessions import SessionGuard
 from .mcp_text import with_all_questions
 from .models_cli import model_rows
 from .offers_cli import offer_rows
@@ -500,6 +501,8 @@ def http_app(addr: str, timeout: float, host: str, access: HttpAccess | None = N
     app = build_server(addr, timeout, credentials).streamable_http_app(
         host=host, transport_security=transport_security(host, access), max_sessions=access.max_sessions,
         session_idle_timeout=access.session_idle_seconds)
+    app = SessionGuard(app, min(access.sessions_per_client, access.max_sessions), access.unused_session_seconds,
+                       access.session_idle_seconds)
     return BearerToken(app, access.token) if access.token else app
 
 

@@ -13,6 +13,7 @@ from typing import Any, TextIO
 
 from google.protobuf.json_format import MessageToJson
 
+from ..rulebook.atomic import write_atomically
 from ..rulebook.model_import import entry_from_config, entry_yaml, slug
 from ..wire.api import enum_number, pb
 from .table import print_table
@@ -78,7 +79,7 @@ def import_config(args: argparse.Namespace) -> int:
                               args.source or "", date.today().isoformat())
     text = entry_yaml(entry)
     if args.out:
-        Path(args.out).write_text(text, encoding="utf-8")
+        write_atomically(args.out, text)  # a watched rules folder never sees it half-written
         print(f"wrote {args.out} (check it, add aliases and the source URL, then `make rules-check`)",
               file=sys.stderr)
     else:

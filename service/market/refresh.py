@@ -35,8 +35,8 @@ from typing import TextIO
 
 from ..domain.offers import Offer
 from ..engine.load import Problem
+from ..rulebook.atomic import write_atomically
 from .accelerators import AcceleratorMap, read_accelerator_map
-from .atomic import write_atomic
 from .diff import Diff, diff
 from .importers.__main__ import catalog_memory
 from .importers.common import ImportReport, offers_csv_text
@@ -257,7 +257,7 @@ def refresh(rules: Path, opts: Options, out: TextIO, get: Callable[[str], bytes]
         path = rules / "offers" / f"{prov}.csv"
         old = read_offers(path.name, path.read_text(encoding="utf-8"))[0] if path.exists() else []
         diffs.append(diff(prov, old, read_offers(path.name, text)[0]))
-        write_atomic(path, text)
+        write_atomically(path, text)
     for c in candidates:
         if c.report is not None and c.provider in passed:
             print(f"{c.provider} from {c.origin}:", file=out)

@@ -40,6 +40,8 @@ class RulesetStatus:
     last_attempted_revision: str = ""
     last_attempted_at: datetime | None = None
     source_dir: str = ""
+    # Not empty while the rules folder's version is refused and the server serves another one instead: which.
+    fallback: str = ""
 
 
 @dataclass(frozen=True)
@@ -52,6 +54,11 @@ class ReloadResult:
 
 DEFAULT_LOAD_TIMEOUT = 20.0  # seconds; the shipped rules load, compile and self-test in about one
 TIMEOUT_ENV = "GPU_ADVISOR_RULES_LOAD_TIMEOUT"
+# Seconds the watched folder must hold still (the same files, sizes and modification times) before a change is
+# loaded. A writer that pauses longer than this mid-file is still read half-written: publish atomically
+# (docs/operations.md, Publishing a rules version). 0.25 s served a paused `offers import` truncated.
+DEFAULT_SETTLE_SECONDS = 1.0
+SETTLE_ENV = "GPU_ADVISOR_RULES_SETTLE_SECONDS"
 
 
 class _Load:
@@ -114,6 +121,7 @@ class RuleStore:
         load_timeout: float | None = None,
         vetter: Vetter | None = None,
         memory_mb: int | None = None,
+        settle_seconds: float | None = None,
     ):
         """`vetter`: check each version in a separate process first (its rule tests run there when `self_test`
         is set; a custom `self_test` callable only runs in-process, without a vetter). `memory_mb`: what that
@@ -124,6 +132,8 @@ class RuleStore:
         self.load_timeout = (
             load_timeout if load_timeout is not None else float(os.environ.get(TIMEOUT_ENV) or DEFAULT_LOAD_TIMEOUT)
         )
+        self.settle_seconds = (settle_seconds if settle_seconds is not None
+                               else float(os.environ.get(SETTLE_ENV) or DEFAULT_SETTLE_SECONDS))
         self.vetter = vetter
         self.memory_mb = memory_mb if memory_mb is not None else int(os.environ.get(MEMORY_ENV) or DEFAULT_MEMORY_MB)
         self._active: Bundle | None = None
@@ -234,6 +244,7 @@ class RuleStore:
         self._status.loaded_at = attempted_at
         self._status.counts = book.counts()
         self._status.last_error = ""
+        self._status.fallback = ""
         if current is not None:
             current.retire(bundle)
         for hook in self.on_activate:
@@ -246,10 +257,34 @@ class RuleStore:
         )
         return ReloadResult(True, True, book.revision)
 
+    def start_on_fallback(self, folder: Path, kind: str) -> bool:
+        """With nothing active because the rules folder's version was refused: serve the version in `folder`
+        (vetted before, or shipped with the code). The folder's error stays in the status, so answers are
+        flagged, and its next good version replaces this one. → whether it is active."""
+        with self._reload_lock:
+            if self._active is not None:
+                return False
+            kept = (self._status.last_error, self._status.last_attempted_revision, self._status.last_attempted_at)
+            attempted_at = now()
+            prepared = _Load(lambda: prepare(folder, None, attempted_at, None)).wait(self.load_timeout)
+            if prepared is None or prepared.bundle is None or prepared.errors:
+                log.error("rules_fallback_failed", kind=kind, folder=str(folder),
+                          problems=list(prepared.errors)[:5] if prepared else ["timed out"])
+                if prepared is not None and prepared.bundle is not None:
+                    prepared.bundle.retire(None)
+                return False
+            self._activate(prepared, attempted_at)
+            self._status.last_error, self._status.last_attempted_revision, self._status.last_attempted_at = kept
+            self._status.fallback = kind
+            log.warning("rules_fallback_serving", kind=kind, folder=str(folder), revision=self._status.revision,
+                        refused=kept[0].splitlines()[0] if kept[0] else None)
+            return True
+
     def _unchanged(self, revision: str) -> ReloadResult:
         """The folder holds the active version: a good attempt that changes nothing."""
         self._status.last_attempted_revision = revision
         self._status.last_error = ""
+        self._status.fallback = ""  # the folder holds what is served again
         return ReloadResult(True, False, revision)
 
     def _fail(self, revision: str, problems: list[str], capped: bool = False) -> ReloadResult:
@@ -298,15 +333,25 @@ class RuleStore:
             current = self.fingerprint()
             if current == seen:
                 continue
-            # An editor or `kubectl` writes several files; wait until the folder holds still for one interval.
-            while not self._stop.wait(self.poll_seconds / 2):
-                again = self.fingerprint()
-                if again == current:
-                    break
-                current = again
-            seen = current
+            settled = self._settled(current)
+            if settled is None:
+                return  # stopped
+            seen = settled
             result = self.reload()
             log.info("rules_change_seen", ok=result.ok, changed=result.changed, revision=result.revision)
+
+    def _settled(self, current: tuple) -> tuple | None:
+        """Wait until the folder held still for `settle_seconds`: an editor, `kubectl` or an importer writes
+        several files, or one file in several writes. → its fingerprint then, or None when stopped."""
+        step = max(min(self.poll_seconds, self.settle_seconds / 4), 0.01)
+        still_since = time.monotonic()
+        while time.monotonic() - still_since < self.settle_seconds:
+            if self._stop.wait(step):
+                return None
+            again = self.fingerprint()
+            if again != current:
+                current, still_since = again, time.monotonic()
+        return current
 
     def close(self) -> None:
         self.stop_watching()

@@ -28,7 +28,7 @@ import structlog
 from google.protobuf.message import DecodeError
 
 from . import metrics
-from .interceptors import REQUEST_ID, Admission, Limiter
+from .interceptors import REQUEST_ID, RETRY_PUSHBACK, Admission, Limiter
 
 log = structlog.get_logger("gpu_advisor.rpc")
 
@@ -159,7 +159,7 @@ class Dispatcher:
             if counted:
                 self.inflight.arrive()
             try:
-                if limiter is not None and limiter.full:
+                if limiter is not None and limiter.refuses(context.peer()):
                     # Refused before anything is sent or read: under a flood most calls end here, and each
                     # round trip to Core they skip is loop time a health check gets (25-connection flood:
                     # health p99 about 100 -> 86 ms, make bench BENCH_ARGS=--overload).
@@ -214,11 +214,12 @@ class Dispatcher:
 
     async def _in_thread(self, method: str, behavior: SyncBehavior, request: Any, context: grpc.aio.ServicerContext,
                          metadata: tuple[tuple[str, Any], ...], limiter: Limiter | None) -> Any:
-        call = CallContext(metadata, context.peer(), context.time_remaining())
+        peer = context.peer()
+        call = CallContext(metadata, peer, context.time_remaining())
         context.add_done_callback(lambda _ctx: call.gone.set())
         if limiter is not None:
             try:
-                outcome = await limiter.enter(call.time_remaining())
+                outcome = await limiter.enter(call.time_remaining(), peer)
             except asyncio.CancelledError:
                 metrics.abandoned(method, "queue")
                 raise
@@ -228,16 +229,17 @@ class Dispatcher:
                 metrics.abandoned(method, "queue")
                 raise Aborted(grpc.StatusCode.DEADLINE_EXCEEDED, "the deadline passed while waiting to start")
         loop = asyncio.get_running_loop()
+        admitted = time.perf_counter()
         try:
             work = loop.run_in_executor(self.executor, contextvars.copy_context().run, behavior, request, call)
         except BaseException:
             if limiter is not None:
-                limiter.leave()
+                limiter.leave(peer)
             raise
         if limiter is not None:
             # The slot is free when the thread is done, not when the caller leaves: the answer stops at its next
             # stage, and until then it still holds the GIL and a worker.
-            work.add_done_callback(lambda _f: limiter.leave())
+            work.add_done_callback(lambda _f: limiter.leave(peer, time.perf_counter() - admitted))
         try:
             return await asyncio.shield(work)
         except asyncio.CancelledError:
@@ -246,8 +248,12 @@ class Dispatcher:
 
 
 def _busy(limiter: Limiter) -> Aborted:
+    """RESOURCE_EXHAUSTED with gRPC's retry pushback: a client whose retry policy lists the code (the project's
+    client does) tries again after that long, and the message says so for the others."""
+    wait_ms = limiter.pushback_ms()
     return Aborted(grpc.StatusCode.RESOURCE_EXHAUSTED,
-                   f"busy: {limiter.concurrent} calls running and {limiter.queue} waiting; retry with backoff")
+                   f"busy: {limiter.concurrent} calls running and {limiter.queue} waiting; retry after about "
+                   f"{wait_ms} ms", ((RETRY_PUSHBACK, str(wait_ms)),))
 
 
 def _expired(context: grpc.aio.ServicerContext) -> bool:

@@ -7,6 +7,7 @@ import argparse
 import os
 from typing import Any
 
+from ..rulebook.store import DEFAULT_SETTLE_SECONDS
 from . import cache, fanout, processes
 from .credentials import ConfigError, admin_token, server_credentials
 from .probe import STALE_SECONDS
@@ -26,6 +27,9 @@ DEFAULT_GRACE_SECONDS = 10.0
 # waits behind hundreds of them. 2 is a running call and a queued one: with one Recommend running at a time,
 # more open streams per connection add no throughput, only calls for Python to juggle (docs/operations.md, Overload).
 DEFAULT_MAX_STREAMS = 2
+# Streams of a connection that ended but whose call the server has not freed yet, allowed beside the open ones
+# before the rapid-reset protection refuses new streams (server.py, _core_options).
+DEALLOCATING_STREAMS = 16
 # A client's channel is one long-lived HTTP/2 connection, so without an end to it the calls of a client stay on
 # the pod (or `--processes` worker) it first reached: pods the autoscaler adds get no traffic from the clients
 # already running, and a worker that got more connections keeps them. After this many seconds (Core adds +-10%
@@ -107,6 +111,15 @@ def add_serving_flags(parser: argparse.ArgumentParser) -> None:
                         help="let a connection open new streams while its ended ones are not yet freed: no refused "
                              "streams for clients with more calls in flight than --max-streams, but no defence "
                              "against HTTP/2 rapid reset (env GPU_ADVISOR_NO_RAPID_RESET_PROTECTION=1)")
+    parser.add_argument("--state-dir", metavar="DIR", default=env("GPU_ADVISOR_STATE_DIR", ""),
+                        help="keep the last rules version that passed vetting here; a start whose rules folder is "
+                             "refused serves it (else the rules shipped with the server), flagged, instead of "
+                             "nothing (env GPU_ADVISOR_STATE_DIR; off when empty)")
+    parser.add_argument("--rules-settle-seconds", type=float, metavar="S",
+                        default=env("GPU_ADVISOR_RULES_SETTLE_SECONDS", str(DEFAULT_SETTLE_SECONDS)),
+                        help="the watched rules folder must hold still (same files, sizes and modification times) "
+                             "this long before a change is loaded (env GPU_ADVISOR_RULES_SETTLE_SECONDS, default "
+                             "%(default)s); publish versions atomically all the same (docs/operations.md)")
     parser.add_argument("--no-reflection", action="store_true",
                         default=env_flag("GPU_ADVISOR_NO_REFLECTION"),
                         help="do not answer server reflection (env GPU_ADVISOR_NO_REFLECTION=1)")
@@ -147,9 +160,10 @@ def serving_options(parser: argparse.ArgumentParser, args: argparse.Namespace) -
         parser.error("--max-concurrent must be >= 1, --max-queue, --max-streams and --grace-seconds >= 0, "
                      f"--max-connection-age and --max-connection-idle from 0 to {MAX_CONNECTION_AGE}")
     if (args.max_connections < 0 or args.max_calls < 0 or args.request_timeout <= 0
-            or args.stream_idle_timeout <= 0 or args.max_reflection_streams < 1 or args.probe_stale_seconds <= 0):
+            or args.stream_idle_timeout <= 0 or args.max_reflection_streams < 1 or args.probe_stale_seconds <= 0
+            or args.rules_settle_seconds < 0):
         parser.error("--max-connections and --max-calls must be >= 0, --request-timeout, --stream-idle-timeout "
-                     "and --probe-stale-seconds > 0, --max-reflection-streams >= 1")
+                     "and --probe-stale-seconds > 0, --max-reflection-streams >= 1, --rules-settle-seconds >= 0")
     try:
         return {
             "admin_token": admin_token(os.environ, args.admin_token_file),
@@ -161,7 +175,8 @@ def serving_options(parser: argparse.ArgumentParser, args: argparse.Namespace) -
             "request_timeout": args.request_timeout, "stream_idle_timeout": args.stream_idle_timeout,
             "max_reflection_streams": args.max_reflection_streams, "reflection_on": not args.no_reflection,
             "reset_protection": not args.no_rapid_reset_protection,
-            "probe_stale_seconds": args.probe_stale_seconds,
+            "probe_stale_seconds": args.probe_stale_seconds, "state_dir": args.state_dir,
+            "settle_seconds": args.rules_settle_seconds,
         }
     except ConfigError as err:
         parser.error(str(err))

@@ -64,8 +64,14 @@ def reserve(addr: str) -> tuple[socket.socket, str]:
         raise BindError(f"cannot bind {addr}: {exc.strerror or exc}") from None
     sock = socket.socket(family, kind, proto)
     try:
+        # SO_REUSEADDR too: connections the server that stopped here closed first sit in TIME-WAIT on this port
+        # for a minute, and without it the bind fails until they are gone (gRPC's own listeners set it as well).
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
         sock.bind(sockaddr)
+        # ... and only for the bind: kept on, it would let a server that does not share (gRPC sets SO_REUSEADDR
+        # on its listeners) bind beside this socket, which does not listen.
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 0)
     except OSError as exc:
         sock.close()
         raise BindError(f"cannot bind {addr}: {exc.strerror or exc}") from None

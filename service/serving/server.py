@@ -16,6 +16,7 @@ import sys
 import threading
 from dataclasses import dataclass
 from datetime import date
+from pathlib import Path
 from typing import Any, NoReturn
 
 import grpc
@@ -25,6 +26,7 @@ from grpc_reflection.v1alpha import reflection
 
 from ..decide.cancel import Cancelled
 from ..rulebook import vetting
+from ..rulebook.last_good import BUILTIN_RULES, LastGood
 from ..rulebook.ruletests import self_test
 from ..rulebook.store import RulesetStatus, RuleStore
 from ..rulebook.version import Bundle
@@ -36,6 +38,7 @@ from .dispatch import Dispatcher
 from .errors import abort_invalid as _invalid
 from .flags import (
     CONNECTION_AGE_GRACE_SECONDS,
+    DEALLOCATING_STREAMS,
     DEFAULT_MAX_CALLS,
     DEFAULT_MAX_CONCURRENT,
     DEFAULT_MAX_CONNECTION_AGE,
@@ -51,7 +54,7 @@ from .flags import (
 )
 from .handlers import add_servicer
 from .health import Health
-from .interceptors import AdmissionControl
+from .interceptors import RETRY_PUSHBACK, AdmissionControl
 from .lifecycle import AdvisorServer, LoopThread
 from .logging import configure
 from .probe import STALE_SECONDS, ProbeProcess
@@ -110,6 +113,28 @@ def _abandon(context: grpc.ServicerContext, stage: str) -> NoReturn:
     raise AssertionError("unreachable: abort raises")
 
 
+@dataclass(frozen=True)
+class _Status:
+    code: grpc.StatusCode
+    details: str
+    trailing_metadata: tuple[tuple[str, str], ...]
+
+
+def _too_large(context: grpc.ServicerContext, size: int, with_trace: bool, revision: str) -> NoReturn:
+    """An answer over the size cap: RESOURCE_EXHAUSTED (never INTERNAL), with a negative retry pushback (asking
+    again unchanged gets the same answer), naming include_trace when the trace is what made it long."""
+    log.warning("answer_too_large", bytes=size, limit=MAX_ANSWER_BYTES, revision=revision, trace=with_trace)
+    if with_trace:
+        why = ("ask again without include_trace, or with trace_fired_only, for an answer within the limit")
+    else:
+        why = f"the rules (revision {revision}) make answers too long; their maintainers must shorten them"
+    context.abort_with_status(_Status(
+        grpc.StatusCode.RESOURCE_EXHAUSTED,
+        f"the answer{' with its trace (include_trace)' if with_trace else ''} would be {size:,} bytes, over the "
+        f"{MAX_ANSWER_BYTES:,}-byte limit: {why}", ((RETRY_PUSHBACK, "-1"),)))
+    raise AssertionError("unreachable: abort raises")
+
+
 class Servicer(pb_grpc.GpuAdvisorServicer):
     def __init__(self, store: RuleStore, admin_token: str = "", peers: fanout.Peers | None = None):
         self.store = store
@@ -140,10 +165,7 @@ class Servicer(pb_grpc.GpuAdvisorServicer):
         response = api.advice_to_proto(advice)
         size = response.ByteSize()
         if size > MAX_ANSWER_BYTES:
-            log.error("answer_too_large", bytes=size, limit=MAX_ANSWER_BYTES, revision=bundle.revision)
-            context.abort(grpc.StatusCode.INTERNAL,
-                          f"the answer would be {size:,} bytes, over the {MAX_ANSWER_BYTES:,}-byte limit: the rules "
-                          f"(revision {bundle.revision}) make answers too long; their maintainers must shorten them")
+            _too_large(context, size, request.include_trace, bundle.revision)
         return response
 
     def ListGpus(self, request: pb.ListGpusRequest, context: grpc.ServicerContext) -> pb.ListGpusResponse:  # noqa: N802
@@ -281,16 +303,20 @@ def _core_options(shared_port: bool, max_streams: int, max_connections: int, max
     options: list[tuple[str, int]] = [("grpc.so_reuseport", int(shared_port)),
                                       ("grpc.max_receive_message_length", MAX_REQUEST_BYTES)]
     if max_streams > 0:
-        # Core's "overload protection" counts a connection's streams until they are freed, not only until they
-        # end, and refuses a new one beyond the cap with RST_STREAM REFUSED_STREAM. That is what holds off HTTP/2
-        # rapid reset (CVE-2023-44487): a client opening and resetting streams in a loop (2-3 million resets in
-        # 10 s) left legitimate calls on other connections 1442/1442 and 1266/1266 OK with it on, RSS +4 MB;
-        # with it off, 6/171 OK and RSS 80 -> 343 MB (make bench BENCH_ARGS=--attack). The cost: a client with
-        # more calls in flight on one connection than the cap may see a stream refused (UNAVAILABLE; 10 of 3,556
-        # calls at 4 in flight, 175 of 2,768 at 16), which the server never started, so a retry is safe: the
-        # gpu-advisor client retries UNAVAILABLE.
+        # Core's "overload protection" also counts a connection's streams that ended but are not yet freed (the
+        # server's call object outlives the stream a little), and refuses a new stream beyond the cap with
+        # RST_STREAM REFUSED_STREAM. That is what holds off HTTP/2 rapid reset (CVE-2023-44487): a client opening
+        # and resetting streams in a loop (2-3 million resets in 10 s) left legitimate calls on other
+        # connections 1442/1442 and 1266/1266 OK with it on, RSS +4 MB; with it off, 6/171 OK and RSS 80 -> 343
+        # MB (make bench BENCH_ARGS=--attack). Counted against the advertised cap alone, the streams still being
+        # freed made it refuse well-behaved clients too: a channel with 4 calls in flight and no retries saw
+        # 18 of 1,000 Recommend calls and 16% of health checks refused. `grpc.http2.max_deallocating_streams`
+        # allows that many ended-but-not-freed streams beside the open ones: 0 refused of 5,000 checks, and a
+        # rapid-reset client still holds at most that many (docs/operations.md, Rapid reset).
         options += [("grpc.max_concurrent_streams", max_streams),
                     ("grpc.http.overload_protection", int(reset_protection))]
+        if reset_protection:
+            options.append(("grpc.http2.max_deallocating_streams", DEALLOCATING_STREAMS))
     if max_connections > 0:
         # Core closes a connection accepted beyond this many at once (the client sees UNAVAILABLE and retries).
         options.append(("grpc.max_allowed_incoming_connections", max_connections))
@@ -312,7 +338,8 @@ def serve(
     max_calls: int = DEFAULT_MAX_CALLS, request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
     stream_idle_timeout: float = DEFAULT_STREAM_IDLE_TIMEOUT,
     max_reflection_streams: int = DEFAULT_MAX_REFLECTION_STREAMS, reflection_on: bool = True,
-    probe_stale_seconds: float = STALE_SECONDS, reset_protection: bool = True,
+    probe_stale_seconds: float = STALE_SECONDS, reset_protection: bool = True, state_dir: str = "",
+    builtin_rules: str | Path = BUILTIN_RULES, settle_seconds: float | None = None,
 ) -> tuple[AdvisorServer, int, RuleStore]:
     """Start serving and return (server, bound port, store). Health stays NOT_SERVING until rules load.
 
@@ -331,9 +358,12 @@ def serve(
     stream is closed after it; `max_reflection_streams`: reflection streams open at once in all;
     `reflection_on`: False leaves server reflection out. `reset_protection`: Core refuses a connection's streams
     beyond `max_streams` until the ended ones are freed (HTTP/2 rapid reset).
+    `state_dir`: every version activated is saved there, and a start whose rules folder is refused serves the
+    last saved one, flagged; with none saved (or no state folder), `builtin_rules`, flagged (rulebook/last_good.py).
+    `settle_seconds`: the watched folder must hold still that long before a change is loaded (None: the default).
     """
     # The rules-checking helper is spawned before gRPC starts its threads (service/rulebook/vetting.py).
-    store = RuleStore(rules_dir, poll_seconds=poll_seconds, vetter=vetting.shared())
+    store = RuleStore(rules_dir, poll_seconds=poll_seconds, vetter=vetting.shared(), settle_seconds=settle_seconds)
     store.self_test = self_test(store.rules_dir)
     runner = LoopThread()
     health = Health(runner.loop)
@@ -376,9 +406,13 @@ def serve(
         raise
     if peers is not None:
         peers.start(store)
+    saved = LastGood(state_dir) if state_dir else None
+    if saved is not None:
+        store.on_activate.append(lambda bundle: saved.save(store.rules_dir, bundle.content_hash))
     result = store.reload()
     if not result.ok:
         log.error("rules_invalid_at_start", problems=list(result.problems)[:50], rules=rules_dir)
+        _start_on_fallback(store, saved, Path(builtin_rules))
     runner.run(server.start())
     if watch:
         store.start_watching()
@@ -390,6 +424,16 @@ def serve(
              request_timeout=request_timeout, reflection=reflection_on)
     return AdvisorServer(server, runner, executor, dispatcher.inflight, health, admission, probe,
                          on_stopped=beat.close if beat else None), port, store
+
+
+def _start_on_fallback(store: RuleStore, saved: LastGood | None, builtin: Path) -> None:
+    """The rules folder's version was refused at start: serve the last version saved in the state folder, or
+    the rules shipped with the server, rather than nothing (answers say newer rules were rejected)."""
+    last = saved.latest() if saved is not None else None
+    if last is not None and store.start_on_fallback(last, f"the last good version saved in {saved.root}"):
+        return
+    if builtin.is_dir() and builtin.resolve() != store.rules_dir.resolve():
+        store.start_on_fallback(builtin, f"the rules shipped with the server ({builtin})")
 
 
 def _wait_for(stop: threading.Event) -> None:

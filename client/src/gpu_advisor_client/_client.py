@@ -1,5 +1,5 @@
-"""One channel to GPU Advisor with deadlines, gRPC's own retries on UNAVAILABLE, and optional TLS and token;
-AsyncClient (_aio.py) makes its channel and requests with the functions here."""
+"""One channel to GPU Advisor with deadlines, gRPC's own retries on UNAVAILABLE and RESOURCE_EXHAUSTED, and
+optional TLS and token; AsyncClient (_aio.py) makes its channel and requests with the functions here."""
 
 from __future__ import annotations
 
@@ -31,11 +31,14 @@ AdvisorError = GpuAdvisorError
 
 @dataclass(frozen=True)
 class RetryPolicy:
-    """gRPC's built-in retry policy (service config), for UNAVAILABLE only.
+    """gRPC's built-in retry policy (service config), for UNAVAILABLE and RESOURCE_EXHAUSTED.
 
     UNAVAILABLE means the server was unreachable, draining, or had no valid rules yet; every GpuAdvisor method
-    is safe to repeat (Recommend and the reads are pure, ReloadRules reloads what is on disk). Other codes are
-    answers and are not retried. Backoff is randomised by gRPC between 0 and the current bound.
+    is safe to repeat (Recommend and the reads are pure, ReloadRules reloads what is on disk). RESOURCE_EXHAUSTED
+    is retried as the server says: a busy server's refusal carries gRPC's retry pushback
+    (`grpc-retry-pushback-ms`), the wait before the next attempt, and a refusal that a retry would not change
+    (an answer over the size limit) carries a negative one, which stops the retries. Other codes are answers and
+    are not retried. Backoff is randomised by gRPC between 0 and the current bound.
     """
 
     max_attempts: int = 4  # the first call included; gRPC caps this at 5
@@ -55,7 +58,7 @@ class RetryPolicy:
             "initialBackoff": f"{self.initial_backoff_s:.3f}s",
             "maxBackoff": f"{self.max_backoff_s:.3f}s",
             "backoffMultiplier": self.backoff_multiplier,
-            "retryableStatusCodes": ["UNAVAILABLE"],
+            "retryableStatusCodes": ["UNAVAILABLE", "RESOURCE_EXHAUSTED"],
         }
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TextIO
 
 from ...domain.offers import COLUMNS, Offer
-from ..atomic import write_atomic
+from ...rulebook.atomic import write_atomically
 
 EXAMPLES_PER_REASON = 3
 
@@ -150,11 +150,11 @@ def offer_cells(o: Offer) -> list[str]:
 
 def write_offers_csv(rows: Iterable[Offer], out: TextIO | Path | str) -> int:
     """Write rows in the `rules/offers` format (header first, canonical column order); returns the row count. A
-    path is written atomically (market/atomic.py): a server watching its folder never reads half a table."""
+    path is written atomically (rulebook/atomic.py): a server watching its folder never reads half a table."""
     if isinstance(out, (str, Path)):
         buf = io.StringIO()
         n = write_offers_csv(rows, buf)
-        write_atomic(out, buf.getvalue())
+        write_atomically(out, buf.getvalue())
         return n
     w = csv.writer(out, lineterminator="\n")
     w.writerow(WRITTEN)

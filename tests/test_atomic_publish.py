@@ -1,0 +1,131 @@
+"""Half-written files are never served (issue 26): the watcher loads a folder only once it held still for its
+settle time, the project's writers replace files in one rename, and a version published by one symlink swap (as
+Kubernetes ConfigMaps do) is picked up whole. Real server processes watching a private rules copy."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import grpc
+
+from service.frontends.cli import main as cli
+from service.rulebook.atomic import write_atomically
+from service.rulebook.files import read_folder
+from service.rulebook.folder import content_hash
+from service.wire.api import pb, pb_grpc
+from tests.conftest import RULES
+from tests.test_hostile_clients import stop
+from tests.test_serving import REPO, log_events
+
+FIXTURES = Path(__file__).parent / "fixtures" / "models"
+
+
+def _hash(folder: Path) -> str:
+    files, problems = read_folder(folder, folder.name)
+    assert not problems
+    return content_hash(files)
+
+
+def _start(tmp_path: Path, rules: Path) -> tuple[subprocess.Popen[bytes], str, Path]:
+    log = tmp_path / f"server-{time.monotonic_ns()}.log"
+    env = {**os.environ, "GPU_ADVISOR_ADDR": "127.0.0.1:0", "GPU_ADVISOR_LOG_LEVEL": "INFO", "PYTHONPATH": str(REPO)}
+    env.pop("GPU_ADVISOR_RULES_SETTLE_SECONDS", None)  # the default settle time
+    with log.open("w") as err:
+        proc = subprocess.Popen([sys.executable, "-m", "service", "--rules", str(rules)], cwd=REPO, env=env,
+                                stdout=subprocess.DEVNULL, stderr=err)
+    end = time.monotonic() + 90
+    while time.monotonic() < end and proc.poll() is None:
+        for event in log_events(log):
+            if event.get("event") == "serving":
+                return proc, f"127.0.0.1:{event['port']}", log
+        time.sleep(0.1)
+    proc.kill()
+    raise AssertionError(f"the server did not start: {log.read_text()}")
+
+
+def _served_hash(addr: str) -> str:
+    with grpc.insecure_channel(addr, options=[("grpc.use_local_subchannel_pool", 1)]) as channel:
+        return pb_grpc.GpuAdvisorStub(channel).GetRuleset(pb.GetRulesetRequest(), timeout=10).content_hash
+
+
+def _wait(predicate, timeout: float = 60) -> bool:  # noqa: ANN001
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if predicate():
+            return True
+        time.sleep(0.2)
+    return predicate()
+
+
+def test_a_writer_that_pauses_mid_file_is_not_served_half_written(tmp_path: Path):
+    rules = tmp_path / "rules"
+    shutil.copytree(RULES, rules)
+    text = (rules / "README.md").read_text() + "\n## Local notes\n\n" + "A line of notes written slowly.\n" * 40
+    half = text[: len(text) // 2]
+    # The folder as it stood mid-write: a valid version of its own, which the server must never activate.
+    mid = tmp_path / "mid" / "rules"
+    shutil.copytree(rules, mid)
+    (mid / "README.md").write_text(half)
+    mid_hash, final_hash = _hash(mid), None
+    proc, addr, log = _start(tmp_path, rules)
+    try:
+        with (rules / "README.md").open("w") as f:  # in place, as `offers import --out` did
+            f.write(half)
+            f.flush()
+            time.sleep(0.6)  # paused, within the settle time (1 s): 0.25 s of quiet was enough for the watcher before
+            f.write(text[len(half):])
+        final_hash = _hash(rules)
+        assert _wait(lambda: _served_hash(addr) == final_hash)
+        activated = {e["revision"] for e in log_events(log) if e.get("event") == "rules_activated"}
+        assert mid_hash[:12] not in activated, "the half-written version was served"
+    finally:
+        stop(proc)
+
+
+def test_a_version_published_by_one_symlink_swap_is_served(tmp_path: Path):
+    v1, v2 = tmp_path / "versions" / "v1", tmp_path / "versions" / "v2"
+    shutil.copytree(RULES, v1)
+    current = tmp_path / "current"
+    current.symlink_to(v1)
+    proc, addr, log = _start(tmp_path, current)
+    try:
+        assert _served_hash(addr) == _hash(v1)
+        shutil.copytree(v1, v2)  # the new version, written in full beside the served one
+        (v2 / "README.md").write_text((v2 / "README.md").read_text() + "\nVersion two.\n")
+        swap = tmp_path / "current.new"
+        swap.symlink_to(v2)
+        os.replace(swap, current)  # the publication: one rename
+        assert _wait(lambda: _served_hash(addr) == _hash(v2))
+        assert not any(e.get("event") == "rules_rejected" for e in log_events(log))
+    finally:
+        stop(proc)
+
+
+def test_write_atomically_replaces_the_file_in_one_rename(tmp_path: Path):
+    target = tmp_path / "gpus.yaml"
+    target.write_text("old\n")
+    before = target.stat().st_ino
+    write_atomically(target, "new\n")
+    assert target.read_text() == "new\n" and target.stat().st_ino != before  # a new file renamed over it
+    assert [p.name for p in tmp_path.iterdir()] == ["gpus.yaml"], "no temporary file is left behind"
+    assert target.stat().st_mode & 0o777 == 0o666 & ~_umask()
+
+
+def test_models_import_writes_its_file_atomically(tmp_path: Path):
+    out = tmp_path / "imported.yaml"
+    out.write_text("# an earlier import\n")
+    before = out.stat().st_ino
+    src = FIXTURES / "Llama-3.1-8B-Instruct.config.json"
+    assert cli(["models", "import", str(src), "--id", "my-llama", "--out", str(out)]) == 0
+    assert "id: my-llama\n" in out.read_text() and out.stat().st_ino != before
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
