@@ -23,7 +23,8 @@ DATASETS = {
     "published": (PUBLISHED, "published tables cited by tests/ (source per row)", "facts cited per row"),
 }
 # AIConfigurator's system names → catalog ids; a system missing here is not in the catalog.
-SYSTEMS = {"h100_sxm": "h100-sxm", "h200_sxm": "h200", "b200_sxm": "b200", "gb200": "gb200"}
+SYSTEMS = {"h100_sxm": "h100-sxm", "h200_sxm": "h200", "b200_sxm": "b200", "b300_sxm": "b300", "gb200": "gb200",
+           "gb300": "gb300"}
 # Its quantisation → the API's precision (the GEMM's; "" = the checkpoint's BF16).
 PRECISIONS = {"fp8": "FP8", "fp8_block": "FP8", "nvfp4": "FP4", "": "BF16"}
 # Its backend names → the toolchain names a brief uses for the serving engine.
@@ -123,6 +124,7 @@ def read_published(path: Path) -> list[Row]:
                 context_tokens=_int(r["context_tokens"]), layers=_int(r["layers"]), kv_heads=_int(r["kv_heads"]),
                 head_dim=_int(r["head_dim"]), hidden_size=_int(r["hidden_size"]), experts=_int(r["experts"]),
                 experts_per_token=_int(r["experts_per_token"]),
+                name=r.get("model") or "",  # a registry id, as a user would name it (the last, optional column)
             )
             traffic = Traffic(concurrent_sessions=_int(r["sessions"]), batch_size=_int(r["batch_size"]),
                               avg_input_tokens=_int(r["input_tokens"]), avg_output_tokens=_int(r["output_tokens"]),
