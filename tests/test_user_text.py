@@ -109,7 +109,6 @@ def test_docs_name_nothing_internal(path: Path):
     assert not found, found
 
 
-@pytest.mark.xfail(strict=True, reason="offer rows' sources are h22's (issue 25): remove this marker at merge")
 def test_offer_sources_name_nothing_internal():
     found = []
     for table in sorted((REPO / "rules" / "offers").glob("*.csv")):

@@ -66,7 +66,7 @@ def _row_errors(
     errors += [_RowError(name, f"{name} is empty") for name, _ in required if name in empty]
     checks: list[tuple[str, Callable[[str, str], object]]] = [
         ("gpus_per_instance", _integer), ("vcpus", _number), ("memory_gib", _number), ("usd_per_hour", _number),
-        ("as_of", parse_date), ("valid_from", parse_date), ("valid_until", parse_date),
+        ("as_of", parse_date), ("valid_from", parse_date), ("valid_until", parse_date), ("term_months", _integer),
     ]
     for name, check in checks:
         text = c[at[name]]
@@ -84,7 +84,7 @@ def _row_errors(
         errors.append(_RowError("tier", f'tier: "{tier}" is not one of {", ".join(TIERS)}'
                                 + did_you_mean(tier, TIERS)))
     order = {name: i for i, name in enumerate(COLUMNS)}
-    return sorted(errors, key=lambda e: order.get(e.column, 0))
+    return sorted(errors, key=lambda e: order.get(e.column, len(order)))  # optional columns come last
 
 
 def read_offers(
