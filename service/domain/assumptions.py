@@ -39,7 +39,7 @@ REQUIRED_NUMBERS = (
     "media_default_width_px",
     "media_default_height_px",
     "media_default_guidance_scale",
-    # h23b: denoising utilization, encoder passes, the embedding record length
+    # issue 23: denoising utilization, encoder passes, the embedding record length
     "mfu_denoising",
     "encoder_activation_traffic_bytes_per_token_hidden",
     "encoder_layer_overhead_us",

@@ -29,7 +29,7 @@ TEXT: dict[str, dict[str, str]] = {
         "score_note": "score = 100 x the best cost per unit / this one's, plus rule points (`explain` shows the parts)",
         "tiers": "Prices compared at {tier}; * = no price in that tier, another tier's is used.",
         "month_hours": "$/month at {hours} h a month",
-        # h25
+        # issue 25:
         "col.usd_per_run": "$/run",
         "run_total": "$/run = $/h x the run's days x 24",
         "not_shown": "Not shown (only the first {limit}): {count}: {gpus}",
@@ -42,7 +42,7 @@ TEXT: dict[str, dict[str, str]] = {
         "tier.RESERVED": "reserved",
         "tier.LIST_PURCHASE": "list purchase",
         "tier.SPOT": "spot",
-        # h21
+        # issue 21:
         "col.needed": "needs",
         "col.where": "where (provider instance, region, tier)",
         "no_offer": "no offer in scope",
@@ -69,7 +69,7 @@ TEXT: dict[str, dict[str, str]] = {
         "score_note": "得分 = 100 x 最低单位成本 / 本配置单位成本，加上规则分（`explain` 显示各部分）",
         "tiers": "以{tier}价格比较；* = 该层级无价格，使用了其他层级的价格。",
         "month_hours": "每月 $ 按每月 {hours} 小时计",
-        # h25
+        # issue 25:
         "col.usd_per_run": "整次训练 $",
         "run_total": "整次训练 $ = 每小时 $ x 训练天数 x 24",
         "not_shown": "未显示（只显示前 {limit} 个）：{count} 个：{gpus}",
@@ -82,7 +82,7 @@ TEXT: dict[str, dict[str, str]] = {
         "tier.RESERVED": "预留",
         "tier.LIST_PURCHASE": "标价购买",
         "tier.SPOT": "抢占式",
-        # h21
+        # issue 21:
         "col.needed": "所需",
         "col.where": "租用位置（提供商 实例，区域，层级）",
         "no_offer": "范围内无报价",

@@ -70,7 +70,7 @@ CODE_MESSAGE_KEYS = (
     "note.arch_estimated_training",
     "summary.more_questions",
     "summary.newer_rules_rejected",
-    # h24: the measured error beside the figures (service/render/accuracy.py, service/decide/accuracy.py)
+    # issue 24: the measured error beside the figures (service/render/accuracy.py, service/decide/accuracy.py)
     *(f"accuracy.class.{c}" for c in ACCURACY_CLASSES),
     *(f"accuracy.target.{f}" for f in ("latency.p95_ms", "latency.ttft_ms", "training.target_days")),
     "accuracy.figure_ms",

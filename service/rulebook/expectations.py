@@ -48,7 +48,7 @@ KEYS = (
     "cost_tiers_not",
     "caveats_include",
     "reasons_include",
-    # h21: the offer a team should take
+    # issue 21: the offer a team should take
     "gpus_needed",
     "fills_rented_gpus",
     "spare_gpus",
@@ -57,7 +57,7 @@ KEYS = (
     "top_tier",
     "top_term_months_max",
     "headline_names_top_offer",
-    # h25
+    # issue 25:
     "questions_exclude",
     "warnings_critical_exclude",
 )
