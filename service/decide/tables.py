@@ -154,6 +154,9 @@ class Tables:
     def __init__(self, a: Assumptions) -> None:
         self.constants = Constants.of(a)
         self.gpu = IdentityMemo(lambda g: gpu_table(g, self.constants), limit=1024)
+        # A generation brief's speed figures by GPU, kept per brief and shape (sizing/per_request.py): a reserve
+        # route's second pass and a repeated brief differ only in what the speed does not read.
+        self.speeds: dict[object, dict[int, tuple[object, dict[str, object]]]] = {}
 
 
 tables = IdentityMemo(Tables, limit=8)

@@ -28,7 +28,7 @@ def size_all(
     depends only on the GPU and the rules once per rules load (tables.py). `size` stays the plain version and
     the reference: tests/test_fast_paths.py holds the two equal."""
     t = tb.tables(a)
-    req = RequestSizer(brief, shape, a, t.constants, quotes, day)
+    req = RequestSizer(brief, shape, a, t.constants, quotes, day, speeds=t.speeds)
     return [req.size(t.gpu(g)) for g in gpus]
 
 
@@ -39,7 +39,7 @@ def latency_of(
     suggestion asks of each output length it tries. No quotes: they set the price, never the speed. `needs`: the
     memory breakdowns of an earlier length whose shape sized the same context and sequences (see RequestSizer)."""
     t = tb.tables(a)
-    return RequestSizer(brief, shape, a, t.constants, (), day, needs).fit_and_latency(t.gpu(gpu))
+    return RequestSizer(brief, shape, a, t.constants, (), day, needs, t.speeds).fit_and_latency(t.gpu(gpu))
 
 
 def size(

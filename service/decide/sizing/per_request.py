@@ -4,10 +4,11 @@ from its per-rules table (tables.py). Equal to `size` by test."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from datetime import date
 
 from ...domain.assumptions import Assumptions
-from ...domain.brief import TRAINING_WORKLOADS, UNSPECIFIED, Brief, Quote
+from ...domain.brief import TRAINING_WORKLOADS, UNSPECIFIED, Brief, Economics, Quote
 from ...domain.catalog import tier_preference
 from ...money import cost as money
 from ...money import ownership as own
@@ -18,6 +19,9 @@ from .common import Memo, Sizing, compared_tier, compute_tflops, size_ownership
 from .inference import inference_need, inference_speed, pipeline_sizes, replicate_for_load, size_inference
 from .shape import Shape
 from .training import full_training_need, size_adapter, size_full_training
+
+NO_ECONOMICS = Economics()
+SPEED_BRIEFS = 256  # briefs whose speeds a rules load keeps; all are dropped past it
 
 
 class RequestSizer:
@@ -31,6 +35,7 @@ class RequestSizer:
     def __init__(
         self, brief: Brief, shape: Shape, a: Assumptions, c: tb.Constants, quotes: tuple[Quote, ...], day: date,
         needs: dict[tuple[int, int], mem.MemoryBreakdown] | None = None,
+        speeds: dict[object, dict[int, tuple[object, dict[str, object]]]] | None = None,
     ) -> None:
         """`needs`: memory breakdowns by (n, tp) already worked out for a brief and shape that differ from these
         only in what the memory does not read (the output length at the same sized context)."""
@@ -53,6 +58,14 @@ class RequestSizer:
         # memory is below the weights alone cannot fit and need not be worked out.
         self.weights_bound = min(c.kv_cache_bytes, c.activation_bytes_per_token_hidden, c.engine_overhead_gb,
                                  c.sampler_bytes_per_vocab_entry, c.media_activation_peak_gb) >= 0
+        # Generation speed by GPU for this brief and shape, kept across requests in the rules' Tables (`speeds`).
+        # The key leaves out the economics, which the speed never reads: a reserve route's second pass (the
+        # same brief at the RESERVED tier) finds every GPU's width search already done.
+        self.speeds: dict[int, tuple[object, dict[str, object]]] | None = None
+        if speeds is not None and self.decode:
+            if len(speeds) > SPEED_BRIEFS:
+                speeds.clear()
+            self.speeds = speeds.setdefault((replace(brief, economics=NO_ECONOMICS), shape), {})
         lat = brief.latency
         self.latency = lat
         self.latency_target = lat.p95_ms > 0 or lat.ttft_ms > 0
@@ -143,7 +156,7 @@ class RequestSizer:
         if self.decode:
             # Generation is sized by the plain functions: the width search sizes every width a node allows, and
             # the brief-only figures (bytes a step reads, a prompt's attention) are kept in the request's memo.
-            size_inference(s, self.brief, self.shape, self.a, self.memo)
+            self._decode_speed(s, gt)
             return
         usable = gt.usable_gb
         sizes = pipeline_sizes(self.brief, gt.sizes)
@@ -160,6 +173,27 @@ class RequestSizer:
         s.latency_target = self.latency_target
         inference_speed(s, self.brief, self.shape, self.a, n, self.memo)
         replicate_for_load(s, n, self.workload, self.shape, self.brief.traffic.requests_per_second, self._need(gt, n))
+
+    def _decode_speed(self, s: Sizing, gt: tb.GpuTable) -> None:
+        """size_inference, or the fields it set on an earlier blank Sizing of this GPU for this brief and shape
+        (it reads only the GPU, its TFLOPS at the shape's precision, the brief but its economics and the shape)."""
+        known = self.speeds
+        if known is None:
+            size_inference(s, self.brief, self.shape, self.a, self.memo)
+            return
+        hit = known.get(id(gt.gpu))
+        if hit is not None and hit[0] is gt.gpu:
+            for k, v in hit[1].items():
+                setattr(s, k, list(v) if isinstance(v, list) else v)
+            return
+        before = dict(s.__dict__)
+        lists = {k: list(v) for k, v in before.items() if isinstance(v, list)}
+        size_inference(s, self.brief, self.shape, self.a, self.memo)
+        known[id(gt.gpu)] = (gt.gpu, {
+            k: list(v) if isinstance(v, list) else v
+            for k, v in s.__dict__.items()
+            if k not in before or before[k] is not v or (k in lists and v != lists[k])
+        })
 
     def size_unit_cost(self, s: Sizing) -> None:
         """size_unit_cost with money.usd_per_accepted_unit written out (the plain one where its checks refuse)."""
