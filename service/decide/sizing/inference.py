@@ -86,12 +86,15 @@ def size_inference(
         # The brief's shape: tensor x pipeline GPUs per copy, whether or not it is the one we would pick.
         n = pinned
         s.fits = need(n).total_gb <= n * usable
+    tried: dict[int, tuple[float, ...]] = {}
     if pinned or brief.workload not in GENERATION:
         inference_speed(s, brief, shape, a, n, memo)
     else:
-        n = pick_width(s, brief, shape, a, n, sizes, gpu, memo)
+        n = pick_width(s, brief, shape, a, n, sizes, gpu, memo, tried)
     if n == s.memory_count or not s.latency_target:
         s.memory_count_latency_ms = s.est_latency_ms
+    elif s.memory_count in tried:  # the width search sized memory's width already
+        s.memory_count_latency_ms = tried[s.memory_count][SPEED_FIELDS.index("est_latency_ms")]
     else:  # what memory's width would take, said on the candidate when the count is raised (decide/counts.py)
         probe = copy.copy(s)
         probe.formulas = []
@@ -103,6 +106,8 @@ def size_inference(
 
 
 GENERATION = ("REALTIME_INFERENCE", "BATCH_INFERENCE", "EVALUATION", "NOTEBOOK")
+# What serving_speed sets on a Sizing (and all it sets): the width search keeps them per width tried.
+SPEED_FIELDS = ("effective_tflops", "tokens_per_second", "step_ms", "itl_ms", "est_ttft_ms", "est_latency_ms")
 
 
 def pinned_width(brief: Brief) -> int:
@@ -114,25 +119,29 @@ def pinned_width(brief: Brief) -> int:
 
 
 def pick_width(s: Sizing, brief: Brief, shape: Shape, a: Assumptions, n: int, sizes: tuple[int, ...], gpu: Gpu,
-               memo: Memo) -> int:
+               memo: Memo, tried: dict[int, tuple[float, ...]] | None = None) -> int:
     """The width one copy is served at, by the brief's objective: every width from the smallest that holds the
     model up to the node's tensor-parallel domain is sized, and the cheapest per unit of work among those that
     meet the brief's latency targets wins (GPUs per output token/s: the price per GPU is the same at every width);
-    when none meets them, the fastest. `s` is left holding the speed at the width returned."""
+    when none meets them, the fastest. `s` is left holding the speed at the width returned; `tried` (optional)
+    gets each width's SPEED_FIELDS."""
+    tried = {} if tried is None else tried
     widths = [n, *(k for k in sizes if n < k <= min(scale_up(gpu), MAX_TENSOR_PARALLEL))]
     lat = brief.latency
     target = (lat.p95_ms > 0 or lat.ttft_ms > 0) and brief.workload == "REALTIME_INFERENCE"
     best: tuple[bool, float, int] | None = None
     for k in widths:
         inference_speed(s, brief, shape, a, k, memo)
+        tried[k] = tuple(getattr(s, f) for f in SPEED_FIELDS)
         ok = meets_latency(s, lat) if target else True
         # Unmet targets rank by latency (closest first); met ones by GPUs per token/s, then the narrower.
         key = (not ok, s.est_latency_ms if not ok else k / max(s.tokens_per_second, 1e-12), k)
         if best is None or key < best:
             best = key
     chosen = best[2] if best else n
-    if chosen != widths[-1]:
-        inference_speed(s, brief, shape, a, chosen, memo)
+    if chosen != widths[-1]:  # the chosen width's figures back on `s`, as sizing it again would set them
+        for f, v in zip(SPEED_FIELDS, tried[chosen], strict=True):
+            setattr(s, f, v)
     return chosen
 
 
