@@ -115,7 +115,12 @@ def _resolve(
 
 def weights_gb(params_billion: float, bytes_per_param: float) -> float:
     """params × bytes per parameter (fp32 4, bf16 2, fp8/int8 1, int4 0.5, plus scale overhead)."""
-    _check(params_billion=params_billion, bytes_per_param=bytes_per_param)
+    try:  # compared directly first (NaN compares False): asked thousands of times an answer
+        ok = params_billion >= 0 and bytes_per_param >= 0
+    except TypeError:
+        ok = False
+    if not ok:
+        _check(params_billion=params_billion, bytes_per_param=bytes_per_param)
     return params_billion * 1e9 * bytes_per_param / GB
 
 

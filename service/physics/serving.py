@@ -23,7 +23,12 @@ def bound_seconds(read_gb: float, flops: float, bandwidth_tbs: float, mbu: float
     """Reading `read_gb` at mbu x bandwidth against computing `flops` (plus attention FLOPs at the rate attention
     runs at) at mfu x peak: a kernel overlaps memory traffic and math (the roofline: the longer of the two), but
     near the ridge point not wholly; `overlap` is the share of the shorter one hidden (1 = the roofline's max)."""
-    _check(bandwidth_tbs=bandwidth_tbs, mbu=mbu, tflops=tflops, mfu=mfu)
+    try:  # the common case compared directly (three calls a step, thousands an answer); _check says what is wrong
+        ok = bandwidth_tbs > 0 and mbu > 0 and tflops > 0 and mfu > 0
+    except TypeError:
+        ok = False
+    if not ok:
+        _check(bandwidth_tbs=bandwidth_tbs, mbu=mbu, tflops=tflops, mfu=mfu)
     if not 0 <= overlap <= 1:
         raise ValueError(f"overlap must be in [0, 1], got {overlap!r}")
     read = max(0.0, read_gb) * 1e9 / (bandwidth_tbs * 1e12 * mbu)
