@@ -472,13 +472,14 @@ def _resizer(run: Run, sized: Shape | None) -> Resize:
     # The memory a width needs reads the output length only through the context it sizes (tokens per sequence):
     # lengths tried at the same context share their breakdowns.
     needs: dict[tuple[int, int], dict[tuple[int, int], MemoryBreakdown]] = {}
+    prefills: dict[Any, Any] = {}  # a prefill step reads no output length: shared by every length tried
 
     def resize(s: Sizing, output_tokens: int) -> tuple[bool, float]:
         brief = with_output_tokens(req.brief, output_tokens)
         shape = shape_of(brief, book.assumptions, arch)
         assert shape is not None  # the same brief sized before; only the output length differs
         shared = needs.setdefault((shape.tokens_per_sequence, shape.sequences), {})
-        return latency_of(s.gpu, brief, shape, book.assumptions, day, shared)
+        return latency_of(s.gpu, brief, shape, book.assumptions, day, shared, prefills)
 
     return resize
 

@@ -323,7 +323,18 @@ def serving_speed(s: Sizing, brief: Brief, shape: Shape, a: Assumptions, n: int,
         attn_tflops=attn_tflops, overhead_s=overhead + traffic(c + prefill_per_step), overlap=overlap,
     )
 
+    # A prefill step reads neither the output length nor the sessions beyond its tokens: kept by GPU, width and
+    # tokens in the memo's prefill table, which the missed-target search shares across the lengths it tries.
+    prefills = memo.setdefault(("prefill",), {})
+
     def prefill(tokens: int, prompt: int) -> float:
+        key = (id(gpu), n, tokens, prompt)
+        hit = prefills.get(key)
+        if hit is None or hit[0] is not gpu:
+            hit = prefills[key] = (gpu, prefill_step(tokens, prompt))
+        return hit[1]
+
+    def prefill_step(tokens: int, prompt: int) -> float:
         """One prefill step of `tokens` tokens of `prompt`-token prompts: the floor, then the kernels' bounds."""
         read = mem.weights_gb(shape.params_read_billion(tokens), shape.bytes_per_param) * stages
         return serving.step_seconds(read, linear_flops(tokens), 0.0, 0.0, attention(prompt) * tokens / max(1, prompt),

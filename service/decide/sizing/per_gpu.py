@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from datetime import date
+from typing import Any
 
 from ...domain.assumptions import Assumptions
 from ...domain.brief import TRAINING_WORKLOADS, Brief, Quote
@@ -33,13 +34,18 @@ def size_all(
 
 
 def latency_of(
-    gpu: Gpu, brief: Brief, shape: Shape, a: Assumptions, day: date, needs: dict[tuple[int, int], MemoryBreakdown]
+    gpu: Gpu, brief: Brief, shape: Shape, a: Assumptions, day: date, needs: dict[tuple[int, int], MemoryBreakdown],
+    prefills: dict[Any, Any] | None = None,
 ) -> tuple[bool, float]:
     """`size(gpu, brief, ...)`'s `fits` and `est_latency_ms` (RequestSizer.fit_and_latency): what the missed-target
     suggestion asks of each output length it tries. No quotes: they set the price, never the speed. `needs`: the
-    memory breakdowns of an earlier length whose shape sized the same context and sequences (see RequestSizer)."""
+    memory breakdowns of an earlier length whose shape sized the same context and sequences (see RequestSizer);
+    `prefills`: the prefill steps of earlier lengths (a prefill reads no output length; decide/sizing/inference.py)."""
     t = tb.tables(a)
-    return RequestSizer(brief, shape, a, t.constants, (), day, needs, t.speeds).fit_and_latency(t.gpu(gpu))
+    req = RequestSizer(brief, shape, a, t.constants, (), day, needs, t.speeds)
+    if prefills is not None:
+        req.memo[("prefill",)] = prefills
+    return req.fit_and_latency(t.gpu(gpu))
 
 
 def size(
