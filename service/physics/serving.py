@@ -9,6 +9,7 @@ engine's token budget, then one step.
 
 from __future__ import annotations
 
+import functools
 import math
 
 
@@ -62,6 +63,7 @@ def allreduce_transfer_seconds(nbytes: float, gpus: int, link_gbs: float) -> flo
     return 2.0 * (gpus - 1) / gpus * nbytes / (link_gbs / 2 * 1e9)
 
 
+@functools.lru_cache(maxsize=4096, typed=True)  # a sum over up to 10,000 prompts, asked per GPU and width tried
 def mean_chunks_to_first_token(sessions: int, prompt_tokens: int, budget_tokens: int) -> float:
     """Prompts that arrive together (a closed-loop client population started at once, and held in step by equal
     lengths) are prefilled first come first served in chunks of `budget_tokens`; prompt i is done with chunk
