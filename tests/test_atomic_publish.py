@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -15,37 +14,20 @@ import grpc
 
 from service.frontends.cli import main as cli
 from service.rulebook.atomic import write_atomically
-from service.rulebook.files import read_folder
-from service.rulebook.folder import content_hash
 from service.wire.api import pb, pb_grpc
 from tests.conftest import RULES
 from tests.test_hostile_clients import stop
-from tests.test_serving import REPO, log_events
+from tests.test_last_good import folder_hash
+from tests.test_serving import log_events, start_process
 
 FIXTURES = Path(__file__).parent / "fixtures" / "models"
 
 
-def _hash(folder: Path) -> str:
-    files, problems = read_folder(folder, folder.name)
-    assert not problems
-    return content_hash(files)
-
-
 def _start(tmp_path: Path, rules: Path) -> tuple[subprocess.Popen[bytes], str, Path]:
-    log = tmp_path / f"server-{time.monotonic_ns()}.log"
-    env = {**os.environ, "GPU_ADVISOR_ADDR": "127.0.0.1:0", "GPU_ADVISOR_LOG_LEVEL": "INFO", "PYTHONPATH": str(REPO)}
-    env.pop("GPU_ADVISOR_RULES_SETTLE_SECONDS", None)  # the default settle time
-    with log.open("w") as err:
-        proc = subprocess.Popen([sys.executable, "-m", "service", "--rules", str(rules)], cwd=REPO, env=env,
-                                stdout=subprocess.DEVNULL, stderr=err)
-    end = time.monotonic() + 90
-    while time.monotonic() < end and proc.poll() is None:
-        for event in log_events(log):
-            if event.get("event") == "serving":
-                return proc, f"127.0.0.1:{event['port']}", log
-        time.sleep(0.1)
-    proc.kill()
-    raise AssertionError(f"the server did not start: {log.read_text()}")
+    proc, port, log = start_process(tmp_path, {}, "--rules", str(rules), watch=True,
+                                    unset=("GPU_ADVISOR_RULES_SETTLE_SECONDS",),  # the default settle time
+                                    log_name=f"server-{time.monotonic_ns()}.log", wait_s=90)
+    return proc, f"127.0.0.1:{port}", log
 
 
 def _served_hash(addr: str) -> str:
@@ -71,7 +53,7 @@ def test_a_writer_that_pauses_mid_file_is_not_served_half_written(tmp_path: Path
     mid = tmp_path / "mid" / "rules"
     shutil.copytree(rules, mid)
     (mid / "README.md").write_text(half)
-    mid_hash, final_hash = _hash(mid), None
+    mid_hash, final_hash = folder_hash(mid), None
     proc, addr, log = _start(tmp_path, rules)
     try:
         with (rules / "README.md").open("w") as f:  # in place, as `offers import --out` did
@@ -79,7 +61,7 @@ def test_a_writer_that_pauses_mid_file_is_not_served_half_written(tmp_path: Path
             f.flush()
             time.sleep(0.6)  # paused, within the settle time (1 s): 0.25 s of quiet was enough for the watcher before
             f.write(text[len(half):])
-        final_hash = _hash(rules)
+        final_hash = folder_hash(rules)
         assert _wait(lambda: _served_hash(addr) == final_hash)
         activated = {e["revision"] for e in log_events(log) if e.get("event") == "rules_activated"}
         assert mid_hash[:12] not in activated, "the half-written version was served"
@@ -94,13 +76,13 @@ def test_a_version_published_by_one_symlink_swap_is_served(tmp_path: Path):
     current.symlink_to(v1)
     proc, addr, log = _start(tmp_path, current)
     try:
-        assert _served_hash(addr) == _hash(v1)
+        assert _served_hash(addr) == folder_hash(v1)
         shutil.copytree(v1, v2)  # the new version, written in full beside the served one
         (v2 / "README.md").write_text((v2 / "README.md").read_text() + "\nVersion two.\n")
         swap = tmp_path / "current.new"
         swap.symlink_to(v2)
         os.replace(swap, current)  # the publication: one rename
-        assert _wait(lambda: _served_hash(addr) == _hash(v2))
+        assert _wait(lambda: _served_hash(addr) == folder_hash(v2))
         assert not any(e.get("event") == "rules_rejected" for e in log_events(log))
     finally:
         stop(proc)

@@ -4,10 +4,8 @@ the server; health SERVING and every answer flagged (newer_rules_rejected). Real
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -20,31 +18,21 @@ from service.wire.api import pb, pb_grpc
 from tests.conftest import RULES
 from tests.test_hostile_clients import stop
 from tests.test_server import good_request
-from tests.test_serving import REPO, health_status, log_events
+from tests.test_serving import health_status, log_events, start_process
 
 SERVING = health_pb2.HealthCheckResponse.SERVING
 
 
 def _start(tmp_path: Path, rules: Path, state: Path | None, *args: str) -> tuple[subprocess.Popen[bytes], str, Path]:
-    log = tmp_path / f"server-{time.monotonic_ns()}.log"
-    env = {**os.environ, "GPU_ADVISOR_ADDR": "127.0.0.1:0", "GPU_ADVISOR_LOG_LEVEL": "INFO", "PYTHONPATH": str(REPO)}
-    env.pop("GPU_ADVISOR_STATE_DIR", None)
-    if state is not None:
-        env["GPU_ADVISOR_STATE_DIR"] = str(state)
-    with log.open("w") as err:
-        proc = subprocess.Popen([sys.executable, "-m", "service", "--rules", str(rules), *args], cwd=REPO, env=env,
-                                stdout=subprocess.DEVNULL, stderr=err)
-    end = time.monotonic() + 90
-    while time.monotonic() < end and proc.poll() is None:
-        for event in log_events(log):
-            if event.get("event") == "serving":
-                return proc, f"127.0.0.1:{event['port']}", log
-        time.sleep(0.1)
-    proc.kill()
-    raise AssertionError(f"the server did not start: {log.read_text()}")
+    proc, port, log = start_process(
+        tmp_path, {"GPU_ADVISOR_STATE_DIR": str(state)} if state is not None else {}, "--rules", str(rules), *args,
+        watch=True, unset=() if state is not None else ("GPU_ADVISOR_STATE_DIR",),
+        log_name=f"server-{time.monotonic_ns()}.log", wait_s=90,
+    )
+    return proc, f"127.0.0.1:{port}", log
 
 
-def _hash(folder: Path) -> str:
+def folder_hash(folder: Path) -> str:
     files, problems = read_folder(folder, folder.name)
     assert not problems
     return content_hash(files)
@@ -74,13 +62,13 @@ def test_a_refused_folder_at_start_serves_the_last_good_version_saved_in_the_sta
     rules, state = tmp_path / "rules", tmp_path / "state"
     shutil.copytree(RULES, rules)
     (rules / "README.md").write_text((rules / "README.md").read_text() + "\nThis copy differs from the shipped one.\n")
-    good = _hash(rules)
+    good = folder_hash(rules)
     proc, _addr, _log = _start(tmp_path, rules, state, "--no-watch")
     try:
         assert _wait(lambda: (state / "last-good").is_dir()), "the activated version was not saved"
     finally:
         stop(proc)
-    assert _hash(state / "last-good") == good
+    assert folder_hash(state / "last-good") == good
 
     _break(rules)
     proc, addr, log = _start(tmp_path, rules, state)
@@ -96,8 +84,8 @@ def test_a_refused_folder_at_start_serves_the_last_good_version_saved_in_the_sta
         shutil.rmtree(rules)
         shutil.copytree(RULES, rules)
         assert _wait(lambda: not _answer(addr)[1].newer_rules_rejected)
-        assert _answer(addr)[1].ruleset.content_hash == _hash(RULES)
-        assert _wait(lambda: _hash(state / "last-good") == _hash(RULES))
+        assert _answer(addr)[1].ruleset.content_hash == folder_hash(RULES)
+        assert _wait(lambda: folder_hash(state / "last-good") == folder_hash(RULES))
     finally:
         stop(proc)
 
@@ -111,7 +99,7 @@ def test_a_refused_folder_with_nothing_saved_serves_the_rules_shipped_with_the_s
         try:
             status, answer = _answer(addr)
             assert status == SERVING
-            assert answer.candidates and answer.ruleset.content_hash == _hash(RULES)
+            assert answer.candidates and answer.ruleset.content_hash == folder_hash(RULES)
             assert answer.newer_rules_rejected and "routing.yaml" in answer.newer_rules_error
             assert any(e.get("event") == "rules_fallback_serving" and "shipped" in e["kind"]
                        for e in log_events(log))

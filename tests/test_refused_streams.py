@@ -5,13 +5,13 @@ default stream cap (2). Before, Core counted the connection's ended-but-not-yet-
 
 from __future__ import annotations
 
-import threading
 from collections import Counter
 from pathlib import Path
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from service.bench.polite_bench import in_flight
 from service.wire.api import pb_grpc
 from tests.test_hostile_clients import stop
 from tests.test_server import good_request
@@ -20,44 +20,16 @@ from tests.test_serving import start_process
 NO_RETRIES = [("grpc.enable_retries", 0)]  # a refused stream would be retried transparently otherwise
 
 
-def _run(calls: list, in_flight: int, total: int) -> Counter[str]:  # noqa: ANN001 - callables taking no argument
-    """`in_flight` threads making `total` calls in all, each thread on `calls[i % len(calls)]`."""
-    outcomes: Counter[str] = Counter()
-    left = [total]
-    lock = threading.Lock()
-
-    def worker(call) -> None:  # noqa: ANN001
-        while True:
-            with lock:
-                if left[0] <= 0:
-                    return
-                left[0] -= 1
-            try:
-                call()
-                code = "OK"
-            except grpc.RpcError as err:
-                code = err.code().name
-            with lock:
-                outcomes[code] += 1
-
-    threads = [threading.Thread(target=worker, args=(calls[i % len(calls)],)) for i in range(in_flight)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(300)
-    return outcomes
-
-
 def test_a_channel_with_4_calls_in_flight_sees_no_refused_stream(tmp_path: Path):
     proc, port, _log = start_process(tmp_path, {})
     addr = f"127.0.0.1:{port}"
     try:
         with grpc.insecure_channel(addr, options=[("grpc.use_local_subchannel_pool", 1), *NO_RETRIES]) as channel:
             check = health_pb2_grpc.HealthStub(channel).Check
-            checks = _run([lambda: check(health_pb2.HealthCheckRequest(), timeout=30)], 4, 10_000)
+            checks = in_flight([lambda: check(health_pb2.HealthCheckRequest(), timeout=30)], 4, 10_000)
             recommend = pb_grpc.GpuAdvisorStub(channel).Recommend
             request = good_request()
-            answers = _run([lambda: recommend(request, timeout=30)], 4, 1_000)
+            answers = in_flight([lambda: recommend(request, timeout=30)], 4, 1_000)
         assert checks == Counter(OK=10_000), checks
         assert answers == Counter(OK=1_000), answers
     finally:
@@ -73,7 +45,7 @@ def test_two_channels_of_one_process_sharing_a_connection_see_no_refused_stream(
                 grpc.insecure_channel(addr, options=NO_RETRIES) as two:
             stubs = [health_pb2_grpc.HealthStub(one).Check, health_pb2_grpc.HealthStub(two).Check]
             calls = [lambda s=s: s(health_pb2.HealthCheckRequest(), timeout=30) for s in stubs]
-            outcomes = _run(calls, 4, 6_000)  # 2 in flight on each channel
+            outcomes = in_flight(calls, 4, 6_000)  # 2 in flight on each channel
         assert outcomes == Counter(OK=6_000), outcomes
     finally:
         stop(proc)

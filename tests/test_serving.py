@@ -406,15 +406,21 @@ def test_probe_port_flag_and_env(monkeypatch):
     assert parse_args([])[1]["health_addr"] == "127.0.0.1:9000"
 
 
-def start_process(tmp_path: Path, env: dict[str, str], *args: str) -> tuple[subprocess.Popen[bytes], int, Path]:
-    """`python -m service` on an ephemeral port → (process, port, its log file)."""
-    log = tmp_path / "server.log"
+def start_process(
+    tmp_path: Path, env: dict[str, str], *args: str, watch: bool = False, unset: tuple[str, ...] = (),
+    log_name: str = "server.log", wait_s: float = 60,
+) -> tuple[subprocess.Popen[bytes], int, Path]:
+    """`python -m service` on an ephemeral port → (process, port, its log file). `unset`: environment variables
+    the server must not inherit (its defaults are under test)."""
+    log = tmp_path / log_name
     full_env = {**os.environ, "GPU_ADVISOR_ADDR": "127.0.0.1:0", "GPU_ADVISOR_RULES": str(RULES),
                 "GPU_ADVISOR_LOG_LEVEL": "INFO", "PYTHONPATH": str(REPO), **env}
+    for name in unset:
+        full_env.pop(name, None)
     with log.open("w") as err:
-        proc = subprocess.Popen([sys.executable, "-m", "service", "--no-watch", *args], cwd=REPO, env=full_env,
-                                stdout=subprocess.DEVNULL, stderr=err)
-    end = time.monotonic() + 60
+        proc = subprocess.Popen([sys.executable, "-m", "service", *([] if watch else ["--no-watch"]), *args],
+                                cwd=REPO, env=full_env, stdout=subprocess.DEVNULL, stderr=err)
+    end = time.monotonic() + wait_s
     while time.monotonic() < end and proc.poll() is None:
         for event in log_events(log):
             if event.get("event") == "serving":

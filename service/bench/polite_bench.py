@@ -82,7 +82,8 @@ def _share(o: Outcomes) -> str:
     return f"{o.ok:4}/{o.total:<4} OK ({o.ok_share:6.1%}) p99 {o.pct(0.99):6.0f} ms"
 
 
-def _in_flight(calls: list[Callable[[], Any]], threads: int, total: int) -> Counter[str]:
+def in_flight(calls: list[Callable[[], Any]], threads: int, total: int) -> Counter[str]:
+    """`threads` threads making `total` calls in all, each thread on `calls[i % len(calls)]`: outcomes by code."""
     outcomes: Counter[str] = Counter()
     left, lock = [total], threading.Lock()
 
@@ -104,7 +105,7 @@ def _in_flight(calls: list[Callable[[], Any]], threads: int, total: int) -> Coun
     for t in pool:
         t.start()
     for t in pool:
-        t.join()
+        t.join(300)  # bounded: a test or bench never hangs on a stuck call
     return outcomes
 
 
@@ -117,12 +118,12 @@ def refused_row(repo: Path, checks: int = 10_000, answers: int = 2_000) -> str:
     try:
         with grpc.insecure_channel(server.addr, options=[("grpc.use_local_subchannel_pool", 1), *no_retries]) as ch:
             check, rec = health_pb2_grpc.HealthStub(ch).Check, pb_grpc.GpuAdvisorStub(ch).Recommend
-            one_checks = _in_flight([lambda: check(health_pb2.HealthCheckRequest(), timeout=30)], 4, checks)
-            one_answers = _in_flight([lambda: rec(request, timeout=30)], 4, answers)
+            one_checks = in_flight([lambda: check(health_pb2.HealthCheckRequest(), timeout=30)], 4, checks)
+            one_answers = in_flight([lambda: rec(request, timeout=30)], 4, answers)
         with grpc.insecure_channel(server.addr, options=no_retries) as a, \
                 grpc.insecure_channel(server.addr, options=no_retries) as b:
             stubs = [health_pb2_grpc.HealthStub(a).Check, health_pb2_grpc.HealthStub(b).Check]
-            shared = _in_flight([lambda s=s: s(health_pb2.HealthCheckRequest(), timeout=30) for s in stubs], 4,
+            shared = in_flight([lambda s=s: s(health_pb2.HealthCheckRequest(), timeout=30) for s in stubs], 4,
                                 checks)
     finally:
         server.stop()
