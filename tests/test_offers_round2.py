@@ -19,6 +19,7 @@ from service.domain.assumptions import Assumptions
 from service.domain.brief import AdviceRequest, Brief, Economics, Model, PlacementPolicy, Traffic
 from service.domain.offers import OfferTable, offer_filter
 from service.frontends.cli import print_advice
+from service.frontends.offers_cli import offer_rows
 from service.market.offer_checks import check_offers
 from service.market.offer_files import read_offers
 from service.rulebook.folder import load_rulebook
@@ -78,6 +79,27 @@ def test_shipped_reserved_terms_are_published_and_dated():
         assert o.tier == "reserved" and o.term_months in (12, 36), o
         assert not re.search(r"\bshared\b|\.csv|rules/", o.source), o.source  # a published page, not a path
         assert o.source.startswith("computed:") or "$" in o.source, o.source  # the figure or its derivation
+
+
+def test_shipped_longer_terms_cost_less_and_derived_rows_say_so():
+    """A 3-year term of a shape is cheaper than its 1-year term (two swapped columns would show here), and a
+    row worked out from a discount percentage rather than read off a price list says so first."""
+    rows, _ = read_offers("reserved.csv", (Path("rules") / "offers" / "reserved.csv").read_text())
+    by_shape: dict[tuple[str, str, str], dict[int, float]] = {}
+    for o in rows:
+        by_shape.setdefault((o.provider, o.instance_type, o.region), {})[o.term_months] = o.usd_per_hour
+        if re.search(r"\bless \d+%|% discount|discount of", o.source):
+            assert o.source.startswith("computed:"), o.source
+    both = {k: v for k, v in by_shape.items() if {12, 36} <= v.keys()}
+    assert both, "no shape is shipped with both a 1-year and a 3-year term"
+    assert all(v[36] < v[12] for v in both.values()), both
+
+
+def test_the_offers_table_shows_a_reserved_term():
+    rows, _ = read_offers("a.csv", HEAD + ",term_months\ngcp,a2-highgpu-1g,a100-40gb,1,us-central1,US,reserved,"
+                          "1.2857,2026-08-20,s,2026-08-20,36\n")
+    table = offer_rows([offer_to_proto(rows[0])])
+    assert table[1][table[0].index("tier")] == "reserved 36 mo"
 
 
 def test_reserve_term_follows_the_horizon():

@@ -31,9 +31,11 @@ def offer_rows(offers: Sequence[Any]) -> list[list[str]]:
     """The header and one row per Offer: what the CLI table and the MCP tool's markdown show."""
     rows = [HEADER]
     for o in offers:
+        tier = pb.PriceTier.Name(o.tier).removeprefix("PRICE_TIER_").lower().replace("_", "-")
+        if o.term_months:  # a reserved row's commitment: the same shape is often sold for 12 and 36 months
+            tier += f" {o.term_months} mo"
         rows.append([
-            o.gpu, o.provider, o.instance_type, str(o.gpus_per_instance), o.region, o.country or "-",
-            pb.PriceTier.Name(o.tier).removeprefix("PRICE_TIER_").lower().replace("_", "-"),
+            o.gpu, o.provider, o.instance_type, str(o.gpus_per_instance), o.region, o.country or "-", tier,
             f"{o.usd_per_hour:,.2f}", f"{o.usd_per_gpu_hour:,.2f}", o.as_of,
         ])
     return rows
