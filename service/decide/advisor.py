@@ -117,10 +117,11 @@ def _defaults_stated(brief: Brief, shape: Shape, a: Any) -> dict[str, Any]:
 
 def advise(
     book: Rulebook, engine: Evaluator, req: AdviceRequest, today: date | None = None,
-    still_wanted: StillWanted | None = None,
+    still_wanted: StillWanted | None = None, also_depends_on: tuple[str, ...] = (),
 ) -> Advice:
     """The decision in the order it is made; `still_wanted` (optional) is asked between stages, and when it says
-    no, `Cancelled` is raised."""
+    no, `Cancelled` is raised. `also_depends_on`: brief fields the route waits on besides its own (a reserve
+    route answered again at reserved prices keeps those of the first pass)."""
     req, said = _named_model(book, req)
     run = Run(book, engine, req)
     run.notes += [Reason("models.registry", run.text("note.model_registry", said))] if said else []
@@ -136,11 +137,13 @@ def advise(
     scored = _candidate_rules(run, base, sizings)
     ranked = _ranked(scored, req, book.assumptions)
     checkpoint(still_wanted, "plan")
-    route = _rent_route(run, base, shape, ranked, day, {q.field for q in asks.questions})
+    route = _rent_route(run, base, shape, ranked, day, {q.field for q in asks.questions}, also_depends_on)
     if reserved_again(req, route.route.kind, book.offers, book.assumptions):
         # A reserve route compares at reserved prices: the same brief again at the RESERVED tier, for a term the
         # horizon covers. Kept only when it still routes to reserve and a reserved offer prices its first pick.
-        again = advise(book, engine, with_price_tier(req, "RESERVED"), today, still_wanted)
+        # A field that could change this pass's route decides whether that second answer is given at all, so
+        # the second waits on it too (a horizon that makes buying pay back on the first pick's on-demand rent).
+        again = advise(book, engine, with_price_tier(req, "RESERVED"), today, still_wanted, route.depends_on)
         if again.route and again.route.kind == "RESERVE" and reserved_top(again):
             return again
     checkpoint(still_wanted, "render")
@@ -148,7 +151,7 @@ def advise(
 
 
 def _rent_route(run: Run, base: dict[str, Any], shape: Shape | None, ranked: _Ranked, day: date,
-                asked: set[str] | None = None) -> _Routed:
+                asked: set[str] | None = None, also_depends_on: tuple[str, ...] = ()) -> _Routed:
     """The route; on a route that rents from offers, candidates an offer in the brief's scope prices (or the
     caller's quote) rank before every other, and the route is decided again on the new first pick."""
     mark = (len(run.trace), len(run.warnings), len(run.notes))
@@ -156,7 +159,7 @@ def _rent_route(run: Run, base: dict[str, Any], shape: Shape | None, ranked: _Ra
     if kind in F.RENT_ROUTES and placed_first(ranked, kind):
         del run.trace[mark[0]:], run.warnings[mark[1]:], run.notes[mark[2]:]
         plan, said, kind, rationale = _plan_route(run, base, shape, ranked, day)
-    return _outcome(run, plan, said, kind, rationale, asked)
+    return _outcome(run, plan, said, kind, rationale, asked, also_depends_on)
 
 
 @dataclass
@@ -383,7 +386,7 @@ def _plan_route(
 
 
 def _outcome(run: Run, plan: dict[str, Any], said: dict[str, Any], route_kind: str,
-             rationale: list[Reason], asked: set[str] | None = None) -> _Routed:
+             rationale: list[Reason], asked: set[str] | None = None, also_depends_on: tuple[str, ...] = ()) -> _Routed:
     """Which missing brief fields could change the route; stage 4, the outcome rules on the chosen route.
     `asked`: the fields the questions ask; a route input some rule could ask about but that the rules left
     unasked for this brief (a single run's hours a month) is not one the route waits on."""
@@ -391,6 +394,7 @@ def _outcome(run: Run, plan: dict[str, Any], said: dict[str, Any], route_kind: s
     if asked is not None:
         askable = _askable(run.book.program.for_fact("brief"))
         depends_on = tuple(f for f in depends_on if f in asked or f not in askable)
+    depends_on = tuple(dict.fromkeys(depends_on + also_depends_on))
     outcome = F.outcome_fact(plan, route_kind)
     for rule in run.fire("outcome", [outcome])["outcome"]:
         run.common(rule, {**outcome, "utilization_basis": said["utilization_basis"]})
