@@ -99,3 +99,14 @@ def test_the_new_models_rows_are_compared(catalog_bundle: Any) -> None:
     rows = {p.row for p in points}
     assert {"minimaxm2_5_h200_vllm_fp8_agg_1024x1024_c32_cfg637", "qwen3_5_b300_sglang_fp8_agg_1024x1024_c32_cfg716",
             "2026_03_25_kimi_k2_5_b300_sxm_vllm_fp4_agg_1024x1024_c16_tp4_0_ep4_0_42"} <= rows
+
+
+def test_calibration_scores_ttft_plus_half_tpot_over_the_engine_named_serving_rows(catalog_bundle: Any) -> None:
+    from service.accuracy.calibrate import score, serving_rows
+
+    rows = serving_rows(catalog_bundle, FOLDER)
+    assert len(rows) >= 30 and all(r.gpus and r.brief.toolchain for r in rows)
+    assert {r.arrivals for r in rows if r.id.startswith("nim-")} == {"spread"}
+    # median |TTFT| 20 (of 10, 20, 30) + 0.5 x median |TPOT or throughput| 40 (of 40 and 40)
+    errs = [("ttft", 10.0), ("ttft", 30.0), ("ttft", 20.0), ("itl", 40.0), ("throughput", 40.0)]
+    assert score(errs) == (40.0, 20.0, 40.0)
