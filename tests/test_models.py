@@ -122,7 +122,7 @@ def test_list_models_filters(stub: Any) -> None:
     assert {m.id for m in image} == {"sdxl-base-1.0", "flux.1-dev", "hunyuanvideo", "wan2.1-t2v-1.3b",
                                      "wan2.1-t2v-14b", "cogvideox-2b", "cogvideox-5b", "cogvideox1.5-5b"}
     qwen = stub.ListModels(pb.ListModelsRequest(query="QWEN3"), timeout=30).models
-    assert {m.id for m in qwen} == {"qwen3-8b", "qwen3-32b", "qwen3-235b-a22b"}
+    assert {m.id for m in qwen} == {"qwen3-8b", "qwen3-32b", "qwen3-235b-a22b", "qwen3.5-397b-a17b"}
     by_alias = stub.ListModels(pb.ListModelsRequest(query="openai/gpt-oss"), timeout=30).models
     assert {m.id for m in by_alias} == {"gpt-oss-20b", "gpt-oss-120b"}
     mla = next(m for m in every if m.id == "deepseek-v3")

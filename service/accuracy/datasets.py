@@ -44,6 +44,13 @@ class Row:
     gpus: int
     measured: dict[str, float] = field(default_factory=dict)
     source: str = ""
+    arrivals: str = ""  # how the measuring client sent its prompts (ARRIVALS); "" = as the product assumes
+
+
+# How a measurement's client sent the prompts, as the share of the other sessions' prefill a prompt waits for
+# (decide/sizing serving_speed's `synchrony`): "spread" = each on its own, "together" = every session's at once.
+# A row says it only with evidence (published.csv `arrivals`, rules/accuracy/README.md).
+ARRIVALS = {"spread": 0.0, "together": 1.0}
 
 
 @dataclass(frozen=True)
@@ -135,5 +142,8 @@ def read_published(path: Path) -> list[Row]:
                           success_unit=SUCCESS_UNITS.get(workload, "UNSPECIFIED"), media=Media(),
                           toolchain=tuple(t for t in r["toolchain"].split() if t))
             measured = {key: _num(r[col]) for col, key in MEASURED if r[col]}
-            rows.append(Row(r["id"], "published", brief, r["gpu"], _int(r["gpus"]), measured, r["source"]))
+            arrivals = (r.get("arrivals") or "").strip()
+            if arrivals and arrivals not in ARRIVALS:
+                raise ValueError(f"{path.name} row {r['id']}: arrivals {arrivals!r} is not one of {sorted(ARRIVALS)}")
+            rows.append(Row(r["id"], "published", brief, r["gpu"], _int(r["gpus"]), measured, r["source"], arrivals))
     return rows

@@ -22,7 +22,7 @@ from ..domain.brief import AdviceRequest, Brief
 from ..domain.catalog import Gpu
 from ..domain.models import name_index
 from ..rulebook.version import Bundle
-from .datasets import AICONFIGURATOR, PUBLISHED, Row, Skipped, read_aiconfigurator, read_published
+from .datasets import AICONFIGURATOR, ARRIVALS, PUBLISHED, Row, Skipped, read_aiconfigurator, read_published
 
 TRAINING = ("PRETRAINING", "FULL_FINETUNE", "ADAPTER_FINETUNE")
 
@@ -99,20 +99,28 @@ def _estimates(bundle: Bundle, row: Row, day: date) -> tuple[Any, str]:  # noqa:
         "gpu_hours": perf.gpu_hours, "images": perf.images_per_second_per_replica,
         "memory": cand.memory.need_gb / max(1, perf.replicas),
     }
-    note = ""
+    notes = []
     serving = brief.workload not in TRAINING and brief.workload != "MEDIA_GENERATION"
-    if serving and row.gpus and perf.tensor_parallel != row.gpus:
-        est.update(_at_width(bundle, brief, gpu, row.gpus, day))
-        note = f"at the measured {row.gpus} GPUs (the answer chose {perf.tensor_parallel})"
-    return (est, classes, note), ""
+    width = row.gpus or perf.tensor_parallel
+    if serving and (width != perf.tensor_parallel or row.arrivals):
+        # The same sizing at the measured width and, when the row says how its client sent the prompts, with
+        # that arrival pattern in place of the one the product assumes for users.
+        est.update(_at_width(bundle, brief, gpu, width, day, ARRIVALS.get(row.arrivals)))
+        if width != perf.tensor_parallel:
+            notes.append(f"at the measured {width} GPUs (the answer chose {perf.tensor_parallel})")
+        if row.arrivals:
+            notes.append(f"prompts arriving {row.arrivals}, as measured")
+    return (est, classes, "; ".join(notes)), ""
 
 
-def _at_width(bundle: Bundle, brief: Brief, gpu: Gpu, width: int, day: date) -> dict[str, float]:
+def _at_width(bundle: Bundle, brief: Brief, gpu: Gpu, width: int, day: date,
+              synchrony: float | None = None) -> dict[str, float]:
     """ITL, TTFT and tokens/s of one copy on `width` GPUs: the sizing the answer runs, at a width the product
-    would not have chosen. (When the brief can name its parallelism, asking the answer for it replaces this.)"""
+    would not have chosen, with prompts arriving as `synchrony` says (None: as the product assumes).
+    (When the brief can name its parallelism, asking the answer for it replaces this.)"""
     a = bundle.book.assumptions
     shape = shape_of(brief, a)
     assert shape is not None  # the answer sized this brief
     s = size(gpu, brief, shape, a, (), day)
-    inference_speed(s, brief, shape, a, width, {})
+    inference_speed(s, brief, shape, a, width, {}, synchrony)
     return {"itl": s.itl_ms, "ttft": s.est_ttft_ms, "throughput": s.tokens_per_second}

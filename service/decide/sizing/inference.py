@@ -4,6 +4,7 @@ decode speed; embeddings and media generation are its prefill-only cases."""
 from __future__ import annotations
 
 import copy
+import dataclasses
 import math
 
 from ...domain.assumptions import Assumptions
@@ -229,12 +230,14 @@ def embedding_speed(s: Sizing, brief: Brief, shape: Shape, a: Assumptions, n: in
     s.est_ttft_ms = s.est_latency_ms = 0.0
 
 
-def inference_speed(s: Sizing, brief: Brief, shape: Shape, a: Assumptions, n: int, memo: Memo) -> None:
+def inference_speed(s: Sizing, brief: Brief, shape: Shape, a: Assumptions, n: int, memo: Memo,
+                    synchrony: float | None = None) -> None:
     """Decode is memory-bound (bytes read per step / bandwidth) with a per-step floor, prefill compute-bound
     (2·N per token plus attention); under load the other sequences' prefills share the steps.
 
     `memo` keeps what depends on the brief alone (bytes read per step, attention FLOPs of a prompt), asked
-    for by every GPU and every tensor-parallel width tried."""
+    for by every GPU and every tensor-parallel width tried. `synchrony`: how the prompts arrive (serving_speed);
+    None = as the product assumes for the engine."""
     gpu = s.gpu
     mfu = a.num("mfu_prefill")
     if brief.workload == "MEDIA_GENERATION":
@@ -248,20 +251,27 @@ def inference_speed(s: Sizing, brief: Brief, shape: Shape, a: Assumptions, n: in
     if brief.workload == "EMBEDDING":
         embedding_speed(s, brief, shape, a, n)
         return
-    serving_speed(s, brief, shape, a, n, memo)
+    serving_speed(s, brief, shape, a, n, memo, synchrony)
 
 
-def serving_speed(s: Sizing, brief: Brief, shape: Shape, a: Assumptions, n: int, memo: Memo) -> None:
+def serving_speed(s: Sizing, brief: Brief, shape: Shape, a: Assumptions, n: int, memo: Memo,
+                  synchrony: float | None = None) -> None:
     """Generation on n GPUs (one model copy) with the engine the brief names. A decode step runs its kernels one
     after another, each the longer of its reads and its math (the weights its tokens touch against their FLOPs; the
     KV cache against attention's FLOPs), plus the step's floor and communication. A prompt's prefill is the same
     bound over its tokens (an MoE's expert GEMMs at the tile use their few rows per expert reach). The engine runs
     a share of the others' prefills first (`prefill_first`: they lengthen a new prompt's wait, the prompts that
     arrived together in chunks of the token budget) and mixes the rest into the decode steps as chunks (they
-    lengthen every output token: their tokens ride in the step's GEMMs)."""
+    lengthen every output token: their tokens ride in the step's GEMMs).
+
+    `synchrony` overrides that share when how the prompts arrive is known (a measurement's client): 0 = each
+    prompt arrives on its own (its prefill rides in the decode steps; it waits for its own), 1 = every session's
+    prompt arrives together (the wave). None = the engine's `prefill_first`, the product's assumption."""
     gpu = s.gpu
     arch = shape.arch
     eff = efficiency(gpu, brief.toolchain, a)
+    if synchrony is not None:
+        eff = dataclasses.replace(eff, prefill_first=min(1.0, max(0.0, synchrony)))
     # An MoE's expert GEMMs run grouped, many small matrices a step, and keep only part of a dense GEMM's rate.
     mfu = eff.mfu * (a.num("moe_gemm_efficiency") if shape.routed or shape.moe_estimated else 1.0)
     attn_tflops = (gpu.tflops_bf16 or s.tflops) * n  # attention runs on 16-bit tensor cores
