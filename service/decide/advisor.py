@@ -32,6 +32,7 @@ from ..physics.memory import MemoryBreakdown
 from ..render.messages import compact, unit_key
 from ..render.summary import render_summary
 from . import facts as F
+from . import tables as tb
 from .accuracy import unmeasured_note
 from .answer import benchmark, build, candidate_of, checklist, dedupe_warnings, once, said_texts
 from .book import Rulebook
@@ -47,6 +48,7 @@ from .shape_notes import shape_notes
 from .sizing.common import Sizing, compared_tier
 from .sizing.inference import prefill_batch_sequences
 from .sizing.per_gpu import latency_of, size, size_all
+from .sizing.per_request import NO_ECONOMICS
 from .sizing.shape import Shape, shape_of
 from .targets import Resize, unmet_targets
 
@@ -54,6 +56,7 @@ from .targets import Resize, unmet_targets
 _KV_NOTE = {"MLA": "note.kv_estimated_mla", "MHA": "note.kv_estimated_mha", "MQA": "note.kv_estimated_mqa"}
 DEFAULT_MAX_CANDIDATES = 5
 DEFAULT_ROUTE = "RENT_ON_DEMAND"  # when no routing row matches
+LATENCY_BRIEFS = 256  # briefs whose missed-target latencies a rules version keeps; all are dropped past it
 
 
 def _params(s: Sizing, fact: dict[str, Any], unit_text: str) -> dict[str, Any]:
@@ -229,14 +232,14 @@ def _place_every_gpu(run: Run, shape: Shape | None, sizings: list[Sizing], day: 
             return (host_ram_ok(o, gib.get(o.gpu, 0.0), ratio) and term_ok
                     and (o.provider, o.country, o.tier) in scopes and by_brief(o))
 
-        got = (leaders_of(table, day, allowed), markets_of(table, day, allowed))
+        got = (leaders_of(table, day, allowed), markets_of(table, day, allowed), {})
         if len(run.shared.leaders) >= 64:
             run.shared.leaders.clear()
         run.shared.leaders[key] = got
-    leaders, markets = got
+    leaders, markets, kept = got
     max_age = int(a.values.get("max_offer_age_days", a.values.get("max_price_age_days", 540)))
     for s in sizings:
-        place(s, brief, shape, a, table, day, leaders, max_age, markets)
+        place(s, brief, shape, a, table, day, leaders, max_age, markets, kept)
 
 
 def _allowed_scopes(run: Run, day: date) -> frozenset[Scope]:
@@ -465,7 +468,9 @@ def _run_fit(run: Run, top: Sizing | None) -> F.RunFit | None:
 
 def _resizer(run: Run, sized: Shape | None) -> Resize:
     """Size one GPU again for this request with another average output length (the headline's suggestion): its
-    fit and latency only, on the model architecture `sized` already resolved."""
+    fit and latency only, on the model architecture `sized` already resolved. Each GPU's and length's result is
+    kept per rules version, brief and day (the economics left out unless training: the speed never reads them),
+    so a repeated brief or a reserve route's second pass does not search again."""
     book, req = run.book, run.req
     day = req.as_of or date.today()
     arch = sized.arch if sized else None
@@ -473,13 +478,26 @@ def _resizer(run: Run, sized: Shape | None) -> Resize:
     # lengths tried at the same context share their breakdowns.
     needs: dict[tuple[int, int], dict[tuple[int, int], MemoryBreakdown]] = {}
     prefills: dict[Any, Any] = {}  # a prefill step reads no output length: shared by every length tried
+    kept: list[dict[tuple[int, int], tuple[object, tuple[bool, float]]]] = []  # found on the first call
 
     def resize(s: Sizing, output_tokens: int) -> tuple[bool, float]:
+        if not kept:
+            known = tb.tables(book.assumptions).latencies
+            if len(known) >= LATENCY_BRIEFS:
+                known.clear()
+            brief = req.brief
+            key = (brief if brief.workload in TRAINING_WORKLOADS else replace(brief, economics=NO_ECONOMICS), day)
+            kept.append(known.setdefault(key, {}))
+        hit = kept[0].get((id(s.gpu), output_tokens))
+        if hit is not None and hit[0] is s.gpu:
+            return hit[1]
         brief = with_output_tokens(req.brief, output_tokens)
         shape = shape_of(brief, book.assumptions, arch)
         assert shape is not None  # the same brief sized before; only the output length differs
         shared = needs.setdefault((shape.tokens_per_sequence, shape.sequences), {})
-        return latency_of(s.gpu, brief, shape, book.assumptions, day, shared, prefills)
+        got = latency_of(s.gpu, brief, shape, book.assumptions, day, shared, prefills)
+        kept[0][(id(s.gpu), output_tokens)] = (s.gpu, got)
+        return got
 
     return resize
 

@@ -186,12 +186,35 @@ def _key(s: Sizing, o: Offer, n: int, training: bool, fills: bool) -> tuple[Any,
     return (total / _work(s, gpus, training, fills), total, gpus, o.provider, o.instance_type, o.region, o, n)
 
 
+# What `options` found for a GPU type's grouping on one Leaders: (gpu id, GPUs per node, count, GPUs per copy,
+# copies, compared tier, training, fills) -> its result, which readers must not change.
+Options = dict[tuple[Any, ...], tuple[dict[str, Placed], list[Placed]]]
+OPTIONS_KEPT = 4096  # groupings kept per Leaders; all are dropped past it
+
+
 def options(
-    s: Sizing, leaders: Leaders, training: bool, fills: bool = False
+    s: Sizing, leaders: Leaders, training: bool, fills: bool = False, kept: Options | None = None,
 ) -> tuple[dict[str, Placed], list[Placed]]:
     """The cheapest placement per offer tier, and the cheapest of each of the first few providers in the tier
     compared (like for like), cheapest first. Keys order by (cost per unit of parallel work, whole configuration
-    $/h, GPUs, provider, instance type, region): `fills` when the work scales out over every GPU it rents."""
+    $/h, GPUs, provider, instance type, region): `fills` when the work scales out over every GPU it rents.
+    `kept`: results for these `leaders` by what they read of the sizing (GPUs and copies, not the speed or the
+    price), so another brief grouped alike, or a reserve route's second pass, looks them up."""
+    if kept is None:
+        return _options(s, leaders, training, fills)
+    key = (s.gpu.id, s.gpu.gpus_per_node, s.count, s.per_replica, s.replicas, s.compared_tier, training, fills)
+    got = kept.get(key)
+    if got is None:
+        got = _options(s, leaders, training, fills)
+        if len(kept) >= OPTIONS_KEPT:
+            kept.clear()
+        kept[key] = got
+    return got
+
+
+def _options(
+    s: Sizing, leaders: Leaders, training: bool, fills: bool
+) -> tuple[dict[str, Placed], list[Placed]]:
     best: dict[str, tuple[Any, ...]] = {}
     fits: dict[str, list[tuple[int, int, tuple[Offer, ...]]]] = {}  # tier -> (gpus per instance, instances, offers)
     gpu = s.gpu.id
@@ -228,11 +251,12 @@ def _placed(key: tuple[Any, ...]) -> Placed:
 
 def place(
     s: Sizing, brief: Brief, shape: Shape, a: Any, table: OfferTable, day: date,  # noqa: ANN401 - Assumptions
-    leaders: Leaders, max_age_days: int, markets: Markets | None = None,
+    leaders: Leaders, max_age_days: int, markets: Markets | None = None, kept: Options | None = None,
 ) -> None:
     """Price `s` on its cheapest placement in the compared tier (else the next tier that has one) and list the
     placements a team could take; a caller's quote keeps pricing it. Nothing changes without an allowed offer.
-    `markets`: the on-demand spread of each GPU over the offers the brief may use (else over every offer)."""
+    `markets`: the on-demand spread of each GPU over the offers the brief may use (else over every offer);
+    `kept`: `options`' results for these leaders."""
     training = brief.workload in TRAINING_WORKLOADS
     s.offers_loaded = bool(len(table))
     s.has_offers = bool(table.for_gpu(s.gpu.id))
@@ -241,7 +265,7 @@ def place(
     if not s.has_offers or not s.fits or s.count <= 0:
         return
     fills = scales_out(brief)
-    best, by_provider = options(s, leaders, training, fills)
+    best, by_provider = options(s, leaders, training, fills, kept)
     if not best:
         return
     chosen = best.get(_offer_tier(s.compared_tier))

@@ -145,7 +145,7 @@ class Compiled:
         # (brief fields an offer fact holds, day) → the placement scopes no offer rule excludes
         self.scopes: dict[tuple[Any, ...], frozenset[tuple[str, str, str]]] = {}
         # (allowed scopes, day, the brief's allow-lists) → per GPU and tier, each shape's cheapest offers
-        self.leaders: dict[tuple[Any, ...], tuple[Any, Any]] = {}  # (leaders, markets) per brief scope
+        self.leaders: dict[tuple[Any, ...], tuple[Any, Any, Any]] = {}  # (leaders, markets, options) per scope
 
 
 def compiled(book: Rulebook) -> Compiled:
