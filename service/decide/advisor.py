@@ -25,7 +25,6 @@ from ..domain.advice import (
 from ..domain.assumptions import Assumptions
 from ..domain.brief import TRAINING_WORKLOADS, AdviceRequest, Brief, Traffic
 from ..domain.models import find
-from ..domain.offers import Offer
 from ..engine.ir import Action, Rule
 from ..memo import IdentityMemo
 from ..physics.memory import MemoryBreakdown
@@ -40,7 +39,19 @@ from .cancel import StillWanted, checkpoint
 from .freshness import freshness
 from .host_ram import host_ram_ok
 from .models import filled_fields, resolve
-from .placement import Scope, allow_list, brief_key, leaders_of, markets_of, offer_fact, place, reserve_term, scopes_of
+from .placement import (
+    ByScope,
+    Scope,
+    allowed_ids,
+    brief_key,
+    by_scope,
+    leaders_of,
+    markets_of,
+    offer_fact,
+    place,
+    reserve_term,
+    scopes_of,
+)
 from .provisional import route_depends_on
 from .reserve import placed_first, rentable, reserved_again, reserved_top, with_price_tier
 from .run import Evaluator, Run, Scored, effects_of
@@ -221,17 +232,7 @@ def _place_every_gpu(run: Run, shape: Shape | None, sizings: list[Sizing], day: 
     key = (scopes, day, p.providers, p.regions, p.countries, term)
     got = run.shared.leaders.get(key)
     if got is None:
-        # Host RAM below the GPUs' memory cannot hold what they load and save (a 48 GB card on a 4 GB host).
-        ratio = float(a.values.get("min_host_ram_per_gpu_memory", 0.0))
-        gib = {g.id: g.capacity_gb * 1e9 / 2**30 for g in run.book.catalog}
-        by_brief = allow_list(brief)
-
-        def allowed(o: Offer) -> bool:
-            # A reserved rate binds for its term: only terms the brief's horizon covers (none without one).
-            term_ok = o.tier != "reserved" or 0 < o.term_months <= term
-            return (host_ram_ok(o, gib.get(o.gpu, 0.0), ratio) and term_ok
-                    and (o.provider, o.country, o.tier) in scopes and by_brief(o))
-
+        allowed = allowed_ids(_offers_by_scope(run, day), scopes, term, brief)
         got = (leaders_of(table, day, allowed), markets_of(table, day, allowed), {})
         if len(run.shared.leaders) >= 64:
             run.shared.leaders.clear()
@@ -240,6 +241,22 @@ def _place_every_gpu(run: Run, shape: Shape | None, sizings: list[Sizing], day: 
     max_age = int(a.values.get("max_offer_age_days", a.values.get("max_price_age_days", 540)))
     for s in sizings:
         place(s, brief, shape, a, table, day, leaders, max_age, markets, kept)
+
+
+def _offers_by_scope(run: Run, day: date) -> ByScope:
+    """The day's offers by scope, those on hosts too small for their GPUs left out; per rules version and day."""
+    kept = run.shared.by_scope
+    got = kept.get(day)
+    if got is None:
+        a = run.book.assumptions
+        # Host RAM below the GPUs' memory cannot hold what they load and save (a 48 GB card on a 4 GB host).
+        ratio = float(a.values.get("min_host_ram_per_gpu_memory", 0.0))
+        gib = {g.id: g.capacity_gb * 1e9 / 2**30 for g in run.book.catalog}
+        got = by_scope(run.book.offers, day, lambda o: host_ram_ok(o, gib.get(o.gpu, 0.0), ratio))
+        if len(kept) >= 8:
+            kept.clear()
+        kept[day] = got
+    return got
 
 
 def _allowed_scopes(run: Run, day: date) -> frozenset[Scope]:

@@ -121,16 +121,16 @@ Leaders = dict[tuple[str, str], tuple[tuple[int, tuple[Offer, ...]], ...]]
 Markets = dict[str, tuple[float, float, float, int, int]]
 
 
-def markets_of(table: OfferTable, day: date, allowed: Callable[[Offer], bool]) -> Markets:
-    """Each GPU's on-demand spread over the offers `allowed` (the brief's scope), kept with the leaders: an EU
-    brief's cheapest is not a host outside the EU that its placement refuses."""
+def markets_of(table: OfferTable, day: date, allowed: set[int]) -> Markets:
+    """Each GPU's on-demand spread over the offers `allowed` (by id: the brief's scope), kept with the leaders: an
+    EU brief's cheapest is not a host outside the EU that its placement refuses."""
     prices: dict[str, list[float]] = {}
     providers: dict[str, set[str]] = {}
     for (gpu, tier, _gpi), rows in table.shapes(day).items():
         if tier != "on_demand":
             continue
         for o in rows:
-            if allowed(o):
+            if id(o) in allowed:
                 prices.setdefault(gpu, []).append(o.usd_per_gpu_hour)
                 providers.setdefault(gpu, set()).add(o.provider)
     out: Markets = {}
@@ -140,15 +140,16 @@ def markets_of(table: OfferTable, day: date, allowed: Callable[[Offer], bool]) -
     return out
 
 
-def leaders_of(table: OfferTable, day: date, allowed: Callable[[Offer], bool]) -> Leaders:
-    """(gpu, tier) -> per shape the allowed providers' cheapest offers, cheapest first. Built once per rules
-    version, day and allowed scope (advisor.py keeps it), so an answer's cost does not grow with the table."""
+def leaders_of(table: OfferTable, day: date, allowed: set[int]) -> Leaders:
+    """(gpu, tier) -> per shape the allowed providers' cheapest offers (`allowed`: their ids), cheapest first.
+    Built once per rules version, day and allowed scope (advisor.py keeps it), so an answer's cost does not grow
+    with the table."""
     out: dict[tuple[str, str], list[tuple[int, tuple[Offer, ...]]]] = {}
     for (gpu, tier, gpi), rows in table.shapes(day).items():
         seen: set[str] = set()
         kept: list[Offer] = []
         for o in rows:
-            if o.provider in seen or not allowed(o):
+            if o.provider in seen or id(o) not in allowed:
                 continue
             seen.add(o.provider)
             kept.append(o)
@@ -157,6 +158,34 @@ def leaders_of(table: OfferTable, day: date, allowed: Callable[[Offer], bool]) -
         if kept:
             out.setdefault((gpu, tier), []).append((gpi, tuple(kept)))
     return {k: tuple(sorted(v, key=lambda x: x[0])) for k, v in out.items()}
+
+
+# Offers valid on a day by scope, the ones a host too small for its GPUs refuses left out: (offer, reserved, term).
+ByScope = dict[Scope, list[tuple[Offer, bool, int]]]
+
+
+def by_scope(table: OfferTable, day: date, host_ok: Callable[[Offer], bool]) -> ByScope:
+    """What every brief's allowed offers are picked from on `day`; kept per rules version (advisor.py)."""
+    out: ByScope = {}
+    for rows in table.shapes(day).values():
+        for o in rows:
+            if host_ok(o):
+                out.setdefault((o.provider, o.country, o.tier), []).append((o, o.tier == "reserved", o.term_months))
+    return out
+
+
+def allowed_ids(rows: ByScope, scopes: frozenset[Scope], term: int, brief: Brief) -> set[int]:
+    """Ids of the offers a brief may use: in a scope no placement rule excludes, on a reserved term its horizon
+    covers (none without one), and through the brief's own allow-lists."""
+    p = brief.placement
+    by_brief = allow_list(brief) if p.providers or p.regions or p.countries else None
+    out: set[int] = set()
+    for sc in scopes:
+        for o, reserved, months in rows.get(sc, ()):
+            # A reserved rate binds for its term: only terms the brief's horizon covers.
+            if (not reserved or 0 < months <= term) and (by_brief is None or by_brief(o)):
+                out.add(id(o))
+    return out
 
 
 # Work that scales out: more GPUs are more copies (or data-parallel width) doing the same work, so GPUs a whole
