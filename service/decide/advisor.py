@@ -267,7 +267,12 @@ def _allowed_scopes(run: Run, day: date) -> frozenset[Scope]:
     cache = run.shared.scopes
     if not run.req.include_trace and key in cache:
         return cache[key]
-    scopes = scopes_of(run.book.offers, day)
+    listed = run.shared.scope_list
+    scopes = listed.get(day)
+    if scopes is None:  # the day's scopes, kept per rules version
+        if len(listed) >= 8:
+            listed.clear()
+        scopes = listed[day] = scopes_of(run.book.offers, day)
     facts = [offer_fact(brief, sc, i) for i, sc in enumerate(scopes)]
     fired = run.fire("offer", facts, summary=_scope_name)
     allowed = frozenset(

@@ -27,7 +27,7 @@ from typing import Any
 
 from ..domain.brief import TRAINING_WORKLOADS, UNSPECIFIED, Brief
 from ..domain.catalog import tier_preference
-from ..domain.offers import EU_MEMBERS, Offer, OfferTable, offer_filter
+from ..domain.offers import EU_MEMBERS, Offer, OfferTable, expand_countries, offer_filter
 from ..money import cost as money
 from ..money import ownership as own
 from ..physics.memory import MemoryBreakdown
@@ -176,14 +176,20 @@ def by_scope(table: OfferTable, day: date, host_ok: Callable[[Offer], bool]) -> 
 
 def allowed_ids(rows: ByScope, scopes: frozenset[Scope], term: int, brief: Brief) -> set[int]:
     """Ids of the offers a brief may use: in a scope no placement rule excludes, on a reserved term its horizon
-    covers (none without one), and through the brief's own allow-lists."""
+    covers (none without one), and through the brief's own allow-lists (`allow_list`'s filters: providers in any
+    case and countries, "EU" the member states, decided once per scope; regions per offer)."""
     p = brief.placement
-    by_brief = allow_list(brief) if p.providers or p.regions or p.countries else None
+    providers = {x.lower() for x in p.providers} if p.providers else None
+    countries = expand_countries(p.countries) if p.countries else None
+    regions = set(p.regions) if p.regions else None
     out: set[int] = set()
     for sc in scopes:
+        if (providers is not None and sc[0].lower() not in providers) or (countries is not None
+                                                                          and sc[1] not in countries):
+            continue
         for o, reserved, months in rows.get(sc, ()):
             # A reserved rate binds for its term: only terms the brief's horizon covers.
-            if (not reserved or 0 < months <= term) and (by_brief is None or by_brief(o)):
+            if (not reserved or 0 < months <= term) and (regions is None or o.region in regions):
                 out.add(id(o))
     return out
 

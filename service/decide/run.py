@@ -146,6 +146,7 @@ class Compiled:
         self.scopes: dict[tuple[Any, ...], frozenset[tuple[str, str, str]]] = {}
         # (allowed scopes, day, the brief's allow-lists) → per GPU and tier, each shape's cheapest offers
         self.leaders: dict[tuple[Any, ...], tuple[Any, Any, Any]] = {}  # (leaders, markets, options) per scope
+        self.scope_list: dict[Any, tuple[tuple[str, str, str], ...]] = {}  # day → placement.scopes_of
         self.by_scope: dict[Any, Any] = {}  # day → its offers by scope, on hosts large enough (placement.by_scope)
 
 
