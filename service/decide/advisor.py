@@ -150,27 +150,30 @@ def advise(
     scored = _candidate_rules(run, base, sizings)
     ranked = _ranked(scored, req, book.assumptions)
     checkpoint(still_wanted, "plan")
-    route = _rent_route(run, base, shape, ranked, day, {q.field for q in asks.questions})
-    if reserved_again(req, route.route.kind, book.offers, book.assumptions):
+    planned = _rent_route(run, base, shape, ranked, day)
+    if reserved_again(req, planned[2], book.offers, book.assumptions):
         # A reserve route compares at reserved prices: the same brief again at the RESERVED tier, for a term the
         # horizon covers. Kept only when it still routes to reserve and a reserved offer prices its first pick.
         again = advise(book, engine, with_price_tier(req, "RESERVED"), today, still_wanted)
         if again.route and again.route.kind == "RESERVE" and reserved_top(again):
             return again
+    # The outcome rules and what the route depends on, only for the pass whose answer is given.
+    route = _outcome(run, *planned, {q.field for q in asks.questions})
     checkpoint(still_wanted, "render")
     return _render(run, shape, asks, scored, ranked, route, base)
 
 
-def _rent_route(run: Run, base: dict[str, Any], shape: Shape | None, ranked: _Ranked, day: date,
-                asked: set[str] | None = None) -> _Routed:
-    """The route; on a route that rents from offers, candidates an offer in the brief's scope prices (or the
-    caller's quote) rank before every other, and the route is decided again on the new first pick."""
+def _rent_route(run: Run, base: dict[str, Any], shape: Shape | None, ranked: _Ranked,
+                day: date) -> tuple[dict[str, Any], dict[str, Any], str, list[Reason]]:
+    """The route (`_plan_route`); on a route that rents from offers, candidates an offer in the brief's scope
+    prices (or the caller's quote) rank before every other, and the route is decided again on the new first
+    pick."""
     mark = (len(run.trace), len(run.warnings), len(run.notes))
     plan, said, kind, rationale = _plan_route(run, base, shape, ranked, day)
     if kind in F.RENT_ROUTES and placed_first(ranked, kind):
         del run.trace[mark[0]:], run.warnings[mark[1]:], run.notes[mark[2]:]
         plan, said, kind, rationale = _plan_route(run, base, shape, ranked, day)
-    return _outcome(run, plan, said, kind, rationale, asked)
+    return plan, said, kind, rationale
 
 
 @dataclass
