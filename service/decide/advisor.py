@@ -256,7 +256,7 @@ def _offers_by_scope(run: Run, day: date) -> ByScope:
         ratio = float(a.values.get("min_host_ram_per_gpu_memory", 0.0))
         gib = {g.id: g.capacity_gb * 1e9 / 2**30 for g in run.book.catalog}
         got = by_scope(run.book.offers, day, lambda o: host_ram_ok(o, gib.get(o.gpu, 0.0), ratio))
-        if len(kept) >= 8:
+        if len(kept) >= 4:  # a day holds a row per offer: few days at once
             kept.clear()
         kept[day] = got
     return got

@@ -14,7 +14,7 @@ from typing import Any, Protocol
 
 from ..engine.ir import Rule
 
-LIMIT = 8192  # facts kept per rules version and fact type; all are dropped past it
+LIMIT = 2048  # facts kept per rules version and fact type (~1 KB each at most); all are dropped past it
 _MISSING = object()  # a field the fact lacks (it never matches)
 
 

@@ -224,7 +224,7 @@ def _key(s: Sizing, o: Offer, n: int, training: bool, fills: bool) -> tuple[Any,
 # What `options` found for a GPU type's grouping on one Leaders: (gpu id, GPUs per node, count, GPUs per copy,
 # copies, compared tier, training, fills) -> its result, which readers must not change.
 Options = dict[tuple[Any, ...], tuple[dict[str, Placed], list[Placed]]]
-OPTIONS_KEPT = 4096  # groupings kept per Leaders; all are dropped past it
+OPTIONS_KEPT = 256  # groupings kept per Leaders (64 at most are kept); all are dropped past it
 
 
 def options(
