@@ -51,3 +51,13 @@ def test_answers_do_not_depend_on_what_was_kept(bundle: Bundle) -> None:
     finally:
         other.retire(None)
     assert list(reversed(reverse)) == first
+
+
+def test_oracle_answers_every_request_the_same_on_warm_caches() -> None:
+    """The bench's answer oracle (python -m service.bench.oracle) runs and finds no reply that moved."""
+    from service.bench import oracle
+
+    got = oracle.hashes(oracle.REPO, fuzzed=12, hostile=0, seed=5)
+    assert "!moved on warm caches" not in got
+    assert sum(k.startswith("fuzz/") for k in got) == 12 * 4
+    assert len(set(got.values())) > len(got) // 4  # distinct answers, not one refusal hashed again and again
