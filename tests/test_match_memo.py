@@ -108,3 +108,29 @@ def test_a_new_rules_version_has_its_own(bundle: Bundle) -> None:
     book, _ = load_rulebook(RULES, today=TODAY)
     assert book is not None and book is not bundle.book
     assert compiled(book).matches is not compiled(bundle.book).matches
+
+
+def test_an_evaluate_replaced_on_the_instance_sees_every_fact(bundle: Bundle,
+                                                              batches: list[tuple[str, list[dict[str, Any]]]]) -> None:
+    class Engine:
+        def __init__(self, real: Any) -> None:
+            self.real = real
+
+        def evaluate(self, fact_type: str, facts: list[dict[str, Any]]) -> dict[str, set[str]]:
+            return self.real.evaluate(fact_type, facts)
+
+    engine = Engine(bundle.engine)
+    asked: list[str] = []
+
+    def watched(fact_type: str, facts: list[dict[str, Any]]) -> dict[str, set[str]]:
+        asked.append(fact_type)
+        return bundle.engine.evaluate(fact_type, facts)
+
+    memo = M.Matches()
+    t, facts = next((t, f) for t, f in batches if t == "brief")
+    rules = bundle.book.program.for_fact(t)
+    memo.evaluate(engine, t, rules, facts)
+    engine.evaluate = watched  # type: ignore[method-assign]
+    assert memo.evaluate(engine, t, rules, facts) == bundle.engine.evaluate(t, facts)
+    assert memo.evaluate(engine, t, rules, facts) == bundle.engine.evaluate(t, facts)
+    assert asked == [t, t]
