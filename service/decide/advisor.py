@@ -25,13 +25,13 @@ from ..domain.advice import (
 from ..domain.assumptions import Assumptions
 from ..domain.brief import TRAINING_WORKLOADS, AdviceRequest, Brief, Traffic
 from ..domain.models import find
-from ..domain.offers import Offer
 from ..engine.ir import Action, Rule
 from ..memo import IdentityMemo
 from ..physics.memory import MemoryBreakdown
 from ..render.messages import compact, unit_key
 from ..render.summary import render_summary
 from . import facts as F
+from . import tables as tb
 from .accuracy import unmeasured_note
 from .answer import benchmark, build, candidate_of, checklist, dedupe_warnings, once, said_texts
 from .book import Rulebook
@@ -39,7 +39,19 @@ from .cancel import StillWanted, checkpoint
 from .freshness import freshness
 from .host_ram import host_ram_ok
 from .models import filled_fields, resolve
-from .placement import Scope, allow_list, brief_key, leaders_of, markets_of, offer_fact, place, reserve_term, scopes_of
+from .placement import (
+    ByScope,
+    Scope,
+    allowed_ids,
+    brief_key,
+    by_scope,
+    leaders_of,
+    markets_of,
+    offer_fact,
+    place,
+    reserve_term,
+    scopes_of,
+)
 from .provisional import route_depends_on
 from .reserve import placed_first, rentable, reserved_again, reserved_top, with_price_tier
 from .run import Evaluator, Run, Scored, effects_of
@@ -47,6 +59,7 @@ from .shape_notes import shape_notes
 from .sizing.common import Sizing, compared_tier
 from .sizing.inference import prefill_batch_sequences
 from .sizing.per_gpu import latency_of, size, size_all
+from .sizing.per_request import NO_ECONOMICS
 from .sizing.shape import Shape, shape_of
 from .targets import Resize, unmet_targets
 
@@ -54,6 +67,7 @@ from .targets import Resize, unmet_targets
 _KV_NOTE = {"MLA": "note.kv_estimated_mla", "MHA": "note.kv_estimated_mha", "MQA": "note.kv_estimated_mqa"}
 DEFAULT_MAX_CANDIDATES = 5
 DEFAULT_ROUTE = "RENT_ON_DEMAND"  # when no routing row matches
+LATENCY_BRIEFS = 256  # briefs whose missed-target latencies a rules version keeps; all are dropped past it
 
 
 def _params(s: Sizing, fact: dict[str, Any], unit_text: str) -> dict[str, Any]:
@@ -137,29 +151,34 @@ def advise(
     scored = _candidate_rules(run, base, sizings)
     ranked = _ranked(scored, req, book.assumptions)
     checkpoint(still_wanted, "plan")
-    route = _rent_route(run, base, shape, ranked, day, {q.field for q in asks.questions}, also_depends_on)
-    if reserved_again(req, route.route.kind, book.offers, book.assumptions):
+    asked = {q.field for q in asks.questions}
+    planned = _rent_route(run, base, shape, ranked, day)
+    if reserved_again(req, planned[2], book.offers, book.assumptions):
         # A reserve route compares at reserved prices: the same brief again at the RESERVED tier, for a term the
         # horizon covers. Kept only when it still routes to reserve and a reserved offer prices its first pick.
         # A field that could change this pass's route decides whether that second answer is given at all, so
         # the second waits on it too (a horizon that makes buying pay back on the first pick's on-demand rent).
-        again = advise(book, engine, with_price_tier(req, "RESERVED"), today, still_wanted, route.depends_on)
+        first_depends_on = _depends_on(run, planned[0], planned[2], asked, also_depends_on)
+        again = advise(book, engine, with_price_tier(req, "RESERVED"), today, still_wanted, first_depends_on)
         if again.route and again.route.kind == "RESERVE" and reserved_top(again):
             return again
+    # The outcome rules and what the route depends on, only for the pass whose answer is given.
+    route = _outcome(run, *planned, asked, also_depends_on)
     checkpoint(still_wanted, "render")
     return _render(run, shape, asks, scored, ranked, route, base)
 
 
-def _rent_route(run: Run, base: dict[str, Any], shape: Shape | None, ranked: _Ranked, day: date,
-                asked: set[str] | None = None, also_depends_on: tuple[str, ...] = ()) -> _Routed:
-    """The route; on a route that rents from offers, candidates an offer in the brief's scope prices (or the
-    caller's quote) rank before every other, and the route is decided again on the new first pick."""
+def _rent_route(run: Run, base: dict[str, Any], shape: Shape | None, ranked: _Ranked,
+                day: date) -> tuple[dict[str, Any], dict[str, Any], str, list[Reason]]:
+    """The route (`_plan_route`); on a route that rents from offers, candidates an offer in the brief's scope
+    prices (or the caller's quote) rank before every other, and the route is decided again on the new first
+    pick."""
     mark = (len(run.trace), len(run.warnings), len(run.notes))
     plan, said, kind, rationale = _plan_route(run, base, shape, ranked, day)
     if kind in F.RENT_ROUTES and placed_first(ranked, kind):
         del run.trace[mark[0]:], run.warnings[mark[1]:], run.notes[mark[2]:]
         plan, said, kind, rationale = _plan_route(run, base, shape, ranked, day)
-    return _outcome(run, plan, said, kind, rationale, asked, also_depends_on)
+    return plan, said, kind, rationale
 
 
 @dataclass
@@ -221,25 +240,31 @@ def _place_every_gpu(run: Run, shape: Shape | None, sizings: list[Sizing], day: 
     key = (scopes, day, p.providers, p.regions, p.countries, term)
     got = run.shared.leaders.get(key)
     if got is None:
-        # Host RAM below the GPUs' memory cannot hold what they load and save (a 48 GB card on a 4 GB host).
-        ratio = float(a.values.get("min_host_ram_per_gpu_memory", 0.0))
-        gib = {g.id: g.capacity_gb * 1e9 / 2**30 for g in run.book.catalog}
-        by_brief = allow_list(brief)
-
-        def allowed(o: Offer) -> bool:
-            # A reserved rate binds for its term: only terms the brief's horizon covers (none without one).
-            term_ok = o.tier != "reserved" or 0 < o.term_months <= term
-            return (host_ram_ok(o, gib.get(o.gpu, 0.0), ratio) and term_ok
-                    and (o.provider, o.country, o.tier) in scopes and by_brief(o))
-
-        got = (leaders_of(table, day, allowed), markets_of(table, day, allowed))
+        allowed = allowed_ids(_offers_by_scope(run, day), scopes, term, brief)
+        got = (leaders_of(table, day, allowed), markets_of(table, day, allowed), {})
         if len(run.shared.leaders) >= 64:
             run.shared.leaders.clear()
         run.shared.leaders[key] = got
-    leaders, markets = got
+    leaders, markets, kept = got
     max_age = int(a.values.get("max_offer_age_days", a.values.get("max_price_age_days", 540)))
     for s in sizings:
-        place(s, brief, shape, a, table, day, leaders, max_age, markets)
+        place(s, brief, shape, a, table, day, leaders, max_age, markets, kept)
+
+
+def _offers_by_scope(run: Run, day: date) -> ByScope:
+    """The day's offers by scope, those on hosts too small for their GPUs left out; per rules version and day."""
+    kept = run.shared.by_scope
+    got = kept.get(day)
+    if got is None:
+        a = run.book.assumptions
+        # Host RAM below the GPUs' memory cannot hold what they load and save (a 48 GB card on a 4 GB host).
+        ratio = float(a.values.get("min_host_ram_per_gpu_memory", 0.0))
+        gib = {g.id: g.capacity_gb * 1e9 / 2**30 for g in run.book.catalog}
+        got = by_scope(run.book.offers, day, lambda o: host_ram_ok(o, gib.get(o.gpu, 0.0), ratio))
+        if len(kept) >= 4:  # a day holds a row per offer: few days at once
+            kept.clear()
+        kept[day] = got
+    return got
 
 
 def _allowed_scopes(run: Run, day: date) -> frozenset[Scope]:
@@ -250,7 +275,12 @@ def _allowed_scopes(run: Run, day: date) -> frozenset[Scope]:
     cache = run.shared.scopes
     if not run.req.include_trace and key in cache:
         return cache[key]
-    scopes = scopes_of(run.book.offers, day)
+    listed = run.shared.scope_list
+    scopes = listed.get(day)
+    if scopes is None:  # the day's scopes, kept per rules version
+        if len(listed) >= 8:
+            listed.clear()
+        scopes = listed[day] = scopes_of(run.book.offers, day)
     facts = [offer_fact(brief, sc, i) for i, sc in enumerate(scopes)]
     fired = run.fire("offer", facts, summary=_scope_name)
     allowed = frozenset(
@@ -385,16 +415,22 @@ def _plan_route(
     return plan, said, route_kind, rationale
 
 
+def _depends_on(run: Run, plan: dict[str, Any], route_kind: str, asked: set[str] | None,
+                also_depends_on: tuple[str, ...]) -> tuple[str, ...]:
+    """The missing brief fields that could change the route (and the caller's), without the outcome rules."""
+    depends_on = route_depends_on(run.book.program.for_fact("plan"), plan, route_kind, DEFAULT_ROUTE)
+    if asked is not None:
+        askable = _askable(run.book.program.for_fact("brief"))
+        depends_on = tuple(f for f in depends_on if f in asked or f not in askable)
+    return tuple(dict.fromkeys(depends_on + also_depends_on))
+
+
 def _outcome(run: Run, plan: dict[str, Any], said: dict[str, Any], route_kind: str,
              rationale: list[Reason], asked: set[str] | None = None, also_depends_on: tuple[str, ...] = ()) -> _Routed:
     """Which missing brief fields could change the route; stage 4, the outcome rules on the chosen route.
     `asked`: the fields the questions ask; a route input some rule could ask about but that the rules left
     unasked for this brief (a single run's hours a month) is not one the route waits on."""
-    depends_on = route_depends_on(run.book.program.for_fact("plan"), plan, route_kind, DEFAULT_ROUTE)
-    if asked is not None:
-        askable = _askable(run.book.program.for_fact("brief"))
-        depends_on = tuple(f for f in depends_on if f in asked or f not in askable)
-    depends_on = tuple(dict.fromkeys(depends_on + also_depends_on))
+    depends_on = _depends_on(run, plan, route_kind, asked, also_depends_on)
     outcome = F.outcome_fact(plan, route_kind)
     for rule in run.fire("outcome", [outcome])["outcome"]:
         run.common(rule, {**outcome, "utilization_basis": said["utilization_basis"]})
@@ -469,7 +505,9 @@ def _run_fit(run: Run, top: Sizing | None) -> F.RunFit | None:
 
 def _resizer(run: Run, sized: Shape | None) -> Resize:
     """Size one GPU again for this request with another average output length (the headline's suggestion): its
-    fit and latency only, on the model architecture `sized` already resolved."""
+    fit and latency only, on the model architecture `sized` already resolved. Each GPU's and length's result is
+    kept per rules version, brief and day (the economics left out unless training: the speed never reads them),
+    so a repeated brief or a reserve route's second pass does not search again."""
     book, req = run.book, run.req
     day = req.as_of or date.today()
     arch = sized.arch if sized else None
@@ -477,13 +515,26 @@ def _resizer(run: Run, sized: Shape | None) -> Resize:
     # lengths tried at the same context share their breakdowns.
     needs: dict[tuple[int, int], dict[tuple[int, int], MemoryBreakdown]] = {}
     prefills: dict[Any, Any] = {}  # a prefill step reads no output length: shared by every length tried
+    kept: list[dict[tuple[int, int], tuple[object, tuple[bool, float]]]] = []  # found on the first call
 
     def resize(s: Sizing, output_tokens: int) -> tuple[bool, float]:
+        if not kept:
+            known = tb.tables(book.assumptions).latencies
+            if len(known) >= LATENCY_BRIEFS:
+                known.clear()
+            brief = req.brief
+            key = (brief if brief.workload in TRAINING_WORKLOADS else replace(brief, economics=NO_ECONOMICS), day)
+            kept.append(known.setdefault(key, {}))
+        hit = kept[0].get((id(s.gpu), output_tokens))
+        if hit is not None and hit[0] is s.gpu:
+            return hit[1]
         brief = with_output_tokens(req.brief, output_tokens)
         shape = shape_of(brief, book.assumptions, arch)
         assert shape is not None  # the same brief sized before; only the output length differs
         shared = needs.setdefault((shape.tokens_per_sequence, shape.sequences), {})
-        return latency_of(s.gpu, brief, shape, book.assumptions, day, shared, prefills)
+        got = latency_of(s.gpu, brief, shape, book.assumptions, day, shared, prefills)
+        kept[0][(id(s.gpu), output_tokens)] = (s.gpu, got)
+        return got
 
     return resize
 

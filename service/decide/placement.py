@@ -27,7 +27,7 @@ from typing import Any
 
 from ..domain.brief import TRAINING_WORKLOADS, UNSPECIFIED, Brief
 from ..domain.catalog import tier_preference
-from ..domain.offers import EU_MEMBERS, Offer, OfferTable, offer_filter
+from ..domain.offers import EU_MEMBERS, Offer, OfferTable, expand_countries, offer_filter
 from ..money import cost as money
 from ..money import ownership as own
 from ..physics.memory import MemoryBreakdown
@@ -121,16 +121,16 @@ Leaders = dict[tuple[str, str], tuple[tuple[int, tuple[Offer, ...]], ...]]
 Markets = dict[str, tuple[float, float, float, int, int]]
 
 
-def markets_of(table: OfferTable, day: date, allowed: Callable[[Offer], bool]) -> Markets:
-    """Each GPU's on-demand spread over the offers `allowed` (the brief's scope), kept with the leaders: an EU
-    brief's cheapest is not a host outside the EU that its placement refuses."""
+def markets_of(table: OfferTable, day: date, allowed: set[int]) -> Markets:
+    """Each GPU's on-demand spread over the offers `allowed` (by id: the brief's scope), kept with the leaders: an
+    EU brief's cheapest is not a host outside the EU that its placement refuses."""
     prices: dict[str, list[float]] = {}
     providers: dict[str, set[str]] = {}
     for (gpu, tier, _gpi), rows in table.shapes(day).items():
         if tier != "on_demand":
             continue
         for o in rows:
-            if allowed(o):
+            if id(o) in allowed:
                 prices.setdefault(gpu, []).append(o.usd_per_gpu_hour)
                 providers.setdefault(gpu, set()).add(o.provider)
     out: Markets = {}
@@ -140,15 +140,16 @@ def markets_of(table: OfferTable, day: date, allowed: Callable[[Offer], bool]) -
     return out
 
 
-def leaders_of(table: OfferTable, day: date, allowed: Callable[[Offer], bool]) -> Leaders:
-    """(gpu, tier) -> per shape the allowed providers' cheapest offers, cheapest first. Built once per rules
-    version, day and allowed scope (advisor.py keeps it), so an answer's cost does not grow with the table."""
+def leaders_of(table: OfferTable, day: date, allowed: set[int]) -> Leaders:
+    """(gpu, tier) -> per shape the allowed providers' cheapest offers (`allowed`: their ids), cheapest first.
+    Built once per rules version, day and allowed scope (advisor.py keeps it), so an answer's cost does not grow
+    with the table."""
     out: dict[tuple[str, str], list[tuple[int, tuple[Offer, ...]]]] = {}
     for (gpu, tier, gpi), rows in table.shapes(day).items():
         seen: set[str] = set()
         kept: list[Offer] = []
         for o in rows:
-            if o.provider in seen or not allowed(o):
+            if o.provider in seen or id(o) not in allowed:
                 continue
             seen.add(o.provider)
             kept.append(o)
@@ -157,6 +158,40 @@ def leaders_of(table: OfferTable, day: date, allowed: Callable[[Offer], bool]) -
         if kept:
             out.setdefault((gpu, tier), []).append((gpi, tuple(kept)))
     return {k: tuple(sorted(v, key=lambda x: x[0])) for k, v in out.items()}
+
+
+# Offers valid on a day by scope, the ones a host too small for its GPUs refuses left out: (offer, reserved, term).
+ByScope = dict[Scope, list[tuple[Offer, bool, int]]]
+
+
+def by_scope(table: OfferTable, day: date, host_ok: Callable[[Offer], bool]) -> ByScope:
+    """What every brief's allowed offers are picked from on `day`; kept per rules version (advisor.py)."""
+    out: ByScope = {}
+    for rows in table.shapes(day).values():
+        for o in rows:
+            if host_ok(o):
+                out.setdefault((o.provider, o.country, o.tier), []).append((o, o.tier == "reserved", o.term_months))
+    return out
+
+
+def allowed_ids(rows: ByScope, scopes: frozenset[Scope], term: int, brief: Brief) -> set[int]:
+    """Ids of the offers a brief may use: in a scope no placement rule excludes, on a reserved term its horizon
+    covers (none without one), and through the brief's own allow-lists (`allow_list`'s filters: providers in any
+    case and countries, "EU" the member states, decided once per scope; regions per offer)."""
+    p = brief.placement
+    providers = {x.lower() for x in p.providers} if p.providers else None
+    countries = expand_countries(p.countries) if p.countries else None
+    regions = set(p.regions) if p.regions else None
+    out: set[int] = set()
+    for sc in scopes:
+        if (providers is not None and sc[0].lower() not in providers) or (countries is not None
+                                                                          and sc[1] not in countries):
+            continue
+        for o, reserved, months in rows.get(sc, ()):
+            # A reserved rate binds for its term: only terms the brief's horizon covers.
+            if (not reserved or 0 < months <= term) and (regions is None or o.region in regions):
+                out.add(id(o))
+    return out
 
 
 # Work that scales out: more GPUs are more copies (or data-parallel width) doing the same work, so GPUs a whole
@@ -186,12 +221,35 @@ def _key(s: Sizing, o: Offer, n: int, training: bool, fills: bool) -> tuple[Any,
     return (total / _work(s, gpus, training, fills), total, gpus, o.provider, o.instance_type, o.region, o, n)
 
 
+# What `options` found for a GPU type's grouping on one Leaders: (gpu id, GPUs per node, count, GPUs per copy,
+# copies, compared tier, training, fills) -> its result, which readers must not change.
+Options = dict[tuple[Any, ...], tuple[dict[str, Placed], list[Placed]]]
+OPTIONS_KEPT = 256  # groupings kept per Leaders (64 at most are kept); all are dropped past it
+
+
 def options(
-    s: Sizing, leaders: Leaders, training: bool, fills: bool = False
+    s: Sizing, leaders: Leaders, training: bool, fills: bool = False, kept: Options | None = None,
 ) -> tuple[dict[str, Placed], list[Placed]]:
     """The cheapest placement per offer tier, and the cheapest of each of the first few providers in the tier
     compared (like for like), cheapest first. Keys order by (cost per unit of parallel work, whole configuration
-    $/h, GPUs, provider, instance type, region): `fills` when the work scales out over every GPU it rents."""
+    $/h, GPUs, provider, instance type, region): `fills` when the work scales out over every GPU it rents.
+    `kept`: results for these `leaders` by what they read of the sizing (GPUs and copies, not the speed or the
+    price), so another brief grouped alike, or a reserve route's second pass, looks them up."""
+    if kept is None:
+        return _options(s, leaders, training, fills)
+    key = (s.gpu.id, s.gpu.gpus_per_node, s.count, s.per_replica, s.replicas, s.compared_tier, training, fills)
+    got = kept.get(key)
+    if got is None:
+        got = _options(s, leaders, training, fills)
+        if len(kept) >= OPTIONS_KEPT:
+            kept.clear()
+        kept[key] = got
+    return got
+
+
+def _options(
+    s: Sizing, leaders: Leaders, training: bool, fills: bool
+) -> tuple[dict[str, Placed], list[Placed]]:
     best: dict[str, tuple[Any, ...]] = {}
     fits: dict[str, list[tuple[int, int, tuple[Offer, ...]]]] = {}  # tier -> (gpus per instance, instances, offers)
     gpu = s.gpu.id
@@ -228,11 +286,12 @@ def _placed(key: tuple[Any, ...]) -> Placed:
 
 def place(
     s: Sizing, brief: Brief, shape: Shape, a: Any, table: OfferTable, day: date,  # noqa: ANN401 - Assumptions
-    leaders: Leaders, max_age_days: int, markets: Markets | None = None,
+    leaders: Leaders, max_age_days: int, markets: Markets | None = None, kept: Options | None = None,
 ) -> None:
     """Price `s` on its cheapest placement in the compared tier (else the next tier that has one) and list the
     placements a team could take; a caller's quote keeps pricing it. Nothing changes without an allowed offer.
-    `markets`: the on-demand spread of each GPU over the offers the brief may use (else over every offer)."""
+    `markets`: the on-demand spread of each GPU over the offers the brief may use (else over every offer);
+    `kept`: `options`' results for these leaders."""
     training = brief.workload in TRAINING_WORKLOADS
     s.offers_loaded = bool(len(table))
     s.has_offers = bool(table.for_gpu(s.gpu.id))
@@ -241,7 +300,7 @@ def place(
     if not s.has_offers or not s.fits or s.count <= 0:
         return
     fills = scales_out(brief)
-    best, by_provider = options(s, leaders, training, fills)
+    best, by_provider = options(s, leaders, training, fills, kept)
     if not best:
         return
     chosen = best.get(_offer_tier(s.compared_tier))

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Callable, Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -19,6 +20,7 @@ from ..domain.brief import AdviceRequest
 from ..engine.ir import Rule, apply_hit_policies
 from ..render.messages import Messages
 from .book import Rulebook
+from .matches import Matches
 from .sizing.common import Sizing
 
 
@@ -93,7 +95,9 @@ class Run:
 
     def _fire(self, fact_type: str, facts: list[dict[str, Any]]) -> dict[str, list[Rule]]:
         rules = self.book.program.for_fact(fact_type)
-        matched = self.engine.evaluate(fact_type, facts) if rules else {str(f["id"]): set() for f in facts}
+        matched: Mapping[str, AbstractSet[str]] = (
+            self.shared.matches.evaluate(self.engine, fact_type, rules, facts) if rules
+            else {str(f["id"]): set() for f in facts})
         out: dict[str, list[Rule]] = {}
         for fact in facts:
             fid = str(fact["id"])
@@ -137,10 +141,13 @@ class Compiled:
     def __init__(self, book: Rulebook):
         self.msgs = Messages(book.messages)
         self.effects: dict[int, Effects] = {}  # id(rule) → effects; the rules live as long as the book
+        self.matches = Matches()  # the rules each fact matched, by the values its rules test
         # (brief fields an offer fact holds, day) → the placement scopes no offer rule excludes
         self.scopes: dict[tuple[Any, ...], frozenset[tuple[str, str, str]]] = {}
         # (allowed scopes, day, the brief's allow-lists) → per GPU and tier, each shape's cheapest offers
-        self.leaders: dict[tuple[Any, ...], tuple[Any, Any]] = {}  # (leaders, markets) per brief scope
+        self.leaders: dict[tuple[Any, ...], tuple[Any, Any, Any]] = {}  # (leaders, markets, options) per scope
+        self.scope_list: dict[Any, tuple[tuple[str, str, str], ...]] = {}  # day → placement.scopes_of
+        self.by_scope: dict[Any, Any] = {}  # day → its offers by scope, on hosts large enough (placement.by_scope)
 
 
 def compiled(book: Rulebook) -> Compiled:

@@ -157,6 +157,9 @@ class Tables:
         # A generation brief's speed figures by GPU, kept per brief and shape (sizing/per_request.py): a reserve
         # route's second pass and a repeated brief differ only in what the speed does not read.
         self.speeds: dict[object, dict[int, tuple[object, dict[str, object]]]] = {}
+        # The missed-target suggestion's fit and latency by GPU and output length, per brief (all but what the
+        # latency does not read) and day: advisor._resizer.
+        self.latencies: dict[object, dict[tuple[int, int], tuple[object, tuple[bool, float]]]] = {}
 
 
 tables = IdentityMemo(Tables, limit=8)
