@@ -153,6 +153,11 @@ def test_answers_keep_their_invariants(bundle, brief, locale):
 
     rent = advice.route is not None and advice.route.kind in ("RENT_ON_DEMAND", "RENT_MARKETPLACE", "RESERVE")
     groups = [group(c) if rent and advice.offers_loaded else (False, False) for c in advice.candidates]
+    if not rent and advice.offers_loaded and [c.score for c in advice.candidates] != sorted(
+            (c.score for c in advice.candidates), reverse=True):
+        # A route first decided as renting ranked the placed candidates first, and the route decided again on
+        # the new first pick left renting (test_a_route_that_leaves_renting_keeps_the_rentable_pick_first).
+        groups = [group(c) for c in advice.candidates]
     assert groups == sorted(groups)
     for g in set(groups):
         scores = [c.score for c, h in zip(advice.candidates, groups, strict=True) if h == g]
@@ -174,6 +179,19 @@ def test_answers_keep_their_invariants(bundle, brief, locale):
     if brief.model.params_billion <= 0:
         assert "model.params_billion" in [q.field for q in advice.questions]
         assert not advice.candidates
+
+
+def test_a_route_that_leaves_renting_keeps_the_rentable_pick_first(bundle):
+    # A 793B embedder: the best score is an MI355X no shipped provider rents, so the rent route ranks the placed
+    # candidates first; decided again on the new first pick (16x B200 on an offer) the route is a model API, and
+    # its "if you self-host" line names that rentable pick rather than the unrentable one.
+    advice = bundle.advise(req(workload="EMBEDDING", model=Model(params_billion=793)))
+    assert advice.route.kind == "MODEL_API"
+    placed = [bool(c.placements) for c in advice.candidates]
+    assert placed[0] and placed == sorted(placed, reverse=True) and not all(placed)
+    first = advice.candidates[0]
+    assert max(c.score for c in advice.candidates) > first.score  # an unplaced one scored higher
+    assert f" on {first.placements[0].offer.provider} " in advice.summary
 
 
 def req(**kw) -> AdviceRequest:
