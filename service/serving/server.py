@@ -30,7 +30,7 @@ from ..rulebook.last_good import BUILTIN_RULES, LastGood
 from ..rulebook.ruletests import self_test
 from ..rulebook.store import RulesetStatus, RuleStore
 from ..rulebook.version import Bundle
-from ..wire import api
+from ..wire import api, views
 from ..wire.api import pb, pb_grpc
 from ..wire.validate import MAX_ANSWER_BYTES, MAX_REQUEST_BYTES, validate, validate_list_models
 from . import cache, fanout, heartbeat, metrics, paging, processes, rules_flag
@@ -163,9 +163,11 @@ class Servicer(pb_grpc.GpuAdvisorServicer):
             _abandon(context, stopped.stage)
         _stop_unless_wanted(context, "response")
         response = api.advice_to_proto(advice)
+        if views.wants_summary(request):
+            response = views.summarize(response)
         size = response.ByteSize()
         if size > MAX_ANSWER_BYTES:
-            _too_large(context, size, request.include_trace, bundle.revision)
+            _too_large(context, size, request.include_trace and not views.wants_summary(request), bundle.revision)
         return response
 
     def ListGpus(self, request: pb.ListGpusRequest, context: grpc.ServicerContext) -> pb.ListGpusResponse:  # noqa: N802
