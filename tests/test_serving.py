@@ -32,8 +32,8 @@ from prometheus_client import REGISTRY
 
 from service.frontends import cli
 from service.serving import processes
-from service.serving.answering import give_turn
 from service.serving.credentials import channel_credentials, server_credentials
+from service.serving.loop_answers import give_turn
 from service.serving.server import RECOMMEND, parse_args, serve
 from service.wire.api import pb, pb_grpc
 from tests.conftest import RULES, Running, call, retrying_channel

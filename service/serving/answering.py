@@ -1,15 +1,12 @@
-"""Where a Recommend answer runs, once admitted: three ways, chosen by `GPU_ADVISOR_ANSWER_ON` (`make bench
-BENCH_ARGS=--answer-modes` measures them against each other; docs/benchmarks.md).
+"""Where a Recommend answer runs, once admitted: three ways, chosen by `GPU_ADVISOR_ANSWER_ON` (default
+`thread`); `make bench BENCH_ARGS=--answer-modes` measures them against each other (docs/benchmarks.md).
 
 - `thread`: a bounded pool whose most recently idle thread works next (`workers.Workers`), through
   `run_in_executor`. The answer and the event loop then take turns at the GIL: the loop wakes for every
   completion-queue event while the answer runs and each turn is a forced switch.
 - `queue`: one long-lived answer thread fed by a queue; the result comes back to the loop by one
   `call_soon_threadsafe` per call (no concurrent.futures.Future, no wrap_future). The GIL is still shared.
-- `loop`: on the event loop itself, in stages. The answer runs in a greenlet; the servicer's `is_active()`
-  checks, which `advise` asks between its stages (sizing, candidates, plan, render), hand the loop back for one
-  turn once the answer has run `STAGE_BUDGET_S` since it last did, so a health check waits for at most one stage and
-  no thread hand-off happens. A caller that leaves is seen at the next stage, as in a thread.
+- `loop`: on the event loop itself, in stages, no thread (`loop_answers.py`, needs greenlet).
 
 Each keeps what the asyncio server bought: waiting calls wait on the loop, an open stream holds no thread, a
 call that went away before its turn is never started, and the drain counts the call until its answer is done.
@@ -23,20 +20,16 @@ import contextvars
 import os
 import queue
 import threading
-import time
 from collections.abc import Callable
 from concurrent import futures
 from typing import Any
 
-import greenlet
-
 ANSWER_ON_ENV = "GPU_ADVISOR_ANSWER_ON"
 MODES = ("loop", "queue", "thread")
-DEFAULT_MODE = "loop"
-# An answer on the loop hands it back after running this long: about one stage of a typical answer, so the
-# loop (health checks, arrivals, refusals) never waits much longer than that, and a 2 ms answer yields once or
-# not at all (each turn of the loop costs the answer tens of microseconds).
-STAGE_BUDGET_S = 0.001
+# Measured against each other (docs/benchmarks.md, Where the answer runs): none cut the server's CPU per
+# Recommend measurably on this shared machine, and the loop either let health wait behind stages under a flood
+# or cost more CPU and latency once it gave the loop enough turns. The pool stays.
+DEFAULT_MODE = "thread"
 
 Behavior = Callable[[Any, Any], Any]
 
@@ -120,85 +113,10 @@ async def _settled(work: asyncio.Future[Any], call: Any, done: Callable[[], None
         raise
 
 
-class _Yield:
-    """What the answer's greenlet sends the loop when it gives it a turn."""
-
-
-_YIELD = _Yield()
-
-
-class LoopAnswers:
-    """`loop`: the answer on the event loop, in stages (a greenlet that gives the loop a turn between them)."""
-
-    def __init__(self) -> None:
-        self._stopping: set[asyncio.Task[None]] = set()  # answers whose caller left, running to their next stage
-
-    async def run(self, behavior: Behavior, request: Any, call: Any, done: Callable[[], None]) -> Any:
-        answer = _Answer(behavior, parent=greenlet.getcurrent())
-        answer.gr_context = contextvars.copy_context()  # the call's log fields (request id) in its log lines
-        call.hand_back = _hand_back(answer)
-        try:
-            sent = answer.switch(request, call)
-            while not answer.dead:  # it gave the loop a turn (_YIELD)
-                await asyncio.sleep(0)  # one turn: health checks, arrivals, refusals
-                sent = answer.switch()
-        except asyncio.CancelledError:
-            # The caller left between stages: the answer sees it at its next stage and stops, in a task of its
-            # own so this call ends now; its slot is free once it has stopped, as a thread's would be.
-            call.gone.set()
-            task = asyncio.get_running_loop().create_task(_finish(answer, done))
-            self._stopping.add(task)
-            task.add_done_callback(self._stopping.discard)
-            raise
-        except BaseException:
-            done()
-            raise
-        done()
-        return sent
-
-    def close(self) -> None:
-        return None
-
-
-class _Answer(greenlet.greenlet):  # type: ignore[misc]
-    """A greenlet running one answer on the loop (so `give_turn` knows it is one)."""
-
-
-async def _finish(answer: Any, done: Callable[[], None]) -> None:
-    try:
-        while not answer.dead:
-            with contextlib.suppress(BaseException):  # its abort (nobody waits for it) or its failure
-                answer.switch()
-            if not answer.dead:
-                await asyncio.sleep(0)
-    finally:
-        done()
-
-
-def give_turn() -> None:
-    """Inside an answer running on the loop: give the loop one turn now (for work that waits, e.g. tests that
-    hold an answer); anywhere else nothing."""
-    me = greenlet.getcurrent()
-    if isinstance(me, _Answer):
-        me.parent.switch(_YIELD)
-
-
-def _hand_back(answer: Any) -> Callable[[], None]:
-    """Called at every stage boundary (CallContext.is_active): give the loop a turn once the answer ran
-    `STAGE_BUDGET_S` since it last had one."""
-    resumed = [time.perf_counter()]
-
-    def maybe() -> None:
-        now = time.perf_counter()
-        if now - resumed[0] >= STAGE_BUDGET_S and greenlet.getcurrent() is answer:
-            answer.parent.switch(_YIELD)
-            resumed[0] = time.perf_counter()
-
-    return maybe
-
-
-def answers(mode: str, executor: futures.Executor) -> PoolAnswers | QueueAnswers | LoopAnswers:
+def answers(mode: str, executor: futures.Executor) -> Any:  # noqa: ANN401 - one of the three
     if mode == "loop":
+        from .loop_answers import LoopAnswers  # needs greenlet (the dev extras), only in this mode
+
         return LoopAnswers()
     if mode == "queue":
         return QueueAnswers()

@@ -27,7 +27,7 @@ import structlog
 from google.protobuf.message import DecodeError
 
 from . import metrics
-from .answering import LoopAnswers, PoolAnswers, QueueAnswers
+from .answering import PoolAnswers
 from .interceptors import REQUEST_ID, RETRY_PUSHBACK, Admission, Limiter
 
 log = structlog.get_logger("gpu_advisor.rpc")
@@ -50,7 +50,7 @@ class CallContext:
         self._deadline = None if seconds_left is None else time.monotonic() + seconds_left
         self.gone = threading.Event()  # set on the loop when the call ends or the caller leaves
         self._trailing: tuple[tuple[str, Any], ...] = ()
-        # An answer on the loop (answering.LoopAnswers): gives the loop a turn at the stage boundaries, where
+        # An answer on the loop (loop_answers.LoopAnswers): gives the loop a turn at the stage boundaries, where
         # the servicer asks is_active().
         self.hand_back: Callable[[], None] | None = None
 
@@ -135,7 +135,7 @@ class InFlight:
                 self._cond.wait(min(until - now, max(quiet - (now - since), 0.001)))
 
 
-Answers = PoolAnswers | QueueAnswers | LoopAnswers
+Answers = Any  # answering.PoolAnswers, QueueAnswers or loop_answers.LoopAnswers
 SyncBehavior = Callable[[Any, Any], Any]
 AsyncBehavior = Callable[[Any, Any], Awaitable[Any]]
 
