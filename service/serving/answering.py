@@ -115,8 +115,10 @@ async def _settled(work: asyncio.Future[Any], call: Any, done: Callable[[], None
 
 def answers(mode: str, executor: futures.Executor) -> Any:  # noqa: ANN401 - one of the three
     if mode == "loop":
-        from .loop_answers import LoopAnswers  # needs greenlet (the dev extras), only in this mode
-
+        try:
+            from .loop_answers import LoopAnswers  # needs greenlet (the dev extras), only in this mode
+        except ImportError as missing:
+            raise ValueError(f"{ANSWER_ON_ENV}=loop needs greenlet (pip install greenlet): {missing}") from None
         return LoopAnswers()
     if mode == "queue":
         return QueueAnswers()
