@@ -8,9 +8,10 @@ import pytest
 
 from service.serving import answering
 from service.wire.api import pb
+from tests import test_serving as serving
 from tests.conftest import RULES, Running
 from tests.test_server import good_request
-from tests.test_serving import health_status
+from tests.test_serving import health_status, held  # noqa: F401 (held is a fixture)
 
 SERVING = 1
 
@@ -37,3 +38,14 @@ def test_an_unknown_way_is_refused_by_name(monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setenv(answering.ANSWER_ON_ENV, "fibers")
     with pytest.raises(ValueError, match=answering.ANSWER_ON_ENV):
         answering.mode_from_env()
+
+
+@pytest.mark.parametrize("mode", ["loop", "queue"])
+@pytest.mark.parametrize("check", [serving.test_a_passed_deadline_stops_the_work,
+                                   serving.test_a_full_queue_is_refused_at_once_while_health_answers],
+                         ids=["deadline_stops_the_work", "full_queue_refused_while_health_answers"])
+def test_the_serving_guarantees_hold_in_the_other_ways(mode: str, check, held, monkeypatch):  # noqa: F811
+    # The pool is what every other test runs on; these two (admission, refusal, health beside a running answer,
+    # a deadline stopping the work at its next stage, the slot given back) again with the answer elsewhere.
+    monkeypatch.setenv(answering.ANSWER_ON_ENV, mode)
+    check(held)
