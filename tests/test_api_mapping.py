@@ -58,6 +58,7 @@ FULL_REQUEST = {
     "max_candidates": 7,
     "include_trace": True,
     "as_of": "2026-06-30",
+    "view": "VIEW_FULL",  # the reply's shape: wire/views.py, not the domain request
 }
 
 # proto enum → the domain's tuple of names (brief.py); the two must never drift apart.
@@ -97,6 +98,7 @@ def test_full_request_to_domain():
 def test_round_trip_proto_domain_proto():
     proto = ParseDict(FULL_REQUEST, pb.RecommendRequest())
     again = request_to_proto(request_from_proto(proto))
+    proto.ClearField("view")  # how much of the reply to send (wire/views.py): not part of the domain's request
     assert again == proto
 
 

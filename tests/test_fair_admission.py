@@ -175,7 +175,12 @@ def test_one_call_at_a_time_gets_through_a_flood_of_25_connections_x_10_streams(
             sent = flood.sent
         assert total >= 10, f"too few calls to judge ({total})"
         assert ok / total >= 0.95, f"{ok}/{total} OK under the flood: {failed}"
-        # The flood did saturate the queue: the server refused many of its calls.
-        assert sent > 1000 and log.read_text().count('"RESOURCE_EXHAUSTED"') > 100
+        # The flood did saturate the server: it always had calls waiting, refused many of them (answers in a
+        # thread: the loop takes every arrival and refuses beyond the queue) or left them waiting in gRPC Core
+        # (answers on the loop, which takes arrivals between stages), and took most of the answers.
+        text = log.read_text()
+        answered, refused = text.count('"code": "OK"'), text.count('"RESOURCE_EXHAUSTED"')
+        assert sent > 1000 and sent > 10 * (answered + refused)
+        assert refused > 100 or answered > 5 * ok, (answered, refused, ok)
     finally:
         stop(proc)

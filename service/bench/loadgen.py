@@ -65,7 +65,8 @@ class ServerProcess:
 
     `--health-addr auto` in `extra` gives the server a probe port of its own (`health_port`; else the main one)."""
 
-    def __init__(self, processes: int = 1, repo: Path = REPO, extra: tuple[str, ...] = ()):
+    def __init__(self, processes: int = 1, repo: Path = REPO, extra: tuple[str, ...] = (),
+                 env: dict[str, str] | None = None, sync_server: bool = False):
         self.port = free_port()
         self.addr = f"127.0.0.1:{self.port}"
         self.health_port = self.port
@@ -76,9 +77,11 @@ class ServerProcess:
         self.log = tempfile.NamedTemporaryFile(prefix="bench-server-", suffix=".log", delete=False)  # noqa: SIM115
         cmd = [sys.executable, "-m", "service", "--addr", self.addr, "--no-watch",
                "--rules", str(repo / "rules"), *extra]
+        if sync_server:  # issue 27's option 3, measured only (service/bench/sync_server.py)
+            cmd = [sys.executable, "-m", "service.bench.sync_server", self.addr, str(repo / "rules")]
         if processes > 1:
             cmd += ["--processes", str(processes)]
-        env = {**os.environ, "GPU_ADVISOR_LOG_LEVEL": "INFO", "PYTHONPATH": str(repo)}
+        env = {**os.environ, "GPU_ADVISOR_LOG_LEVEL": "INFO", "PYTHONPATH": str(repo), **(env or {})}
         env.pop("GPU_ADVISOR_PROCESSES", None)
         self.proc = subprocess.Popen(cmd, cwd=repo, env=env, stdout=subprocess.DEVNULL, stderr=self.log)
         try:
@@ -287,33 +290,6 @@ def _drive(server: ServerProcess, path: str, bodies: list[bytes], seconds: float
     return load
 
 
-def _measure(server: ServerProcess, seconds: float, briefs: list[bytes], streams: int,
-             use_h2load: bool) -> tuple[Load, Load, Load]:
-    health_body = [frame(health_pb2.HealthCheckRequest().SerializeToString())] * len(briefs)
-
-    def go(path: str, bodies: list[bytes], rps: float = 0) -> Load:
-        return _drive(server, path, bodies, seconds, streams, use_h2load, rps)
-
-    _check(server.addr, briefs)
-    go(RECOMMEND, briefs[:2])  # warm-up: first calls fill caches and allocator pools
-    health = go(HEALTH, health_body)
-    rec = go(RECOMMEND, briefs)
-    half = go(RECOMMEND, briefs, rps=rec.rps / 2)
-    return health, rec, half
-
-
-def _rpc_floor(repo: Path, seconds: float, briefs: list[bytes], streams: int, use_h2load: bool) -> Load:
-    """Recommend with the answers already made: the same briefs from a server whose response cache holds them.
-    What is left is the RPC itself at this reply's size (decode, validate, look-up, encode, log), the floor
-    no faster answer can go below."""
-    server = ServerProcess(1, repo, extra=("--response-cache", str(len(briefs))))
-    try:
-        _check(server.addr, briefs)  # every brief answered once: in the cache from here on
-        return _drive(server, RECOMMEND, briefs, seconds, streams, use_h2load)
-    finally:
-        server.stop()
-
-
 def answer_cpu_ms(repo: Path, bodies: list[bytes], rounds: int = 20) -> float:
     """CPU ms per answer of the servicer's own work, in a fresh process on `repo`'s code and rules: decode,
     validate, advise, build and encode the reply; no gRPC. Next to the server's CPU per Recommend minus its CPU
@@ -350,79 +326,8 @@ def answer_cpu_ms(repo: Path, bodies: list[bytes], rounds: int = 20) -> float:
     return float(out.stdout.strip().splitlines()[-1])
 
 
-def _show(label: str, load: Load) -> None:
-    print(f"  {label:46} {load.rps:7.0f} rps  p50 {load.pct(0.5):6.2f} ms  p99 {load.pct(0.99):7.2f} ms"
-          f"  server CPU {load.cpu_ms_per_call:5.2f} ms/call  failed {load.failed:3}  "
-          f"non-OK {load.grpc_errors}")
-
-
 def pooled(loads: list[Load]) -> Load:
     """Several runs of one measurement as one: median rps and CPU per call, every latency, every failure."""
     return Load(median([x.rps for x in loads]), [ms for x in loads for ms in x.latencies_ms],
                 sum(x.failed for x in loads), median([x.cpu_ms_per_call for x in loads]),
                 sum(x.grpc_errors for x in loads))
-
-
-def run_load(seconds: float, k: int, streams: int, baseline: str = "", rounds: int = 0) -> int:
-    """`rounds` (0: 3 with a baseline, else 1): the checkouts are loaded in turn, round after round, and each
-    figure is the median of its rounds, so a slow spell of this shared machine falls on both sides."""
-    use_h2load = have_h2load()
-    tool = "h2load (nghttp2)" if use_h2load else "grpc.aio fallback in the bench process (h2load not found)"
-    briefs = distinct_briefs(k)
-    rounds = rounds or (3 if baseline else 1)
-    print(f"5. Load on a server process: {tool}; {k} distinct Recommend briefs x {streams} streams each, "
-          f"{seconds:g} s per run, response cache off (but in the row that names it), INFO logs"
-          + (f"; {rounds} rounds, checkouts in turn, medians" if rounds > 1 else ""))
-    print("  failed: streams the client saw fail (h2load: mostly a connection's first streams beyond the 2-stream "
-          "cap, refused before it read the server's SETTINGS, which gRPC clients retry); non-OK: calls the server "
-          "logged with a status other than OK (e.g. RESOURCE_EXHAUSTED)")
-    targets = [("baseline " + baseline, Path(baseline).resolve())] if baseline else []
-    targets.append(("this checkout", REPO))
-    runs: dict[str, list[tuple[Load, Load, Load]]] = {name: [] for name, _ in targets}
-    for turn in range(rounds):
-        for name, repo in targets:
-            one = ServerProcess(1, repo)
-            try:
-                runs[name].append(_measure(one, seconds, briefs, streams, use_h2load))
-            finally:
-                one.stop()
-            if rounds > 1:
-                h, r, _ = runs[name][-1]
-                print(f"  round {turn + 1} [{name}]: health {h.cpu_ms_per_call:.2f} ms, Recommend "
-                      f"{r.cpu_ms_per_call:.2f} ms server CPU per call; ratio {r.rps / h.rps:.2f} in rps, "
-                      f"{h.cpu_ms_per_call / r.cpu_ms_per_call:.2f} in CPU")
-    for name, repo in targets:
-        health, rec, half = (pooled(list(x)) for x in zip(*runs[name], strict=True))
-        print(f"  [{name}]" + (f" medians of {rounds} rounds (p50/p99 over all their calls)" if rounds > 1 else ""))
-        _show("health Check (the gRPC floor), 1 process", health)
-        _show(f"Recommend, {k} distinct briefs, 1 process", rec)
-        _show(f"Recommend at half saturation ({rec.rps / 2:.0f} rps offered)", half)
-        answer = answer_cpu_ms(repo, briefs)
-        print(f"  the same briefs answered in-process, no gRPC: {answer:.2f} ms CPU each; the server's Recommend "
-              f"minus its health Check: {rec.cpu_ms_per_call - health.cpu_ms_per_call:.2f} ms")
-        print(f"  ratio Recommend/health: {rec.rps / health.rps:.2f} in rps, "
-              f"{health.cpu_ms_per_call / rec.cpu_ms_per_call:.2f} in server CPU per call"
-              f"   (accepted for now: about 0.22; issue 7's target >= 0.40; p99 at half <= 10 ms)")
-        if repo == REPO:
-            floor = _rpc_floor(repo, seconds, briefs, streams, use_h2load)
-            _show("Recommend from the response cache, 1 process", floor)
-            # The CPU ratio is health / (RPC floor + answer): the answer it allows is what the target leaves.
-            allowed = health.cpu_ms_per_call / 0.4 - floor.cpu_ms_per_call
-            making = rec.cpu_ms_per_call - floor.cpu_ms_per_call
-            print(f"  of the server's {rec.cpu_ms_per_call:.2f} ms per Recommend, the RPC at this reply's size is "
-                  f"{floor.cpu_ms_per_call:.2f} ms and making the answer {making:.2f} ms; "
-                  f"0.40 of health leaves the answer {allowed:.2f} ms")
-            two = ServerProcess(2, repo)
-            try:
-                h2, r2, half2 = _measure(two, seconds, briefs, streams, use_h2load)
-                split = two.calls_per_worker()
-            finally:
-                two.stop()
-            _show("health Check, 2 processes", h2)
-            _show(f"Recommend, {k} distinct briefs, 2 processes", r2)
-            _show(f"Recommend at half saturation ({r2.rps / 2:.0f} rps offered), 2 processes", half2)
-            print(f"  scaling 2 processes / 1 process (Recommend): {r2.rps / rec.rps:.2f}x   (target >= 1.7x)")
-            # The kernel spreads connections, not calls: with few connections one worker can get most of them.
-            print(f"  calls per worker over these runs: {' / '.join(map(str, split))} (SO_REUSEPORT spreads the "
-                  f"{len(briefs)} connections of each run, not their calls)")
-    return 0

@@ -9,7 +9,10 @@ compare the ratios, not the absolute numbers).
    server's gRPC floor), p50/p99 at half of that saturation (offered evenly), Recommend from the response cache
    (the RPC's cost without the answer's), and Recommend rps with 1 vs 2 processes.
    `--load-only` runs just this; `--baseline DIR` runs the same load against another checkout (e.g. ../main)
-   too, for before/after in one run: the two in turn for `--rounds` rounds (3 by default), medians shown.
+   too, for before/after in one run: the two in turn for `--rounds` rounds (3 by default), medians shown;
+   the server's CPU per Recommend split into the RPC, the answer and the rest; and VIEW_SUMMARY against the
+   full reply (service/bench/split.py). `--answer-modes` loads this checkout once per way of answering
+   (GPU_ADVISOR_ANSWER_ON=loop, queue, thread, and grpc's sync server) instead.
 6. offers scale: the same answers with no offers, the 1,842-row reference table and 50,000 synthetic rows
    (CPU per answer and its ratio to no offers), the time to load 50,000 rows cold and by live reload, RSS.
    `--offers` runs just this.
@@ -75,6 +78,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=0,
                         help="load rounds, checkouts in turn, medians shown (default: 3 with --baseline, else 1)")
     parser.add_argument("--overload", action="store_true", help="only health under a Recommend flood")
+    parser.add_argument("--answer-modes", action="store_true",
+                        help="only section 5 on this checkout, once per way of answering (issue 27)")
     parser.add_argument("--offers", action="store_true", help="only section 6 (offers scale)")
     parser.add_argument("--attack", action="store_true",
                         help="only legitimate traffic under hostile clients (idle streams, rapid reset, floods)")
@@ -86,8 +91,12 @@ def main(argv: list[str] | None = None) -> int:
         return run_attacks(args.attack_seconds, args.baseline)
     if args.overload:
         return _overload(args.load_seconds, args.baseline)
+    if args.answer_modes:
+        from .split import run_answer_modes
+
+        return run_answer_modes(args.load_seconds, args.briefs, args.streams, args.rounds)
     if args.load_only:
-        from .loadgen import run_load
+        from .split import run_load
 
         return run_load(args.load_seconds, args.briefs, args.streams, args.baseline, args.rounds)
 
@@ -213,7 +222,7 @@ def main(argv: list[str] | None = None) -> int:
     from .offers_scale import run_offers_scale
 
     run_offers_scale(requests)
-    from .loadgen import run_load
+    from .split import run_load
 
     return run_load(args.load_seconds, args.briefs, args.streams, args.baseline, args.rounds)
 

@@ -1,6 +1,6 @@
 """`gpu-advisor`: a terminal client for a running GPU Advisor server.
 
-    gpu-advisor recommend BRIEF.yaml [--json] [--locale zh-CN] [--trace] [--max N]
+    gpu-advisor recommend BRIEF.yaml [--json] [--locale zh-CN] [--trace] [--max N] [--view summary]
     gpu-advisor explain BRIEF.yaml [--rule GLOB] [--gpu ID] [--fired | --not-fired]
                                          # the answer, each candidate's score, which rules fired (file:line)
     gpu-advisor gpus                     # the catalog with dated prices
@@ -268,6 +268,10 @@ def _recommend(args: argparse.Namespace, explain: bool) -> int:
         request.locale = args.locale
     if getattr(args, "max", None) is not None:
         request.max_candidates = args.max
+    if getattr(args, "view", None):
+        request.view = pb.VIEW_SUMMARY if args.view == "summary" else pb.VIEW_FULL
+    if explain:
+        request.view = pb.VIEW_FULL  # an explanation is the trace and the reasons a summary leaves out
     if explain or getattr(args, "trace", False):
         request.include_trace = True
     if explain and args.gpu and not request.max_candidates:
@@ -368,6 +372,8 @@ def build_parser() -> argparse.ArgumentParser:
     rec.add_argument("--locale", choices=("en", "zh-CN"))
     rec.add_argument("--trace", action="store_true", help="also print which rules fired")
     rec.add_argument("--max", type=int, help="at most N candidates")
+    rec.add_argument("--view", choices=("full", "summary"),
+                     help="summary: the ranking, costs and headline only (no reasons, trace or extra placements)")
     rec.set_defaults(run=lambda a: _recommend(a, explain=False))
 
     exp = sub.add_parser("explain", parents=[common],

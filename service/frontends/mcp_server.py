@@ -73,6 +73,7 @@ def request_schema() -> dict[str, Any]:
 @functools.cache
 def explain_schema() -> dict[str, Any]:
     schema = json.loads(json.dumps(request_schema()))
+    schema["properties"].pop("view", None)  # an explanation is the trace, which a summary leaves out
     schema["properties"]["fired_only"] = {
         "type": "boolean",
         "description": "Only the rules that fired (default true); false adds, for every other rule, the first "
@@ -378,6 +379,7 @@ async def _explain(b: Backend, args: dict[str, Any]) -> types.CallToolResult:
     fired_only = bool(args.pop("fired_only", True))
     request = _parse(args, pb.RecommendRequest())
     request.include_trace = True
+    request.view = pb.VIEW_FULL
     resp = await _call(b.stub.Recommend, request, b.timeout)
     if fired_only:
         kept = [t for t in resp.trace if t.fired]

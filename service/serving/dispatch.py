@@ -15,7 +15,6 @@ values taken on the loop, and turns `abort` into an exception the loop side send
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import threading
 import time
 import uuid
@@ -28,6 +27,7 @@ import structlog
 from google.protobuf.message import DecodeError
 
 from . import metrics
+from .answering import PoolAnswers
 from .interceptors import REQUEST_ID, RETRY_PUSHBACK, Admission, Limiter
 
 log = structlog.get_logger("gpu_advisor.rpc")
@@ -50,11 +50,16 @@ class CallContext:
         self._deadline = None if seconds_left is None else time.monotonic() + seconds_left
         self.gone = threading.Event()  # set on the loop when the call ends or the caller leaves
         self._trailing: tuple[tuple[str, Any], ...] = ()
+        # An answer on the loop (loop_answers.LoopAnswers): gives the loop a turn at the stage boundaries, where
+        # the servicer asks is_active().
+        self.hand_back: Callable[[], None] | None = None
 
     def time_remaining(self) -> float:
         return NO_DEADLINE if self._deadline is None else max(self._deadline - time.monotonic(), 0.0)
 
     def is_active(self) -> bool:
+        if self.hand_back is not None:
+            self.hand_back()
         return not self.gone.is_set()
 
     def invocation_metadata(self) -> tuple[tuple[str, Any], ...]:
@@ -130,6 +135,7 @@ class InFlight:
                 self._cond.wait(min(until - now, max(quiet - (now - since), 0.001)))
 
 
+Answers = Any  # answering.PoolAnswers, QueueAnswers or loop_answers.LoopAnswers
 SyncBehavior = Callable[[Any, Any], Any]
 AsyncBehavior = Callable[[Any, Any], Awaitable[Any]]
 
@@ -138,10 +144,12 @@ class Dispatcher:
     """Builds the method handlers. `executor` runs the synchronous answers; `request_timeout`: seconds a call may
     take to send its request message; `inflight` counts the calls that the drain waits for (`counted`)."""
 
-    def __init__(self, executor: futures.Executor, request_timeout: float):
+    def __init__(self, executor: futures.Executor, request_timeout: float, answers: Answers | None = None):
         self.executor = executor
         self.request_timeout = request_timeout
         self.inflight = InFlight()
+        self.pool = PoolAnswers(executor)
+        self.answers = answers or self.pool  # Recommend's answers (answering.py); the other methods: the pool
 
     def unary(self, method: str, behavior: SyncBehavior | AsyncBehavior, deserialize: Callable[[bytes], Any],
               serialize: Callable[[Any], bytes], limiter: Limiter | None = None,
@@ -228,23 +236,14 @@ class Dispatcher:
             if outcome is Admission.EXPIRED:
                 metrics.abandoned(method, "queue")
                 raise Aborted(grpc.StatusCode.DEADLINE_EXCEEDED, "the deadline passed while waiting to start")
-        loop = asyncio.get_running_loop()
         admitted = time.perf_counter()
-        try:
-            work = loop.run_in_executor(self.executor, contextvars.copy_context().run, behavior, request, call)
-        except BaseException:
+
+        def done() -> None:
             if limiter is not None:
-                limiter.leave(peer)
-            raise
-        if limiter is not None:
-            # The slot is free when the thread is done, not when the caller leaves: the answer stops at its next
-            # stage, and until then it still holds the GIL and a worker.
-            work.add_done_callback(lambda _f: limiter.leave(peer, time.perf_counter() - admitted))
-        try:
-            return await asyncio.shield(work)
-        except asyncio.CancelledError:
-            call.gone.set()
-            raise
+                limiter.leave(peer, time.perf_counter() - admitted)
+
+        answers = self.answers if method.endswith("/Recommend") else self.pool
+        return await answers.run(behavior, request, call, done)
 
 
 def _busy(limiter: Limiter) -> Aborted:

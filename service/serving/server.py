@@ -30,10 +30,10 @@ from ..rulebook.last_good import BUILTIN_RULES, LastGood
 from ..rulebook.ruletests import self_test
 from ..rulebook.store import RulesetStatus, RuleStore
 from ..rulebook.version import Bundle
-from ..wire import api
+from ..wire import api, views
 from ..wire.api import pb, pb_grpc
 from ..wire.validate import MAX_ANSWER_BYTES, MAX_REQUEST_BYTES, validate, validate_list_models
-from . import cache, fanout, heartbeat, metrics, paging, processes, rules_flag
+from . import answering, cache, fanout, heartbeat, metrics, paging, processes, rules_flag
 from .dispatch import Dispatcher
 from .errors import abort_invalid as _invalid
 from .flags import (
@@ -163,9 +163,11 @@ class Servicer(pb_grpc.GpuAdvisorServicer):
             _abandon(context, stopped.stage)
         _stop_unless_wanted(context, "response")
         response = api.advice_to_proto(advice)
+        if views.wants_summary(request):
+            response = views.summarize(response)
         size = response.ByteSize()
         if size > MAX_ANSWER_BYTES:
-            _too_large(context, size, request.include_trace, bundle.revision)
+            _too_large(context, size, request.include_trace and not views.wants_summary(request), bundle.revision)
         return response
 
     def ListGpus(self, request: pb.ListGpusRequest, context: grpc.ServicerContext) -> pb.ListGpusResponse:  # noqa: N802
@@ -267,7 +269,7 @@ async def _build(store: RuleStore, settings: Limits, addr: str, tls: grpc.Server
     # Only the answers need threads: one per running call of each method, plus spares for cancelled answers
     # that have not reached their next stage yet. Waiting calls wait on the loop.
     executor = Workers(len(limited) * settings.max_concurrent + SPARE_WORKERS, thread_name_prefix="rpc")
-    dispatcher = Dispatcher(executor, settings.request_timeout)
+    dispatcher = Dispatcher(executor, settings.request_timeout, answering.answers(answering.mode_from_env(), executor))
     server = grpc.aio.server(options=options, maximum_concurrent_rpcs=settings.max_calls or None)
     add_servicer(servicer, server, dispatcher, admission)  # bad bytes: INVALID_ARGUMENT
     server.add_generic_rpc_handlers((_health_handlers(health, dispatcher, StreamCap("health Watch", 2,

@@ -166,7 +166,8 @@ def request_from_proto(r: pb.RecommendRequest) -> AdviceRequest:
         ),
         locale=r.locale or "en",
         max_candidates=r.max_candidates,
-        include_trace=r.include_trace,
+        # A summary drops the trace (wire/views.py): not made at all, it costs nothing.
+        include_trace=r.include_trace and r.view != pb.VIEW_SUMMARY,
         as_of=parse_date(r.as_of),
     )
 

@@ -300,6 +300,9 @@ def validate(
         out.append(("max_candidates", f"must be between 0 and {MAX_CANDIDATES}"))
     if request.as_of and not _date_ok(request.as_of):
         out.append(("as_of", "must be a date YYYY-MM-DD"))
+    views = request.DESCRIPTOR.fields_by_name["view"].enum_type.values_by_number
+    if request.view not in views:
+        out.append(("view", f"unknown View value {request.view} (VIEW_FULL or VIEW_SUMMARY)"))
     return out
 
 

@@ -60,9 +60,10 @@ class AsyncClient:
         quotes: Iterable[Quote] = (),
         as_of: str = "",
         timeout: float | None = None,
+        view: str | int = "",
     ) -> pb.RecommendResponse:
         """Ranked GPU configurations for a brief (see Client.recommend)."""
-        request = recommend_request(brief, quotes, locale, max_candidates, include_trace, as_of)
+        request = recommend_request(brief, quotes, locale, max_candidates, include_trace, as_of, view)
         return await self._call(self.stub.Recommend, request, timeout)
 
     async def list_gpus(self, as_of: str = "", *, timeout: float | None = None) -> pb.ListGpusResponse:

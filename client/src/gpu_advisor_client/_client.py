@@ -96,7 +96,7 @@ def channel_arguments(
 
 
 def recommend_request(brief: Brief, quotes: Iterable[Quote], locale: str, max_candidates: int,
-                      include_trace: bool, as_of: str) -> pb.RecommendRequest:
+                      include_trace: bool, as_of: str, view: str | int = 0) -> pb.RecommendRequest:
     """The request; a dict brief or quote is checked here (InvalidArgument for all of them), before any call."""
     violations: list[tuple[str, str]] = []
     messages: list[Message] = []
@@ -106,10 +106,23 @@ def recommend_request(brief: Brief, quotes: Iterable[Quote], locale: str, max_ca
             messages.append(to_message(value, cls, path))
         except InvalidArgument as err:
             violations += err.violations
+    number = view_number(view)
+    if number is None:
+        violations.append(("view", f"unknown view {view!r}: full or summary"))
     if violations:
         raise local_invalid(violations)
     return pb.RecommendRequest(brief=messages[0], quotes=messages[1:], locale=locale,
-                               max_candidates=max_candidates, include_trace=include_trace, as_of=as_of)
+                               max_candidates=max_candidates, include_trace=include_trace, as_of=as_of,
+                               view=number or 0)
+
+
+def view_number(view: str | int) -> int | None:
+    """A View from its number, its proto name or "full" / "summary"; None when it is none of them."""
+    if isinstance(view, int):
+        return view if view in pb.View.values() else None
+    name = view.upper() or "UNSPECIFIED"
+    name = name if name.startswith("VIEW_") else f"VIEW_{name}"
+    return pb.View.Value(name) if name in pb.View.DESCRIPTOR.values_by_name else None
 
 
 class Client:
@@ -159,14 +172,16 @@ class Client:
         quotes: Iterable[Quote] = (),
         as_of: str = "",
         timeout: float | None = None,
+        view: str | int = "",
     ) -> pb.RecommendResponse:
         """Ranked GPU configurations for a brief. Missing details come back as `questions`, not errors.
 
         `locale` is "en" or "zh-CN"; `max_candidates` 0 means the rules' default; `quotes` are your own
         $/GPU-hour prices; `as_of` (YYYY-MM-DD) replays the catalog prices valid that day. A dict brief or quote
-        naming a field or enum value the proto lacks raises InvalidArgument before anything is sent.
+        naming a field or enum value the proto lacks raises InvalidArgument before anything is sent. `view`
+        "summary" asks for the ranking, costs and headline only (no reasons, trace or placements past the first).
         """
-        request = recommend_request(brief, quotes, locale, max_candidates, include_trace, as_of)
+        request = recommend_request(brief, quotes, locale, max_candidates, include_trace, as_of, view)
         return self._call(self.stub.Recommend, request, timeout)
 
     def list_gpus(self, as_of: str = "", *, timeout: float | None = None) -> pb.ListGpusResponse:
@@ -228,9 +243,10 @@ def recommend(
     tls: bool = False,
     root_certificates: bytes | None = None,
     token: str | None = None,
+    view: str | int = "",
 ) -> pb.RecommendResponse:
     """One Recommend call on a channel of its own; for many calls keep a `Client`."""
     with Client(target, timeout=timeout, retry=retry, tls=tls, root_certificates=root_certificates,
                 token=token) as client:
         return client.recommend(brief, locale=locale, max_candidates=max_candidates, include_trace=include_trace,
-                                quotes=quotes, as_of=as_of)
+                                quotes=quotes, as_of=as_of, view=view)
