@@ -48,8 +48,12 @@ def step_seconds(weights_gb: float, linear_flops: float, kv_gb: float, decode_at
     absorbed attention at thousands of sequences is compute); a prefill chunk's attention is compute; plus the
     step's floor (launches, sampling, scheduling, tensor-parallel all-reduces)."""
     gemm = bound_seconds(weights_gb, linear_flops, bandwidth_tbs, mbu, tflops, mfu, overlap=overlap)
-    decode_attn = bound_seconds(kv_gb, 0.0, bandwidth_tbs, mbu, tflops, mfu, decode_attn_flops, attn_tflops, overlap)
-    prefill_attn = bound_seconds(0.0, 0.0, bandwidth_tbs, mbu, tflops, mfu, prefill_attn_flops, attn_tflops)
+    # A kernel with nothing to read and nothing to compute takes 0.0 (the GEMM's call has checked the shared
+    # arguments): skipped, as a prefill step has no decode attention and a decode step often no prefill chunk.
+    decode_attn = 0.0 if kv_gb <= 0 and decode_attn_flops <= 0 else bound_seconds(
+        kv_gb, 0.0, bandwidth_tbs, mbu, tflops, mfu, decode_attn_flops, attn_tflops, overlap)
+    prefill_attn = 0.0 if prefill_attn_flops <= 0 else bound_seconds(
+        0.0, 0.0, bandwidth_tbs, mbu, tflops, mfu, prefill_attn_flops, attn_tflops)
     return overhead_s + gemm + decode_attn + prefill_attn
 
 

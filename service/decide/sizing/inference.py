@@ -269,7 +269,12 @@ def serving_speed(s: Sizing, brief: Brief, shape: Shape, a: Assumptions, n: int,
     prompt arrives together (the wave). None = the engine's `prefill_first`, the product's assumption."""
     gpu = s.gpu
     arch = shape.arch
-    eff = efficiency(gpu, brief.toolchain, a)
+    # The engine's figures read the GPU, the toolchain and the rules, never the width: worked out once per GPU.
+    ekey = ("efficiency", id(gpu), brief.toolchain, id(a))
+    kept = memo.get(ekey)
+    if kept is None or kept[0] is not gpu or kept[1] is not a:
+        kept = memo[ekey] = (gpu, a, efficiency(gpu, brief.toolchain, a))
+    eff = kept[2]
     if synchrony is not None:
         eff = dataclasses.replace(eff, prefill_first=min(1.0, max(0.0, synchrony)))
     # An MoE's expert GEMMs run grouped, many small matrices a step, and keep only part of a dense GEMM's rate.
@@ -346,7 +351,11 @@ def serving_speed(s: Sizing, brief: Brief, shape: Shape, a: Assumptions, n: int,
 
     def prefill_step(tokens: int, prompt: int) -> float:
         """One prefill step of `tokens` tokens of `prompt`-token prompts: the floor, then the kernels' bounds."""
-        read = mem.weights_gb(shape.params_read_billion(tokens), shape.bytes_per_param) * stages
+        rkey = ("prefill_read", tokens)  # the weights a prefill of `tokens` touches: no GPU, no width
+        read = memo.get(rkey)
+        if read is None:
+            read = memo[rkey] = mem.weights_gb(shape.params_read_billion(tokens), shape.bytes_per_param)
+        read = read * stages
         return serving.step_seconds(read, linear_flops(tokens), 0.0, 0.0, attention(prompt) * tokens / max(1, prompt),
                                     bw, eff.mbu, s.tflops * n, mfu, attn_tflops=attn_tflops,
                                     overhead_s=overhead + traffic(tokens), overlap=overlap)
