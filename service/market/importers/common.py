@@ -171,13 +171,15 @@ def offers_csv_text(rows: Iterable[Offer]) -> str:
     return buf.getvalue()
 
 
-def parse_price(text: str) -> float | None:
-    """A catalog price, or None when it is empty, NaN or not a number (the caller drops the row and says why)."""
-    t = text.strip()
-    if not t:
-        return None
+def parse_number(text: str) -> float | None:
+    """A number as the catalogs write it, or None when the cell is empty or not a number."""
     try:
-        x = float(t)
+        return float(text) if text.strip() else None
     except ValueError:
         return None
-    return x if x == x and x not in (float("inf"), float("-inf")) else None
+
+
+def parse_price(text: str) -> float | None:
+    """A catalog price, or None when it is empty, NaN or not a number (the caller drops the row and says why)."""
+    x = parse_number(text)
+    return x if x is not None and x == x and x not in (float("inf"), float("-inf")) else None

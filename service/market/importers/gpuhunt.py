@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ...domain.offers import Offer
 from ..accelerators import AcceleratorMap
-from .common import ImportReport, parse_price
+from .common import ImportReport, parse_number, parse_price
 from .regions import country_of
 
 DEFAULT_SOURCE = "dstack gpuhunt catalog, {provider}.csv, read {read}"
@@ -25,13 +25,6 @@ _REQUIRED = ("instance_name", "location", "price", "gpu_count", "gpu_name", "spo
 _GCP_ZONE = re.compile(r"([a-z]+-[a-z]+\d+)-[a-z]")
 # gpuhunt's provider names → ours (the ones SkyPilot and the shipped table also use)
 _PROVIDERS = {"lambdalabs": "lambda", "vastai": "vast", "cudocompute": "cudo"}
-
-
-def _float(text: str) -> float | None:
-    try:
-        return float(text) if text.strip() else None
-    except ValueError:
-        return None
 
 
 def import_gpuhunt_csv(
@@ -66,7 +59,7 @@ def import_gpuhunt_csv(
             report.drop("provider not selected", f"{label}:{line} {prov}", 1, prov)
             continue
         where = f"{label}:{line} {r['instance_name']} {r['location']}"
-        count = _float(r["gpu_count"])
+        count = parse_number(r["gpu_count"])
         if not r["gpu_name"] or count is None or count < 1 or count != int(count):
             report.drop("no whole GPU (CPU-only or fractional GPU instance)", where, 1, prov)
             continue
@@ -93,7 +86,7 @@ def import_gpuhunt_csv(
                                 "kept the first")
     offers: list[Offer] = []
     for (prov, instance, region, tier), (price, line, r) in best.items():
-        mem = _float(r.get("gpu_memory", ""))  # GB per GPU as gpuhunt lists it (80 for an 80 GB A100)
+        mem = parse_number(r.get("gpu_memory", ""))  # GB per GPU as gpuhunt lists it (80 for an 80 GB A100)
         gpu, why = accel.resolve(prov, r["gpu_name"], instance, mem)
         if gpu is None:
             report.drop(why, f"{label}:{line} {instance}", rows_of[(prov, instance, region, tier)], prov)
@@ -103,7 +96,7 @@ def import_gpuhunt_csv(
         report.offer(prov, tier)
         offers.append(Offer(
             provider=prov, instance_type=instance, gpu=gpu, gpus_per_instance=int(float(r["gpu_count"])),
-            vcpus=_float(r.get("cpu", "")), memory_gib=_float(r.get("memory", "")), region=region,
+            vcpus=parse_number(r.get("cpu", "")), memory_gib=parse_number(r.get("memory", "")), region=region,
             country=country_of(prov, region), tier=tier, usd_per_hour=price, as_of=as_of,
             source=(source or DEFAULT_SOURCE).format(provider=prov, read=as_of.isoformat()), valid_from=as_of,
             valid_until=None,

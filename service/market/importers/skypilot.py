@@ -35,7 +35,7 @@ from pathlib import Path
 
 from ...domain.offers import Offer
 from ..accelerators import AcceleratorMap
-from .common import ImportReport, parse_price
+from .common import ImportReport, parse_number, parse_price
 from .regions import country_of
 
 DEFAULT_SOURCE = "SkyPilot catalog {version}, {provider}/vms.csv, read {read}"
@@ -108,17 +108,10 @@ def _version_number(v: str) -> int:
     return int(v[1:]) if v else 0
 
 
-def _float(text: str) -> float | None:
-    try:
-        return float(text) if text.strip() else None
-    except ValueError:
-        return None
-
-
 def _gpu_gib(get: Callable[[str], str], count: float) -> float | None:
     """Memory per GPU in GiB: the reference's column, else GpuInfo's total over the count (Vast writes the total
     in SizeInMiB; AWS and Lambda the per-GPU size), else its SizeInMiB."""
-    mib = _float(get("gpu_mib"))
+    mib = parse_number(get("gpu_mib"))
     if mib is None:
         info = get("gpu_info")
         total = _TOTAL_MIB.search(info)
@@ -286,7 +279,7 @@ def _row(
             if old is not None:
                 price = price if old[0] is None else old[0] if price is None else min(price, old[0])
                 spot = spot if old[1] is None else old[1] if spot is None else min(spot, old[1])
-            hosts[key] = (price, spot, _float(get("vcpus")), _float(get("memory")))
+            hosts[key] = (price, spot, parse_number(get("vcpus")), parse_number(get("memory")))
             report.drop("gcp host VM row: no GPU (its price is added to the GPU rows it carries)",
                         f"{label}:{start} {instance} {region}", 1, prov)
         else:
@@ -295,7 +288,7 @@ def _row(
     if not region:
         region = NO_REGION
         no_region[prov] = no_region.get(prov, 0) + 1
-    count = _float(get("count"))
+    count = parse_number(get("count"))
     if count is None or count < 1 or count != int(count):
         report.drop("GPU count not a whole number >= 1 (fractional GPU)", f"{label}:{start} {instance}", 1, prov)
         return
@@ -308,7 +301,7 @@ def _row(
     key3 = (prov, instance, region)
     g = groups.get(key3)
     if g is None:
-        g = groups[key3] = _Group(start, acc, count, _float(get("vcpus")), _float(get("memory")),
+        g = groups[key3] = _Group(start, acc, count, parse_number(get("vcpus")), parse_number(get("memory")),
                                   _gpu_gib(get, count))
     g.rows += 1
     price, spot = parse_price(get("price")), parse_price(get("spot"))
