@@ -29,3 +29,15 @@ class IdentityMemo(Generic[K, V]):
             self._items.clear()  # a reload made them stale; the live rules' entries come back on first use
         self._items[id(obj)] = (obj, value)
         return value
+
+
+def keep(store: dict[K, V], key: K, build: Callable[[], V], limit: int) -> V:
+    """`store[key]`, built on first use and kept; a store already holding `limit` entries is emptied before a new
+    one goes in (what is still asked for comes back on its next use), so a cache keyed by what callers send
+    stays bounded."""
+    got = store.get(key)
+    if got is None:
+        if len(store) >= limit:
+            store.clear()
+        got = store[key] = build()
+    return got

@@ -26,7 +26,7 @@ from ..domain.assumptions import Assumptions
 from ..domain.brief import TRAINING_WORKLOADS, AdviceRequest, Brief, Traffic
 from ..domain.models import find
 from ..engine.ir import Action, Rule
-from ..memo import IdentityMemo
+from ..memo import IdentityMemo, keep
 from ..physics.memory import MemoryBreakdown
 from ..render.messages import compact, unit_key
 from ..render.summary import render_summary
@@ -238,14 +238,12 @@ def _place_every_gpu(run: Run, shape: Shape | None, sizings: list[Sizing], day: 
     p = brief.placement
     term = reserve_term(brief, a)
     key = (scopes, day, p.providers, p.regions, p.countries, term)
-    got = run.shared.leaders.get(key)
-    if got is None:
+
+    def build() -> tuple[Any, Any, dict[Any, Any]]:
         allowed = allowed_ids(_offers_by_scope(run, day), scopes, term, brief)
-        got = (leaders_of(table, day, allowed), markets_of(table, day, allowed), {})
-        if len(run.shared.leaders) >= 64:
-            run.shared.leaders.clear()
-        run.shared.leaders[key] = got
-    leaders, markets, kept = got
+        return leaders_of(table, day, allowed), markets_of(table, day, allowed), {}
+
+    leaders, markets, kept = keep(run.shared.leaders, key, build, 64)
     max_age = int(a.values.get("max_offer_age_days", a.values.get("max_price_age_days", 540)))
     for s in sizings:
         place(s, brief, shape, a, table, day, leaders, max_age, markets, kept)
@@ -253,18 +251,14 @@ def _place_every_gpu(run: Run, shape: Shape | None, sizings: list[Sizing], day: 
 
 def _offers_by_scope(run: Run, day: date) -> ByScope:
     """The day's offers by scope, those on hosts too small for their GPUs left out; per rules version and day."""
-    kept = run.shared.by_scope
-    got = kept.get(day)
-    if got is None:
+    def build() -> ByScope:
         a = run.book.assumptions
         # Host RAM below the GPUs' memory cannot hold what they load and save (a 48 GB card on a 4 GB host).
         ratio = float(a.values.get("min_host_ram_per_gpu_memory", 0.0))
         gib = {g.id: g.capacity_gb * 1e9 / 2**30 for g in run.book.catalog}
-        got = by_scope(run.book.offers, day, lambda o: host_ram_ok(o, gib.get(o.gpu, 0.0), ratio))
-        if len(kept) >= 4:  # a day holds a row per offer: few days at once
-            kept.clear()
-        kept[day] = got
-    return got
+        return by_scope(run.book.offers, day, lambda o: host_ram_ok(o, gib.get(o.gpu, 0.0), ratio))
+
+    return keep(run.shared.by_scope, day, build, 4)  # a day holds a row per offer: few days at once
 
 
 def _allowed_scopes(run: Run, day: date) -> frozenset[Scope]:
@@ -275,12 +269,7 @@ def _allowed_scopes(run: Run, day: date) -> frozenset[Scope]:
     cache = run.shared.scopes
     if not run.req.include_trace and key in cache:
         return cache[key]
-    listed = run.shared.scope_list
-    scopes = listed.get(day)
-    if scopes is None:  # the day's scopes, kept per rules version
-        if len(listed) >= 8:
-            listed.clear()
-        scopes = listed[day] = scopes_of(run.book.offers, day)
+    scopes = keep(run.shared.scope_list, day, lambda: scopes_of(run.book.offers, day), 8)  # per rules version
     facts = [offer_fact(brief, sc, i) for i, sc in enumerate(scopes)]
     fired = run.fire("offer", facts, summary=_scope_name)
     allowed = frozenset(
@@ -519,12 +508,9 @@ def _resizer(run: Run, sized: Shape | None) -> Resize:
 
     def resize(s: Sizing, output_tokens: int) -> tuple[bool, float]:
         if not kept:
-            known = tb.tables(book.assumptions).latencies
-            if len(known) >= LATENCY_BRIEFS:
-                known.clear()
             brief = req.brief
             key = (brief if brief.workload in TRAINING_WORKLOADS else replace(brief, economics=NO_ECONOMICS), day)
-            kept.append(known.setdefault(key, {}))
+            kept.append(keep(tb.tables(book.assumptions).latencies, key, dict, LATENCY_BRIEFS))
         hit = kept[0].get((id(s.gpu), output_tokens))
         if hit is not None and hit[0] is s.gpu:
             return hit[1]

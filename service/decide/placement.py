@@ -28,6 +28,7 @@ from typing import Any
 from ..domain.brief import TRAINING_WORKLOADS, UNSPECIFIED, Brief
 from ..domain.catalog import tier_preference
 from ..domain.offers import EU_MEMBERS, Offer, OfferTable, expand_countries, offer_filter
+from ..memo import keep
 from ..money import cost as money
 from ..money import ownership as own
 from ..physics.memory import MemoryBreakdown
@@ -238,13 +239,7 @@ def options(
     if kept is None:
         return _options(s, leaders, training, fills)
     key = (s.gpu.id, s.gpu.gpus_per_node, s.count, s.per_replica, s.replicas, s.compared_tier, training, fills)
-    got = kept.get(key)
-    if got is None:
-        got = _options(s, leaders, training, fills)
-        if len(kept) >= OPTIONS_KEPT:
-            kept.clear()
-        kept[key] = got
-    return got
+    return keep(kept, key, lambda: _options(s, leaders, training, fills), OPTIONS_KEPT)
 
 
 def _options(

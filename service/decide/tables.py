@@ -14,7 +14,7 @@ from datetime import date
 
 from ..domain.assumptions import Assumptions
 from ..domain.catalog import Gpu, Price
-from ..memo import IdentityMemo
+from ..memo import IdentityMemo, keep
 from ..physics.memory import ArchitectureBand
 
 MAX_TENSOR_PARALLEL = 8  # attention heads split evenly up to 8 ways in practice; beyond that, pipeline stages
@@ -92,13 +92,8 @@ class GpuTable:
 
     def prices_on(self, day: date, tiers: tuple[str, ...]) -> tuple[Price | None, Price | None]:
         """(rent_price(day, tiers), purchase_price(day)), looked up once per day and tier preference."""
-        key = (day, tiers)
-        found = self.on_day.get(key)
-        if found is None:
-            if len(self.on_day) >= 64:  # days asked with as_of: keep a few, not every one ever asked
-                self.on_day.clear()
-            found = self.on_day[key] = (self.rent_price(day, tiers), self.purchase_price(day))
-        return found
+        # Days asked with as_of: keep a few, not every one ever asked.
+        return keep(self.on_day, (day, tiers), lambda: (self.rent_price(day, tiers), self.purchase_price(day)), 64)
 
 
 def _newest_first(rows: list[Price]) -> tuple[Price, ...]:
