@@ -9,7 +9,7 @@ import math
 from collections.abc import Callable
 
 from ...domain.assumptions import Assumptions
-from ...domain.brief import Brief
+from ...domain.brief import Brief, Latency
 from ...domain.catalog import Gpu
 from ...physics import compute, encoder, serving
 from ...physics import memory as mem
@@ -126,30 +126,90 @@ def pinned_width(brief: Brief) -> int:
 
 
 def pick_width(s: Sizing, brief: Brief, shape: Shape, a: Assumptions, n: int, sizes: tuple[int, ...], gpu: Gpu,
-               memo: Memo, tried: dict[int, tuple[float, ...]] | None = None) -> int:
+               memo: Memo, tried: dict[int, tuple[float, ...]] | None = None, prune: bool = True) -> int:
     """The width one copy is served at, by the brief's objective: every width from the smallest that holds the
     model up to the node's tensor-parallel domain is sized, and the cheapest per unit of work among those that
     meet the brief's latency targets wins (GPUs per output token/s: the price per GPU is the same at every width);
     when none meets them, the fastest. `s` is left holding the speed at the width returned; `tried` (optional)
-    gets each width's SPEED_FIELDS."""
+    gets each width's SPEED_FIELDS.
+
+    `prune`: a width whose floor (`serving_floor`: latency and GPUs per token/s it cannot beat) already loses to
+    the best width sized is not sized. The smallest width is sized first (its latency is said when the count is
+    raised), then, under a latency target, the widest (the fastest, which the others' floors are held against)."""
     tried = {} if tried is None else tried
     widths = [n, *(k for k in sizes if n < k <= min(scale_up(gpu), MAX_TENSOR_PARALLEL))]
     lat = brief.latency
     target = (lat.p95_ms > 0 or lat.ttft_ms > 0) and brief.workload == "REALTIME_INFERENCE"
+    order = [n, *reversed(widths[1:])] if target else widths
+    keys: dict[int, tuple[bool, float, int]] = {}
     best: tuple[bool, float, int] | None = None
-    for k in widths:
+    last = n
+    for k in order:
+        if prune and best is not None and _cannot_win(_serving_gpu(s, brief, shape, a, memo, None), k, best, lat,
+                                                      target):
+            continue
         inference_speed(s, brief, shape, a, k, memo)
+        last = k
         tried[k] = tuple(getattr(s, f) for f in SPEED_FIELDS)
         ok = meets_latency(s, lat) if target else True
         # Unmet targets rank by latency (closest first); met ones by GPUs per token/s, then the narrower.
-        key = (not ok, s.est_latency_ms if not ok else k / max(s.tokens_per_second, 1e-12), k)
+        key = keys[k] = (not ok, s.est_latency_ms if not ok else k / max(s.tokens_per_second, 1e-12), k)
         if best is None or key < best:
             best = key
+    best = None  # the least key taken in width order, as when every width was sized (the same key under NaN too)
+    for k in widths:
+        key = keys.get(k)
+        if key is not None and (best is None or key < best):
+            best = key
     chosen = best[2] if best else n
-    if chosen != widths[-1]:  # the chosen width's figures back on `s`, as sizing it again would set them
+    if chosen != last:  # the chosen width's figures back on `s`, as sizing it again would set them
         for f, v in zip(SPEED_FIELDS, tried[chosen], strict=True):
             setattr(s, f, v)
     return chosen
+
+
+_MARGIN = 1.0 + 1e-9  # a floor must beat the best by more than its own rounding (a few ulps) to rule a width out
+
+
+def _cannot_win(g: _ServingGpu, n: int, best: tuple[bool, float, int], lat: Latency, target: bool) -> bool:
+    """Whether width n's key in pick_width is surely above `best`, from its floor alone."""
+    unmet, value, _ = best
+    if not math.isfinite(value) or value <= 0:
+        return False
+    ttft_s, step_s = serving_floor(g, n)
+    s_out = g.s_out
+    ttft_ms = ttft_s * 1000
+    latency_ms = ttft_ms + s_out * (step_s * 1000)
+    misses = target and (
+        (lat.p95_ms > 0 and latency_ms > lat.p95_ms * _MARGIN) or (lat.ttft_ms > 0 and ttft_ms > lat.ttft_ms * _MARGIN)
+    )
+    if unmet:  # only a width that meets the targets, or comes closer, beats an unmet best
+        return misses and latency_ms > value * _MARGIN
+    if misses:
+        return True
+    cycle = ttft_s + s_out * step_s
+    if not cycle > 0:
+        return False
+    return n / max(g.c * s_out / cycle, 1e-12) > value * _MARGIN
+
+
+def serving_floor(g: _ServingGpu, n: int) -> tuple[float, float]:
+    """(TTFT, decode step) in seconds that serving_speed's at n GPUs are no less than: the step's floor and
+    communication latency, the weights' read or their math and the KV cache's read (the terms left out are >= 0);
+    a prompt's chunks each at least the floor and their linear FLOPs, then one step. Asked only after a width of
+    this GPU was sized (its bandwidth and peak are known positive)."""
+    eff, gpu = g.eff, g.gpu
+    tp = min(n, g.up, MAX_TENSOR_PARALLEL)
+    stages = math.ceil(n / tp)
+    overhead = eff.floor_s + parallel_overhead_s(gpu, n, tp, stages, g.layers, g.fast_us, g.slow_us) + g.ep_s
+    read_rate = gpu.bandwidth_tbs * n * 1e12 * eff.mbu
+    math_rate = g.tflops * n * 1e12 * g.mfu
+    weights = max(0.0, g.weights * stages) * 1e9 / read_rate
+    step = overhead + max(weights, max(0.0, g.decode_flops) / math_rate) + max(0.0, g.kv_read) * 1e9 / read_rate
+    budget = eff.budget_tokens
+    chunk = 2 * g.active * min(g.s_in, budget) / math_rate  # an MoE's tiled experts only add to it
+    single = math.ceil(g.s_in / budget) * (overhead + chunk)
+    return eff.request_s + single + step, step
 
 
 def pipeline_sizes(brief: Brief, sizes: tuple[int, ...]) -> tuple[int, ...]:
