@@ -65,11 +65,12 @@ def activation_per_gpu_gb(shape: Shape, a: Assumptions, tp: int) -> float:
 
 def size_inference(
     s: Sizing, brief: Brief, shape: Shape, a: Assumptions, memo: Memo,
-    need: Callable[[int], mem.MemoryBreakdown] | None = None, least_gb: float = -math.inf,
+    need: Callable[[int], mem.MemoryBreakdown] | None = None, least_gb: float = -math.inf, lean: bool = False,
 ) -> None:
     """`need` (optional): inference_need of this GPU by width, from the caller's own store; `least_gb`: a figure
     no width's need is below (RequestSizer: the weights), so a width whose usable memory is below it is passed over
-    without working its breakdown out."""
+    without working its breakdown out. `lean`: the caller reads `fits` and the speed fields only, so the latency at
+    memory's width (memory_count_latency_ms) is left unset and the width search need not size that width."""
     gpu = s.gpu
     usable = usable_gb(gpu, a)
     sizes = pipeline_sizes(brief, tp_group_sizes(gpu, a))
@@ -97,9 +98,11 @@ def size_inference(
     if pinned or brief.workload not in GENERATION:
         inference_speed(s, brief, shape, a, n, memo)
     else:
-        n = pick_width(s, brief, shape, a, n, sizes, gpu, memo, tried)
+        n = pick_width(s, brief, shape, a, n, sizes, gpu, memo, tried, smallest_first=not lean)
     if n == s.memory_count or not s.latency_target:
         s.memory_count_latency_ms = s.est_latency_ms
+    elif lean:
+        pass
     elif s.memory_count in tried:  # the width search sized memory's width already
         s.memory_count_latency_ms = tried[s.memory_count][SPEED_FIELDS.index("est_latency_ms")]
     else:  # what memory's width would take, said on the candidate when the count is raised (decide/counts.py)
@@ -126,7 +129,8 @@ def pinned_width(brief: Brief) -> int:
 
 
 def pick_width(s: Sizing, brief: Brief, shape: Shape, a: Assumptions, n: int, sizes: tuple[int, ...], gpu: Gpu,
-               memo: Memo, tried: dict[int, tuple[float, ...]] | None = None, prune: bool = True) -> int:
+               memo: Memo, tried: dict[int, tuple[float, ...]] | None = None, prune: bool = True,
+               smallest_first: bool = True) -> int:
     """The width one copy is served at, by the brief's objective: every width from the smallest that holds the
     model up to the node's tensor-parallel domain is sized, and the cheapest per unit of work among those that
     meet the brief's latency targets wins (GPUs per output token/s: the price per GPU is the same at every width);
@@ -135,12 +139,15 @@ def pick_width(s: Sizing, brief: Brief, shape: Shape, a: Assumptions, n: int, si
 
     `prune`: a width whose floor (`serving_floor`: latency and GPUs per token/s it cannot beat) already loses to
     the best width sized is not sized. The smallest width is sized first (its latency is said when the count is
-    raised), then, under a latency target, the widest (the fastest, which the others' floors are held against)."""
+    raised; `smallest_first` False: not needed), then, under a latency target, the widest (the fastest, which the
+    others' floors are held against)."""
     tried = {} if tried is None else tried
     widths = [n, *(k for k in sizes if n < k <= min(scale_up(gpu), MAX_TENSOR_PARALLEL))]
     lat = brief.latency
     target = (lat.p95_ms > 0 or lat.ttft_ms > 0) and brief.workload == "REALTIME_INFERENCE"
-    order = [n, *reversed(widths[1:])] if target else widths
+    order = widths
+    if target:
+        order = [n, *reversed(widths[1:])] if smallest_first else widths[::-1]
     keys: dict[int, tuple[bool, float, int]] = {}
     best: tuple[bool, float, int] | None = None
     last = n

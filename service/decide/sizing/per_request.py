@@ -131,7 +131,7 @@ class RequestSizer:
         else:
             s = Sizing.blank(gt.gpu, self.tier)
             s.tflops = compute_tflops(gt.gpu, self.shape.precision)
-            self.size_inference(s, gt)
+            self.size_inference(s, gt, lean=True)
         return s.fits, s.est_latency_ms
 
     def _training_need(self, n: int, sequences: int) -> mem.MemoryBreakdown:
@@ -156,11 +156,12 @@ class RequestSizer:
             hit = self.needs[key] = inference_need(gt.gpu, self.brief, self.shape, self.a, n)
         return hit
 
-    def size_inference(self, s: Sizing, gt: tb.GpuTable) -> None:
+    def size_inference(self, s: Sizing, gt: tb.GpuTable, lean: bool = False) -> None:
+        """`lean`: only `fits` and the speed fields are read (inference.size_inference)."""
         if self.decode:
             # Generation is sized by the plain functions: the width search sizes every width a node allows, and
             # the brief-only figures (bytes a step reads, a prompt's attention) are kept in the request's memo.
-            self._decode_speed(s, gt)
+            self._decode_speed(s, gt, lean)
             return
         usable = gt.usable_gb
         sizes = pipeline_sizes(self.brief, gt.sizes)
@@ -178,9 +179,10 @@ class RequestSizer:
         inference_speed(s, self.brief, self.shape, self.a, n, self.memo)
         replicate_for_load(s, n, self.workload, self.shape, self.brief.traffic.requests_per_second, self._need(gt, n))
 
-    def _decode_speed(self, s: Sizing, gt: tb.GpuTable) -> None:
+    def _decode_speed(self, s: Sizing, gt: tb.GpuTable, lean: bool = False) -> None:
         """size_inference, or the fields it set on an earlier blank Sizing of this GPU for this brief and shape
-        (it reads only the GPU, its TFLOPS at the shape's precision, the brief but its economics and the shape)."""
+        (it reads only the GPU, its TFLOPS at the shape's precision, the brief but its economics and the shape).
+        `lean` holds only without a speeds table: what is kept there is the whole sizing."""
         known = self.speeds
         least = self.weights if self.weights_bound else -math.inf
 
@@ -188,7 +190,7 @@ class RequestSizer:
             return self._need(gt, k)
 
         if known is None:
-            size_inference(s, self.brief, self.shape, self.a, self.memo, need, least)
+            size_inference(s, self.brief, self.shape, self.a, self.memo, need, least, lean)
             return
         hit = known.get(id(gt.gpu))
         if hit is not None and hit[0] is gt.gpu:
