@@ -14,6 +14,7 @@ from service.decide.sizing import inference
 from service.decide.sizing.common import Sizing, compute_tflops, tp_group_sizes
 from service.decide.sizing.shape import shape_of
 from service.domain.brief import PRECISIONS, Brief, Latency, Model, Traffic
+from service.physics import serving
 from service.rulebook.folder import load_rulebook
 
 RULES = Path(__file__).parents[1] / "rules"
@@ -125,3 +126,49 @@ def test_the_search_prunes_some_widths(book):  # noqa: ANN001
     full = _search(book, brief, False)
     assert [(g, k, f) for g, k, f, _ in pruned] == [(g, k, f) for g, k, f, _ in full]
     assert sum(len(t) for *_, t in pruned) < sum(len(t) for *_, t in full)
+
+
+def _reference_step(weights_gb: float, linear_flops: float, kv_gb: float, decode_attn_flops: float,
+                    prefill_attn_flops: float, bandwidth_tbs: float, mbu: float, tflops: float, mfu: float,
+                    attn_tflops: float, overhead_s: float, overlap: float) -> float:
+    """step_seconds as three bound_seconds calls (before the attention kernels were written out)."""
+    gemm = serving.bound_seconds(weights_gb, linear_flops, bandwidth_tbs, mbu, tflops, mfu, overlap=overlap)
+    decode_attn = 0.0 if kv_gb <= 0 and decode_attn_flops <= 0 else serving.bound_seconds(
+        kv_gb, 0.0, bandwidth_tbs, mbu, tflops, mfu, decode_attn_flops, attn_tflops, overlap)
+    prefill_attn = 0.0 if prefill_attn_flops <= 0 else serving.bound_seconds(
+        0.0, 0.0, bandwidth_tbs, mbu, tflops, mfu, prefill_attn_flops, attn_tflops)
+    return overhead_s + gemm + decode_attn + prefill_attn
+
+
+_amount = st.one_of(st.just(0.0), st.floats(-1.0, 1e18, allow_nan=False), st.floats(allow_nan=True))
+
+
+@settings(max_examples=2000, deadline=None)
+@given(args=st.tuples(_amount, _amount, _amount, _amount, _amount, st.floats(0.01, 20), st.floats(0.05, 1),
+                      st.floats(1, 20000), st.floats(0.05, 1), st.one_of(st.just(0.0), st.floats(1, 20000)),
+                      st.floats(0, 1), st.floats(0, 1)))
+def test_step_seconds_is_its_kernels_bounds(args):  # noqa: ANN001
+    assert repr(serving.step_seconds(*args)) == repr(_reference_step(*args))
+
+
+def _reference_lone(prefill_s: float, step_s: float, others: int, output_tokens: int, request_s: float) -> float:
+    """lone_first_token before its loop's invariants were hoisted."""
+    base = request_s + prefill_s + step_s
+    if others <= 0 or prefill_s <= 0:
+        return base
+    ttft = base
+    decode = max(0, output_tokens) * step_s
+    for _ in range(30):
+        cycle = ttft + decode
+        rho = min(0.95, others * prefill_s / cycle) if cycle > 0 else 0.0
+        nxt = base + rho * prefill_s / 2
+        if abs(nxt - ttft) <= 1e-9 * max(ttft, 1e-12):
+            return nxt
+        ttft = nxt
+    return ttft
+
+
+@settings(max_examples=2000, deadline=None)
+@given(args=st.tuples(_amount, _amount, st.integers(-2, 5000), st.integers(-2, 5000), _amount))
+def test_lone_first_token_is_its_fixed_point(args):  # noqa: ANN001
+    assert repr(serving.lone_first_token(*args)) == repr(_reference_lone(*args))

@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import math
+import operator
 from collections.abc import Callable
 
 from ...domain.assumptions import Assumptions
@@ -118,6 +119,7 @@ def size_inference(
 GENERATION = ("REALTIME_INFERENCE", "BATCH_INFERENCE", "EVALUATION", "NOTEBOOK")
 # What serving_speed sets on a Sizing (and all it sets): the width search keeps them per width tried.
 SPEED_FIELDS = ("effective_tflops", "tokens_per_second", "step_ms", "itl_ms", "est_ttft_ms", "est_latency_ms")
+_speed_fields = operator.attrgetter(*SPEED_FIELDS)
 
 
 def pinned_width(brief: Brief) -> int:
@@ -142,7 +144,8 @@ def pick_width(s: Sizing, brief: Brief, shape: Shape, a: Assumptions, n: int, si
     raised; `smallest_first` False: not needed), then, under a latency target, the widest (the fastest, which the
     others' floors are held against)."""
     tried = {} if tried is None else tried
-    widths = [n, *(k for k in sizes if n < k <= min(scale_up(gpu), MAX_TENSOR_PARALLEL))]
+    domain = min(scale_up(gpu), MAX_TENSOR_PARALLEL)
+    widths = [n, *(k for k in sizes if n < k <= domain)]
     lat = brief.latency
     target = (lat.p95_ms > 0 or lat.ttft_ms > 0) and brief.workload == "REALTIME_INFERENCE"
     order = widths
@@ -151,13 +154,15 @@ def pick_width(s: Sizing, brief: Brief, shape: Shape, a: Assumptions, n: int, si
     keys: dict[int, tuple[bool, float, int]] = {}
     best: tuple[bool, float, int] | None = None
     last = n
+    g: _ServingGpu | None = None
     for k in order:
-        if prune and best is not None and _cannot_win(_serving_gpu(s, brief, shape, a, memo, None), k, best, lat,
-                                                      target):
-            continue
+        if prune and best is not None:
+            g = g or _serving_gpu(s, brief, shape, a, memo, None)
+            if _cannot_win(g, k, best, lat, target):
+                continue
         inference_speed(s, brief, shape, a, k, memo)
         last = k
-        tried[k] = tuple(getattr(s, f) for f in SPEED_FIELDS)
+        tried[k] = _speed_fields(s)
         ok = meets_latency(s, lat) if target else True
         # Unmet targets rank by latency (closest first); met ones by GPUs per token/s, then the narrower.
         key = keys[k] = (not ok, s.est_latency_ms if not ok else k / max(s.tokens_per_second, 1e-12), k)
@@ -354,7 +359,7 @@ class _ServingGpu:
     """What serving_speed reads for one GPU at every width: the engine's figures on it and the decode step's
     brief-only parts. Worked out once per GPU per request (the width search asks for several widths)."""
 
-    __slots__ = ("gpu", "a", "tflops", "eff", "mfu", "attn_base", "effective_tflops", "c", "s_in", "s_out",
+    __slots__ = ("gpu", "a", "tflops", "sync", "eff", "mfu", "attn_base", "effective_tflops", "c", "s_in", "s_out",
                  "p95_in", "pps", "weights", "kv_read", "decode_attn", "decode_flops", "decode_prefill_attn",
                  "layers", "hidden", "shape", "active", "tile", "overlap", "ep_s", "up", "link", "fast_us",
                  "slow_us", "prefills")
@@ -373,12 +378,12 @@ def _attention(shape: Shape, memo: Memo, tokens: int) -> float:
 def _serving_gpu(s: Sizing, brief: Brief, shape: Shape, a: Assumptions, memo: Memo,
                  synchrony: float | None) -> _ServingGpu:
     gpu = s.gpu
-    gkey = ("serving", id(gpu), s.tflops, synchrony)
+    gkey = ("serving", id(gpu))
     kept = memo.get(gkey)
-    if kept is not None and kept.gpu is gpu and kept.a is a:
+    if kept is not None and kept.gpu is gpu and kept.a is a and kept.tflops == s.tflops and kept.sync == synchrony:
         return kept
     g = _ServingGpu()
-    g.gpu, g.a, g.tflops, g.shape = gpu, a, s.tflops, shape
+    g.gpu, g.a, g.tflops, g.sync, g.shape = gpu, a, s.tflops, synchrony, shape
     arch = shape.arch
     # The engine's figures read the GPU, the toolchain and the rules, never the width or the brief's traffic.
     eff = efficiency_of(gpu, brief.toolchain, a)
