@@ -68,20 +68,3 @@ def efficiency(gpu: Gpu, toolchain: tuple[str, ...], a: Assumptions) -> Efficien
     return Efficiency(engine=named or "general", named=bool(named), mbu=mbu, mfu=mfu * scale,
                       floor_s=floor_ms / 1000, budget_tokens=max(1, int(budget)), request_s=request_ms / 1000,
                       prefill_first=min(1.0, max(0.0, first)))
-
-
-# (id(gpu), toolchain, id(assumptions)) -> (gpu, assumptions, figures): every GPU of every generation brief asks;
-# the objects are held so their ids are not reused while an entry lives.
-_KEPT: dict[tuple[int, tuple[str, ...], int], tuple[Gpu, Assumptions, Efficiency]] = {}
-
-
-def efficiency_of(gpu: Gpu, toolchain: tuple[str, ...], a: Assumptions) -> Efficiency:
-    """`efficiency(gpu, toolchain, a)`, worked out once per GPU, toolchain and rules version."""
-    key = (id(gpu), toolchain, id(a))
-    hit = _KEPT.get(key)
-    if hit is None or hit[0] is not gpu or hit[1] is not a:
-        hit = _KEPT[key] = (gpu, a, efficiency(gpu, toolchain, a))
-        if len(_KEPT) > 4096:  # toolchains are the caller's: keep a bounded few
-            _KEPT.clear()
-            _KEPT[key] = hit
-    return hit[2]

@@ -26,7 +26,7 @@ from .common import (
     tp_group_sizes,
     usable_gb,
 )
-from .engines import efficiency_of
+from .engines import Efficiency, efficiency
 from .media import media_need, outputs_per_second
 from .shape import Shape
 
@@ -67,14 +67,16 @@ def activation_per_gpu_gb(shape: Shape, a: Assumptions, tp: int) -> float:
 def size_inference(
     s: Sizing, brief: Brief, shape: Shape, a: Assumptions, memo: Memo,
     need: Callable[[int], mem.MemoryBreakdown] | None = None, least_gb: float = -math.inf, lean: bool = False,
+    fit: tuple[tuple[int, ...], float] | None = None,
 ) -> None:
     """`need` (optional): inference_need of this GPU by width, from the caller's own store; `least_gb`: a figure
     no width's need is below (RequestSizer: the weights), so a width whose usable memory is below it is passed over
     without working its breakdown out. `lean`: the caller reads `fits` and the speed fields only, so the latency at
-    memory's width (memory_count_latency_ms) is left unset and the width search need not size that width."""
+    memory's width (memory_count_latency_ms) is left unset and the width search need not size that width. `fit`:
+    the GPU's (tp_group_sizes, usable_gb) when the caller has them (its GpuTable)."""
     gpu = s.gpu
-    usable = usable_gb(gpu, a)
-    sizes = pipeline_sizes(brief, tp_group_sizes(gpu, a))
+    widths, usable = fit or (tp_group_sizes(gpu, a), usable_gb(gpu, a))
+    sizes = pipeline_sizes(brief, widths)
 
     if need is None:
         def need(n: int) -> mem.MemoryBreakdown:
@@ -385,17 +387,14 @@ def _serving_gpu(s: Sizing, brief: Brief, shape: Shape, a: Assumptions, memo: Me
     g = _ServingGpu()
     g.gpu, g.a, g.tflops, g.sync, g.shape = gpu, a, s.tflops, synchrony, shape
     arch = shape.arch
-    # The engine's figures read the GPU, the toolchain and the rules, never the width or the brief's traffic.
-    eff = efficiency_of(gpu, brief.toolchain, a)
+    eff, g.up, g.link, g.fast_us, g.slow_us, g.tile, g.overlap, saturation_ms = _engine_on(gpu, brief.toolchain, a)
     if synchrony is not None:
         eff = dataclasses.replace(eff, prefill_first=min(1.0, max(0.0, synchrony)))
     g.eff = eff
     # An MoE's expert GEMMs run grouped, many small matrices a step, and keep only part of a dense GEMM's rate.
     g.mfu = mfu = eff.mfu * (a.num("moe_gemm_efficiency") if shape.routed or shape.moe_estimated else 1.0)
     g.attn_base = gpu.tflops_bf16 or s.tflops  # attention runs on 16-bit tensor cores
-    busy = saturation(
-        s.tflops, shape.sequences * shape.tokens_per_sequence, arch.hidden_size, a.num("kernel_saturation_ms")
-    )
+    busy = saturation(s.tflops, shape.sequences * shape.tokens_per_sequence, arch.hidden_size, saturation_ms)
     g.effective_tflops = s.tflops * mfu * busy
     g.c, g.s_in, g.s_out = c, s_in, s_out = shape.sequences, shape.input_tokens, shape.output_tokens
     g.p95_in = brief.traffic.p95_input_tokens or s_in
@@ -415,18 +414,37 @@ def _serving_gpu(s: Sizing, brief: Brief, shape: Shape, a: Assumptions, memo: Me
     g.decode_flops = 2 * active * (c + pps)  # linear_flops untiled: decode's few rows per expert are read-bound
     g.decode_prefill_attn = pps * _attention(shape, memo, s_in) / max(1, s_in)
     g.layers, g.hidden = arch.layers, arch.hidden_size
-    g.tile = int(a.num("moe_gemm_tile_rows"))
-    g.overlap = a.num("memory_compute_overlap")
     g.ep_s = expert_parallel_s(brief, shape, gpu, a)
-    g.up = scale_up(gpu)
-    g.link = gpu.interconnect_gbs if gpu.interconnect_gbs > 0 else 0.0
-    g.fast_us = a.num("tp_allreduce_latency_us_fast_link")
-    g.slow_us = a.num("tp_allreduce_latency_us_slow_link")
     # A prefill step reads neither the output length nor the sessions beyond its tokens: kept by GPU, width and
     # tokens in the memo's prefill table, which the missed-target search shares across the lengths it tries.
     g.prefills = memo.setdefault(("prefill",), {})
     memo[gkey] = g
     return g
+
+
+EngineOn = tuple[Efficiency, int, float, float, float, int, float, float]
+# (id(gpu), toolchain, id(rules' assumptions)) -> (gpu, assumptions, EngineOn); the objects are held so an id is
+# not reused while its entry lives.
+_ENGINE_ON: dict[tuple[int, tuple[str, ...], int], tuple[Gpu, Assumptions, EngineOn]] = {}
+
+
+def _engine_on(gpu: Gpu, toolchain: tuple[str, ...], a: Assumptions) -> EngineOn:
+    """What serving reads of the GPU, its engine and the rules alone, never of the brief's model or traffic: the
+    engine's figures on this GPU, the scale-up domain, the link's GB/s, the all-reduce latencies over a fast and a
+    slow link, the MoE tile rows, the memory-compute overlap and the kernel saturation time. Kept per GPU,
+    toolchain and rules version: every GPU of every generation brief asks."""
+    key = (id(gpu), toolchain, id(a))
+    hit = _ENGINE_ON.get(key)
+    if hit is None or hit[0] is not gpu or hit[1] is not a:
+        figures = (
+            efficiency(gpu, toolchain, a), scale_up(gpu), gpu.interconnect_gbs if gpu.interconnect_gbs > 0 else 0.0,
+            a.num("tp_allreduce_latency_us_fast_link"), a.num("tp_allreduce_latency_us_slow_link"),
+            int(a.num("moe_gemm_tile_rows")), a.num("memory_compute_overlap"), a.num("kernel_saturation_ms"),
+        )
+        if len(_ENGINE_ON) >= 4096:  # toolchains are the callers': a bounded few kept
+            _ENGINE_ON.clear()
+        hit = _ENGINE_ON[key] = (gpu, a, figures)
+    return hit[2]
 
 
 def _serving_width(g: _ServingGpu, n: int, memo: Memo) -> tuple[float, float, float]:

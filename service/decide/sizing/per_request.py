@@ -190,7 +190,7 @@ class RequestSizer:
             return self._need(gt, k)
 
         if known is None:
-            size_inference(s, self.brief, self.shape, self.a, self.memo, need, least, lean)
+            size_inference(s, self.brief, self.shape, self.a, self.memo, need, least, lean, (gt.sizes, gt.usable_gb))
             return
         hit = known.get(id(gt.gpu))
         if hit is not None and hit[0] is gt.gpu:
@@ -199,7 +199,7 @@ class RequestSizer:
             return
         before = s.__dict__.copy()
         lists = [(k, list(before[k])) for k in LIST_FIELDS if k in before]  # changed in place, if at all
-        size_inference(s, self.brief, self.shape, self.a, self.memo, need, least)
+        size_inference(s, self.brief, self.shape, self.a, self.memo, need, least, False, (gt.sizes, gt.usable_gb))
         after = s.__dict__
         changed = {k: v for k, v in after.items() if before.get(k, _ABSENT) is not v}
         for k, old in lists:
