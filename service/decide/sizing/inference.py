@@ -104,8 +104,8 @@ def size_inference(
         n = pick_width(s, brief, shape, a, n, sizes, gpu, memo, tried, smallest_first=not lean)
     if n == s.memory_count or not s.latency_target:
         s.memory_count_latency_ms = s.est_latency_ms
-    elif lean:
-        pass
+    elif lean:  # nobody reads it: memory's width was not sized for it
+        s.memory_count_latency_ms = 0.0
     elif s.memory_count in tried:  # the width search sized memory's width already
         s.memory_count_latency_ms = tried[s.memory_count][SPEED_FIELDS.index("est_latency_ms")]
     else:  # what memory's width would take, said on the candidate when the count is raised (decide/counts.py)
