@@ -184,6 +184,12 @@ class RequestSizer:
         (it reads only the GPU, its TFLOPS at the shape's precision, the brief but its economics and the shape).
         `lean` holds only without a speeds table: what is kept there is the whole sizing."""
         known = self.speeds
+        if known is not None:
+            hit = known.get(id(gt.gpu))
+            if hit is not None and hit[0] is gt.gpu:
+                for k, v in hit[1].items():
+                    setattr(s, k, list(v) if isinstance(v, list) else v)
+                return
         least = self.weights if self.weights_bound else -math.inf
 
         def need(k: int) -> mem.MemoryBreakdown:
@@ -191,11 +197,6 @@ class RequestSizer:
 
         if known is None:
             size_inference(s, self.brief, self.shape, self.a, self.memo, need, least, lean, (gt.sizes, gt.usable_gb))
-            return
-        hit = known.get(id(gt.gpu))
-        if hit is not None and hit[0] is gt.gpu:
-            for k, v in hit[1].items():
-                setattr(s, k, list(v) if isinstance(v, list) else v)
             return
         before = s.__dict__.copy()
         lists = [(k, list(before[k])) for k in LIST_FIELDS if k in before]  # changed in place, if at all
