@@ -48,12 +48,21 @@ def step_seconds(weights_gb: float, linear_flops: float, kv_gb: float, decode_at
     absorbed attention at thousands of sequences is compute); a prefill chunk's attention is compute; plus the
     step's floor (launches, sampling, scheduling, tensor-parallel all-reduces)."""
     gemm = bound_seconds(weights_gb, linear_flops, bandwidth_tbs, mbu, tflops, mfu, overlap=overlap)
-    # A kernel with nothing to read and nothing to compute takes 0.0 (the GEMM's call has checked the shared
-    # arguments): skipped, as a prefill step has no decode attention and a decode step often no prefill chunk.
-    decode_attn = 0.0 if kv_gb <= 0 and decode_attn_flops <= 0 else bound_seconds(
-        kv_gb, 0.0, bandwidth_tbs, mbu, tflops, mfu, decode_attn_flops, attn_tflops, overlap)
-    prefill_attn = 0.0 if prefill_attn_flops <= 0 else bound_seconds(
-        0.0, 0.0, bandwidth_tbs, mbu, tflops, mfu, prefill_attn_flops, attn_tflops)
+    # The GEMM's call has checked the shared arguments; the attention kernels are bound_seconds written out over
+    # the same rates (the same operations, so the same floats), without checking them twice more. A kernel with
+    # nothing to read and nothing to compute takes 0.0: skipped, as a prefill step has no decode attention and a
+    # decode step often no prefill chunk.
+    decode_attn = prefill_attn = 0.0
+    if not (kv_gb <= 0 and decode_attn_flops <= 0):
+        read = max(0.0, kv_gb) * 1e9 / (bandwidth_tbs * 1e12 * mbu)
+        compute = 0.0 / (tflops * 1e12 * mfu)  # no linear FLOPs
+        if decode_attn_flops > 0:
+            compute += decode_attn_flops / ((attn_tflops or tflops) * 1e12 * mfu)
+        decode_attn = max(read, compute) + (1.0 - overlap) * min(read, compute)
+    if prefill_attn_flops > 0:  # nothing to read; the whole of it is math (overlap 1)
+        compute = 0.0 / (tflops * 1e12 * mfu) + prefill_attn_flops / ((attn_tflops or tflops) * 1e12 * mfu)
+        read = 0.0 * 1e9 / (bandwidth_tbs * 1e12 * mbu)
+        prefill_attn = max(read, compute) + (1.0 - 1.0) * min(read, compute)
     return overhead_s + gemm + decode_attn + prefill_attn
 
 
@@ -114,11 +123,16 @@ def lone_first_token(prefill_s: float, step_s: float, others: int, output_tokens
         return base
     ttft = base
     decode = max(0, output_tokens) * step_s
+    busy = others * prefill_s  # the same product each pass (the same float): sizing solves this per width tried
     for _ in range(iterations):
         cycle = ttft + decode
-        rho = min(0.95, others * prefill_s / cycle) if cycle > 0 else 0.0
+        if cycle > 0:
+            rho = busy / cycle
+            rho = rho if rho < 0.95 else 0.95  # min(0.95, rho), NaN included
+        else:
+            rho = 0.0
         nxt = base + rho * prefill_s / 2
-        if abs(nxt - ttft) <= 1e-9 * max(ttft, 1e-12):
+        if abs(nxt - ttft) <= 1e-9 * (1e-12 if ttft < 1e-12 else ttft):  # max(ttft, 1e-12), NaN included
             return nxt
         ttft = nxt
     return ttft

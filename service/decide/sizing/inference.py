@@ -6,9 +6,11 @@ from __future__ import annotations
 import copy
 import dataclasses
 import math
+import operator
+from collections.abc import Callable
 
 from ...domain.assumptions import Assumptions
-from ...domain.brief import Brief
+from ...domain.brief import Brief, Latency
 from ...domain.catalog import Gpu
 from ...physics import compute, encoder, serving
 from ...physics import memory as mem
@@ -24,7 +26,7 @@ from .common import (
     tp_group_sizes,
     usable_gb,
 )
-from .engines import efficiency
+from .engines import Efficiency, efficiency
 from .media import media_need, outputs_per_second
 from .shape import Shape
 
@@ -63,20 +65,28 @@ def activation_per_gpu_gb(shape: Shape, a: Assumptions, tp: int) -> float:
 
 
 def size_inference(
-    s: Sizing, brief: Brief, shape: Shape, a: Assumptions, memo: Memo
+    s: Sizing, brief: Brief, shape: Shape, a: Assumptions, memo: Memo,
+    need: Callable[[int], mem.MemoryBreakdown] | None = None, least_gb: float = -math.inf, lean: bool = False,
+    fit: tuple[tuple[int, ...], float] | None = None,
 ) -> None:
+    """`need` (optional): inference_need of this GPU by width, from the caller's own store; `least_gb`: a figure
+    no width's need is below (RequestSizer: the weights), so a width whose usable memory is below it is passed over
+    without working its breakdown out. `lean`: the caller reads `fits` and the speed fields only, so the latency at
+    memory's width (memory_count_latency_ms) is left unset and the width search need not size that width. `fit`:
+    the GPU's (tp_group_sizes, usable_gb) when the caller has them (its GpuTable)."""
     gpu = s.gpu
-    usable = usable_gb(gpu, a)
-    sizes = pipeline_sizes(brief, tp_group_sizes(gpu, a))
+    widths, usable = fit or (tp_group_sizes(gpu, a), usable_gb(gpu, a))
+    sizes = pipeline_sizes(brief, widths)
 
-    def need(n: int) -> mem.MemoryBreakdown:
-        # The GPU enters only through the tensor-parallel width its scale-up domain allows.
-        key = ("inference", n, min(n, scale_up(gpu), MAX_TENSOR_PARALLEL))
-        if key not in memo:
-            memo[key] = inference_need(gpu, brief, shape, a, n)
-        return memo[key]
+    if need is None:
+        def need(n: int) -> mem.MemoryBreakdown:
+            # The GPU enters only through the tensor-parallel width its scale-up domain allows.
+            key = ("inference", n, min(n, scale_up(gpu), MAX_TENSOR_PARALLEL))
+            if key not in memo:
+                memo[key] = inference_need(gpu, brief, shape, a, n)
+            return memo[key]
 
-    n = next((k for k in sizes if need(k).total_gb <= k * usable), 0)
+    n = next((k for k in sizes if least_gb <= k * usable and need(k).total_gb <= k * usable), 0)
     s.fits = n > 0
     n = n or sizes[-1]
     s.memory_count = n
@@ -91,9 +101,11 @@ def size_inference(
     if pinned or brief.workload not in GENERATION:
         inference_speed(s, brief, shape, a, n, memo)
     else:
-        n = pick_width(s, brief, shape, a, n, sizes, gpu, memo, tried)
+        n = pick_width(s, brief, shape, a, n, sizes, gpu, memo, tried, smallest_first=not lean)
     if n == s.memory_count or not s.latency_target:
         s.memory_count_latency_ms = s.est_latency_ms
+    elif lean:  # nobody reads it: memory's width was not sized for it
+        s.memory_count_latency_ms = 0.0
     elif s.memory_count in tried:  # the width search sized memory's width already
         s.memory_count_latency_ms = tried[s.memory_count][SPEED_FIELDS.index("est_latency_ms")]
     else:  # what memory's width would take, said on the candidate when the count is raised (decide/counts.py)
@@ -109,6 +121,7 @@ def size_inference(
 GENERATION = ("REALTIME_INFERENCE", "BATCH_INFERENCE", "EVALUATION", "NOTEBOOK")
 # What serving_speed sets on a Sizing (and all it sets): the width search keeps them per width tried.
 SPEED_FIELDS = ("effective_tflops", "tokens_per_second", "step_ms", "itl_ms", "est_ttft_ms", "est_latency_ms")
+_speed_fields = operator.attrgetter(*SPEED_FIELDS)
 
 
 def pinned_width(brief: Brief) -> int:
@@ -120,30 +133,97 @@ def pinned_width(brief: Brief) -> int:
 
 
 def pick_width(s: Sizing, brief: Brief, shape: Shape, a: Assumptions, n: int, sizes: tuple[int, ...], gpu: Gpu,
-               memo: Memo, tried: dict[int, tuple[float, ...]] | None = None) -> int:
+               memo: Memo, tried: dict[int, tuple[float, ...]] | None = None, prune: bool = True,
+               smallest_first: bool = True) -> int:
     """The width one copy is served at, by the brief's objective: every width from the smallest that holds the
     model up to the node's tensor-parallel domain is sized, and the cheapest per unit of work among those that
     meet the brief's latency targets wins (GPUs per output token/s: the price per GPU is the same at every width);
     when none meets them, the fastest. `s` is left holding the speed at the width returned; `tried` (optional)
-    gets each width's SPEED_FIELDS."""
+    gets each width's SPEED_FIELDS.
+
+    `prune`: a width whose floor (`serving_floor`: latency and GPUs per token/s it cannot beat) already loses to
+    the best width sized is not sized. The smallest width is sized first (its latency is said when the count is
+    raised; `smallest_first` False: not needed), then, under a latency target, the widest (the fastest, which the
+    others' floors are held against)."""
     tried = {} if tried is None else tried
-    widths = [n, *(k for k in sizes if n < k <= min(scale_up(gpu), MAX_TENSOR_PARALLEL))]
+    domain = min(scale_up(gpu), MAX_TENSOR_PARALLEL)
+    widths = [n, *(k for k in sizes if n < k <= domain)]
     lat = brief.latency
     target = (lat.p95_ms > 0 or lat.ttft_ms > 0) and brief.workload == "REALTIME_INFERENCE"
+    order = widths
+    if target:
+        order = [n, *reversed(widths[1:])] if smallest_first else widths[::-1]
+    keys: dict[int, tuple[bool, float, int]] = {}
     best: tuple[bool, float, int] | None = None
-    for k in widths:
+    last = n
+    g: _ServingGpu | None = None
+    for k in order:
+        if prune and best is not None:
+            g = g or _serving_gpu(s, brief, shape, a, memo, None)
+            if _cannot_win(g, k, best, lat, target):
+                continue
         inference_speed(s, brief, shape, a, k, memo)
-        tried[k] = tuple(getattr(s, f) for f in SPEED_FIELDS)
+        last = k
+        tried[k] = _speed_fields(s)
         ok = meets_latency(s, lat) if target else True
         # Unmet targets rank by latency (closest first); met ones by GPUs per token/s, then the narrower.
-        key = (not ok, s.est_latency_ms if not ok else k / max(s.tokens_per_second, 1e-12), k)
+        key = keys[k] = (not ok, s.est_latency_ms if not ok else k / max(s.tokens_per_second, 1e-12), k)
         if best is None or key < best:
             best = key
+    best = None  # the least key taken in width order, as when every width was sized (the same key under NaN too)
+    for k in widths:
+        key = keys.get(k)
+        if key is not None and (best is None or key < best):
+            best = key
     chosen = best[2] if best else n
-    if chosen != widths[-1]:  # the chosen width's figures back on `s`, as sizing it again would set them
+    if chosen != last:  # the chosen width's figures back on `s`, as sizing it again would set them
         for f, v in zip(SPEED_FIELDS, tried[chosen], strict=True):
             setattr(s, f, v)
     return chosen
+
+
+_MARGIN = 1.0 + 1e-9  # a floor must beat the best by more than its own rounding (a few ulps) to rule a width out
+
+
+def _cannot_win(g: _ServingGpu, n: int, best: tuple[bool, float, int], lat: Latency, target: bool) -> bool:
+    """Whether width n's key in pick_width is surely above `best`, from its floor alone."""
+    unmet, value, _ = best
+    if not math.isfinite(value) or value <= 0:
+        return False
+    ttft_s, step_s = serving_floor(g, n)
+    s_out = g.s_out
+    ttft_ms = ttft_s * 1000
+    latency_ms = ttft_ms + s_out * (step_s * 1000)
+    misses = target and (
+        (lat.p95_ms > 0 and latency_ms > lat.p95_ms * _MARGIN) or (lat.ttft_ms > 0 and ttft_ms > lat.ttft_ms * _MARGIN)
+    )
+    if unmet:  # only a width that meets the targets, or comes closer, beats an unmet best
+        return misses and latency_ms > value * _MARGIN
+    if misses:
+        return True
+    cycle = ttft_s + s_out * step_s
+    if not cycle > 0:
+        return False
+    return n / max(g.c * s_out / cycle, 1e-12) > value * _MARGIN
+
+
+def serving_floor(g: _ServingGpu, n: int) -> tuple[float, float]:
+    """(TTFT, decode step) in seconds that serving_speed's at n GPUs are no less than: the step's floor and
+    communication latency, the weights' read or their math and the KV cache's read (the terms left out are >= 0);
+    a prompt's chunks each at least the floor and their linear FLOPs, then one step. Asked only after a width of
+    this GPU was sized (its bandwidth and peak are known positive)."""
+    eff, gpu = g.eff, g.gpu
+    tp = min(n, g.up, MAX_TENSOR_PARALLEL)
+    stages = math.ceil(n / tp)
+    overhead = eff.floor_s + parallel_overhead_s(gpu, n, tp, stages, g.layers, g.fast_us, g.slow_us) + g.ep_s
+    read_rate = gpu.bandwidth_tbs * n * 1e12 * eff.mbu
+    math_rate = g.tflops * n * 1e12 * g.mfu
+    weights = max(0.0, g.weights * stages) * 1e9 / read_rate
+    step = overhead + max(weights, max(0.0, g.decode_flops) / math_rate) + max(0.0, g.kv_read) * 1e9 / read_rate
+    budget = eff.budget_tokens
+    chunk = 2 * g.active * min(g.s_in, budget) / math_rate  # an MoE's tiled experts only add to it
+    single = math.ceil(g.s_in / budget) * (overhead + chunk)
+    return eff.request_s + single + step, step
 
 
 def pipeline_sizes(brief: Brief, sizes: tuple[int, ...]) -> tuple[int, ...]:
@@ -177,18 +257,17 @@ def replicate_for_load(s: Sizing, n: int, workload: str, shape: Shape, offered: 
         s.memory = mem.MemoryBreakdown(tuple((c, v * s.replicas) for c, v in one_replica.components))
 
 
-def parallel_overhead_s(gpu: Gpu, n: int, layers: int, a: Assumptions) -> float:
-    """Per-step communication latency of one model copy on n GPUs: tensor parallelism inside the scale-up
-    domain all-reduces twice per layer (Megatron); pipeline stages beyond it pass activations once per stage
-    boundary over the slower link."""
+def parallel_overhead_s(gpu: Gpu, n: int, tp: int, stages: int, layers: int, fast_us: float,
+                        slow_us: float) -> float:
+    """Per-step communication latency of one model copy on n GPUs split `tp` ways in `stages` pipeline stages:
+    tensor parallelism inside the scale-up domain all-reduces twice per layer (Megatron, `fast_us` each over
+    NVLink, `slow_us` over anything else); pipeline stages beyond it pass activations once per stage boundary
+    over the slower link."""
     if n <= 1:
         return 0.0
-    tp = min(n, scale_up(gpu), MAX_TENSOR_PARALLEL)
-    stages = math.ceil(n / tp)
     fast = gpu.fast_interconnect and tp <= max(gpu.nvlink_domain, 1)
-    per_allreduce = a.num("tp_allreduce_latency_us_fast_link" if fast else "tp_allreduce_latency_us_slow_link")
-    tp_s = 2 * layers * per_allreduce / 1e6 if tp > 1 else 0.0
-    return tp_s + (stages - 1) * a.num("tp_allreduce_latency_us_slow_link") / 1e6
+    tp_s = 2 * layers * (fast_us if fast else slow_us) / 1e6 if tp > 1 else 0.0
+    return tp_s + (stages - 1) * slow_us / 1e6
 
 
 def prefill_only_tokens(brief: Brief, shape: Shape, a: Assumptions) -> int:
@@ -267,83 +346,137 @@ def serving_speed(s: Sizing, brief: Brief, shape: Shape, a: Assumptions, n: int,
     `synchrony` overrides that share when how the prompts arrive is known (a measurement's client): 0 = each
     prompt arrives on its own (its prefill rides in the decode steps; it waits for its own), 1 = every session's
     prompt arrives together (the wave). None = the engine's `prefill_first`, the product's assumption."""
+    g = _serving_gpu(s, brief, shape, a, memo, synchrony)
+    s.effective_tflops = g.effective_tflops
+    itl, ttft_avg, ttft = _serving_width(g, n, memo)
+    c, s_out = g.c, g.s_out
+    s.step_ms = s.itl_ms = itl * 1000
+    # Each sequence yields its output tokens once per cycle of TTFT + output x ITL: the replica's output rate.
+    s.tokens_per_second = c * s_out / (ttft_avg + s_out * itl)
+    s.est_ttft_ms = ttft * 1000
+    s.est_latency_ms = s.est_ttft_ms + s_out * s.step_ms
+
+
+class _ServingGpu:
+    """What serving_speed reads for one GPU at every width: the engine's figures on it and the decode step's
+    brief-only parts. Worked out once per GPU per request (the width search asks for several widths)."""
+
+    __slots__ = ("gpu", "a", "tflops", "sync", "eff", "mfu", "attn_base", "effective_tflops", "c", "s_in", "s_out",
+                 "p95_in", "pps", "weights", "kv_read", "decode_attn", "decode_flops", "decode_prefill_attn",
+                 "layers", "hidden", "shape", "active", "tile", "overlap", "ep_s", "up", "link", "fast_us",
+                 "slow_us", "prefills")
+
+
+def _attention(shape: Shape, memo: Memo, tokens: int) -> float:
+    key = ("attention", tokens)
+    hit = memo.get(key)
+    if hit is None:
+        arch = shape.arch
+        hit = memo[key] = compute.attention_flops(arch.layers, tokens, arch.hidden_size, arch.window,
+                                                  arch.window_layers)
+    return hit
+
+
+def _serving_gpu(s: Sizing, brief: Brief, shape: Shape, a: Assumptions, memo: Memo,
+                 synchrony: float | None) -> _ServingGpu:
     gpu = s.gpu
+    gkey = ("serving", id(gpu))
+    kept = memo.get(gkey)
+    if kept is not None and kept.gpu is gpu and kept.a is a and kept.tflops == s.tflops and kept.sync == synchrony:
+        return kept
+    g = _ServingGpu()
+    g.gpu, g.a, g.tflops, g.sync, g.shape = gpu, a, s.tflops, synchrony, shape
     arch = shape.arch
-    # The engine's figures read the GPU, the toolchain and the rules, never the width: worked out once per GPU.
-    ekey = ("efficiency", id(gpu), brief.toolchain, id(a))
-    kept = memo.get(ekey)
-    if kept is None or kept[0] is not gpu or kept[1] is not a:
-        kept = memo[ekey] = (gpu, a, efficiency(gpu, brief.toolchain, a))
-    eff = kept[2]
+    eff, g.up, g.link, g.fast_us, g.slow_us, g.tile, g.overlap, saturation_ms = _engine_on(gpu, brief.toolchain, a)
     if synchrony is not None:
         eff = dataclasses.replace(eff, prefill_first=min(1.0, max(0.0, synchrony)))
+    g.eff = eff
     # An MoE's expert GEMMs run grouped, many small matrices a step, and keep only part of a dense GEMM's rate.
-    mfu = eff.mfu * (a.num("moe_gemm_efficiency") if shape.routed or shape.moe_estimated else 1.0)
-    attn_tflops = (gpu.tflops_bf16 or s.tflops) * n  # attention runs on 16-bit tensor cores
-    busy = saturation(
-        s.tflops, shape.sequences * shape.tokens_per_sequence, arch.hidden_size, a.num("kernel_saturation_ms")
-    )
-    s.effective_tflops = s.tflops * mfu * busy
-    c, s_in, s_out = shape.sequences, shape.input_tokens, shape.output_tokens
+    g.mfu = mfu = eff.mfu * (a.num("moe_gemm_efficiency") if shape.routed or shape.moe_estimated else 1.0)
+    g.attn_base = gpu.tflops_bf16 or s.tflops  # attention runs on 16-bit tensor cores
+    busy = saturation(s.tflops, shape.sequences * shape.tokens_per_sequence, arch.hidden_size, saturation_ms)
+    g.effective_tflops = s.tflops * mfu * busy
+    g.c, g.s_in, g.s_out = c, s_in, s_out = shape.sequences, shape.input_tokens, shape.output_tokens
+    g.p95_in = brief.traffic.p95_input_tokens or s_in
     # The others' prompts the engine does not prefill first ride in the decode steps (chunked prefill):
     # (c - 1) x input / output prompt tokens per step, that share of them.
-    prefill_per_step = (c - 1) * s_in / max(1, s_out) * (1.0 - eff.prefill_first)
-
-    def attention(tokens: int) -> float:
-        key = ("attention", tokens)
-        if key not in memo:
-            memo[key] = compute.attention_flops(arch.layers, tokens, arch.hidden_size, arch.window,
-                                                arch.window_layers)
-        return memo[key]
-
-    if ("decode_read", prefill_per_step) not in memo:
-        memo[("decode_read", prefill_per_step)] = (
+    g.pps = pps = (c - 1) * s_in / max(1, s_out) * (1.0 - eff.prefill_first)
+    rkey = ("decode_read", pps)
+    if rkey not in memo:
+        memo[rkey] = (
             # An MoE step reads the shared weights and the experts its tokens touch (every weight when dense).
-            mem.weights_gb(shape.params_read_billion(c + prefill_per_step), shape.bytes_per_param),
+            mem.weights_gb(shape.params_read_billion(c + pps), shape.bytes_per_param),
             mem.kv_cache_gb(arch, shape.avg_tokens_per_sequence, c, shape.kv_bytes),
             decode_attention_flops(shape, c),
         )
-    weights, kv_read, decode_attn = memo[("decode_read", prefill_per_step)]
-    active = shape.active_params_billion * 1e9
-    tile = int(a.num("moe_gemm_tile_rows"))
-    overlap = a.num("memory_compute_overlap")
+    g.weights, g.kv_read, g.decode_attn = memo[rkey]
+    g.active = active = shape.active_params_billion * 1e9
+    g.decode_flops = 2 * active * (c + pps)  # linear_flops untiled: decode's few rows per expert are read-bound
+    g.decode_prefill_attn = pps * _attention(shape, memo, s_in) / max(1, s_in)
+    g.layers, g.hidden = arch.layers, arch.hidden_size
+    g.ep_s = expert_parallel_s(brief, shape, gpu, a)
+    # A prefill step reads neither the output length nor the sessions beyond its tokens: kept by GPU, width and
+    # tokens in the memo's prefill table, which the missed-target search shares across the lengths it tries.
+    g.prefills = memo.setdefault(("prefill",), {})
+    memo[gkey] = g
+    return g
 
-    def linear_flops(tokens: float, tiled: bool = True) -> float:
-        """2 FLOPs per active parameter per token; in a prefill an MoE's routed experts at the tile use their rows
-        reach (decode runs its few rows per expert through small-tile GEMV-like kernels, bound by the read)."""
-        if not shape.routed or not tiled:
-            return 2 * active * tokens
-        shared = min(shape.shared_params_billion * 1e9, active)
-        use = serving.grouped_gemm_tile_use(tokens, shape.experts, shape.experts_per_token, tile)
-        return 2 * (shared + (active - shared) / use) * tokens
 
-    tp = min(n, scale_up(gpu), MAX_TENSOR_PARALLEL)
-    overhead = eff.floor_s + parallel_overhead_s(gpu, n, arch.layers, a) + expert_parallel_s(brief, shape, gpu, a)
+EngineOn = tuple[Efficiency, int, float, float, float, int, float, float]
+# (id(gpu), toolchain, id(rules' assumptions)) -> (gpu, assumptions, EngineOn); the objects are held so an id is
+# not reused while its entry lives.
+_ENGINE_ON: dict[tuple[int, tuple[str, ...], int], tuple[Gpu, Assumptions, EngineOn]] = {}
+
+
+def _engine_on(gpu: Gpu, toolchain: tuple[str, ...], a: Assumptions) -> EngineOn:
+    """What serving reads of the GPU, its engine and the rules alone, never of the brief's model or traffic: the
+    engine's figures on this GPU, the scale-up domain, the link's GB/s, the all-reduce latencies over a fast and a
+    slow link, the MoE tile rows, the memory-compute overlap and the kernel saturation time. Kept per GPU,
+    toolchain and rules version: every GPU of every generation brief asks."""
+    key = (id(gpu), toolchain, id(a))
+    hit = _ENGINE_ON.get(key)
+    if hit is None or hit[0] is not gpu or hit[1] is not a:
+        figures = (
+            efficiency(gpu, toolchain, a), scale_up(gpu), gpu.interconnect_gbs if gpu.interconnect_gbs > 0 else 0.0,
+            a.num("tp_allreduce_latency_us_fast_link"), a.num("tp_allreduce_latency_us_slow_link"),
+            int(a.num("moe_gemm_tile_rows")), a.num("memory_compute_overlap"), a.num("kernel_saturation_ms"),
+        )
+        if len(_ENGINE_ON) >= 4096:  # toolchains are the callers': a bounded few kept
+            _ENGINE_ON.clear()
+        hit = _ENGINE_ON[key] = (gpu, a, figures)
+    return hit[2]
+
+
+def _serving_width(g: _ServingGpu, n: int, memo: Memo) -> tuple[float, float, float]:
+    """(decode step, mean TTFT, TTFT at the p95 prompt) of one model copy on n GPUs: serving_speed's figures, in
+    its order of operations."""
+    gpu, eff, shape = g.gpu, g.eff, g.shape
+    c, s_in, s_out, pps = g.c, g.s_in, g.s_out, g.pps
+    attn_tflops = g.attn_base * n
+    tp = min(n, g.up, MAX_TENSOR_PARALLEL)
     # Pipeline stages beyond the scale-up domain each read their weights once per micro-batch, so a token
     # still waits for the whole model to be read at one stage's bandwidth: stages add capacity, not speed.
     stages = math.ceil(n / tp)
+    overhead = eff.floor_s + parallel_overhead_s(gpu, n, tp, stages, g.layers, g.fast_us, g.slow_us) + g.ep_s
     bw = gpu.bandwidth_tbs * n
-    link = gpu.interconnect_gbs if gpu.interconnect_gbs > 0 else 0.0
+    tflops = g.tflops * n
+    link, layers, hidden, mbu, mfu, overlap = g.link, g.layers, g.hidden, eff.mbu, g.mfu, g.overlap
 
     def traffic(tokens: float) -> float:
         """Tensor parallelism all-reduces each layer's 16-bit activations twice (Megatron): tokens x hidden x 2
         bytes each, at the link's bandwidth; over PCIe a big prefill chunk pays for it, over NVLink hardly."""
         if tp <= 1 or link <= 0:
             return 0.0
-        return 2 * arch.layers * serving.allreduce_transfer_seconds(tokens * arch.hidden_size * 2.0, tp, link)
+        return 2 * layers * serving.allreduce_transfer_seconds(tokens * hidden * 2.0, tp, link)
 
     step = serving.step_seconds(
-        weights * stages, linear_flops(c + prefill_per_step, tiled=False), kv_read, decode_attn,
-        prefill_per_step * attention(s_in) / max(1, s_in), bw, eff.mbu, s.tflops * n, mfu,
-        attn_tflops=attn_tflops, overhead_s=overhead + traffic(c + prefill_per_step), overlap=overlap,
+        g.weights * stages, g.decode_flops, g.kv_read, g.decode_attn, g.decode_prefill_attn, bw, mbu, tflops, mfu,
+        attn_tflops, overhead + traffic(c + pps), overlap,
     )
-
-    # A prefill step reads neither the output length nor the sessions beyond its tokens: kept by GPU, width and
-    # tokens in the memo's prefill table, which the missed-target search shares across the lengths it tries.
-    prefills = memo.setdefault(("prefill",), {})
+    prefills, gid = g.prefills, id(gpu)
 
     def prefill(tokens: int, prompt: int) -> float:
-        key = (id(gpu), n, tokens, prompt)
+        key = (gid, n, tokens, prompt)
         hit = prefills.get(key)
         if hit is None or hit[0] is not gpu:
             hit = prefills[key] = (gpu, prefill_step(tokens, prompt))
@@ -356,28 +489,34 @@ def serving_speed(s: Sizing, brief: Brief, shape: Shape, a: Assumptions, n: int,
         if read is None:
             read = memo[rkey] = mem.weights_gb(shape.params_read_billion(tokens), shape.bytes_per_param)
         read = read * stages
-        return serving.step_seconds(read, linear_flops(tokens), 0.0, 0.0, attention(prompt) * tokens / max(1, prompt),
-                                    bw, eff.mbu, s.tflops * n, mfu, attn_tflops=attn_tflops,
-                                    overhead_s=overhead + traffic(tokens), overlap=overlap)
+        return serving.step_seconds(read, _linear_flops(g, tokens), 0.0, 0.0,
+                                    _attention(shape, memo, prompt) * tokens / max(1, prompt), bw, mbu, tflops, mfu,
+                                    attn_tflops, overhead + traffic(tokens), overlap)
 
     budget = eff.budget_tokens
     single = prefill(min(s_in, budget), s_in) * math.ceil(s_in / budget)  # one prompt, chunk by chunk
-    itl = step
     chunk = prefill(min(budget, max(1, c * s_in)), s_in)
     whole = chunk if c * s_in <= budget else prefill(c * s_in, s_in)
     wave = serving.time_to_first_token(chunk, whole, c, s_in, budget, step, eff.request_s)
     # Apart from the wave, a prompt that arrives alone waits for its own prefill and what of another's is in flight.
     alone = serving.lone_first_token(single, step, c - 1, s_out, eff.request_s)
     ttft_avg = serving.blend_arrivals(alone, wave, eff.prefill_first)
-    p95_in = brief.traffic.p95_input_tokens or s_in
+    p95_in = g.p95_in
     ttft = ttft_avg
     if p95_in > s_in:  # a longer prompt waits for its own extra tokens on top
         ttft += max(0.0, prefill(min(p95_in, budget), p95_in) * math.ceil(p95_in / budget) - single)
-    s.step_ms = s.itl_ms = itl * 1000
-    # Each sequence yields its output tokens once per cycle of TTFT + output x ITL: the replica's output rate.
-    s.tokens_per_second = c * s_out / (ttft_avg + s_out * itl)
-    s.est_ttft_ms = ttft * 1000
-    s.est_latency_ms = s.est_ttft_ms + s_out * s.step_ms
+    return step, ttft_avg, ttft
+
+
+def _linear_flops(g: _ServingGpu, tokens: float) -> float:
+    """2 FLOPs per active parameter per token; in a prefill an MoE's routed experts at the tile use their rows
+    reach (decode runs its few rows per expert through small-tile GEMV-like kernels, bound by the read)."""
+    shape, active = g.shape, g.active
+    if not shape.routed:
+        return 2 * active * tokens
+    shared = min(shape.shared_params_billion * 1e9, active)
+    use = serving.grouped_gemm_tile_use(tokens, shape.experts, shape.experts_per_token, g.tile)
+    return 2 * (shared + (active - shared) / use) * tokens
 
 
 def decode_attention_flops(shape: Shape, sequences: int) -> float:

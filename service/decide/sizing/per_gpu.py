@@ -42,7 +42,10 @@ def latency_of(
     memory breakdowns of an earlier length whose shape sized the same context and sequences (see RequestSizer);
     `prefills`: the prefill steps of earlier lengths (a prefill reads no output length; decide/sizing/inference.py)."""
     t = tb.tables(a)
-    req = RequestSizer(brief, shape, a, t.constants, (), day, needs, t.speeds)
+    # No speeds table: the caller keeps each length's result (advisor's latencies), and a brief at a length tried
+    # is rarely asked again, so keeping its widths' figures would cost a key (a hash over the whole brief) and a
+    # copy of the fields per call, and push the briefs asked for out of the table.
+    req = RequestSizer(brief, shape, a, t.constants, (), day, needs)
     if prefills is not None:
         req.memo[("prefill",)] = prefills
     return req.fit_and_latency(t.gpu(gpu))

@@ -4,7 +4,7 @@ from its per-rules table (tables.py). Equal to `size` by test."""
 from __future__ import annotations
 
 import math
-from dataclasses import replace
+from dataclasses import fields, replace
 from datetime import date
 
 from ...domain.assumptions import Assumptions
@@ -22,6 +22,10 @@ from .training import full_training_need, size_adapter, size_full_training
 
 NO_ECONOMICS = Economics()
 SPEED_BRIEFS = 256  # briefs whose speeds a rules load keeps; all are dropped past it
+# Sizing's fields that hold a list (a sizing may append to one rather than assign it); the others are compared by
+# identity to find what sizing set.
+LIST_FIELDS = tuple(f.name for f in fields(Sizing) if f.default_factory is list)
+_ABSENT = object()
 
 
 class RequestSizer:
@@ -127,7 +131,7 @@ class RequestSizer:
         else:
             s = Sizing.blank(gt.gpu, self.tier)
             s.tflops = compute_tflops(gt.gpu, self.shape.precision)
-            self.size_inference(s, gt)
+            self.size_inference(s, gt, lean=True)
         return s.fits, s.est_latency_ms
 
     def _training_need(self, n: int, sequences: int) -> mem.MemoryBreakdown:
@@ -152,11 +156,12 @@ class RequestSizer:
             hit = self.needs[key] = inference_need(gt.gpu, self.brief, self.shape, self.a, n)
         return hit
 
-    def size_inference(self, s: Sizing, gt: tb.GpuTable) -> None:
+    def size_inference(self, s: Sizing, gt: tb.GpuTable, lean: bool = False) -> None:
+        """`lean`: only `fits` and the speed fields are read (inference.size_inference)."""
         if self.decode:
             # Generation is sized by the plain functions: the width search sizes every width a node allows, and
             # the brief-only figures (bytes a step reads, a prompt's attention) are kept in the request's memo.
-            self._decode_speed(s, gt)
+            self._decode_speed(s, gt, lean)
             return
         usable = gt.usable_gb
         sizes = pipeline_sizes(self.brief, gt.sizes)
@@ -174,26 +179,34 @@ class RequestSizer:
         inference_speed(s, self.brief, self.shape, self.a, n, self.memo)
         replicate_for_load(s, n, self.workload, self.shape, self.brief.traffic.requests_per_second, self._need(gt, n))
 
-    def _decode_speed(self, s: Sizing, gt: tb.GpuTable) -> None:
+    def _decode_speed(self, s: Sizing, gt: tb.GpuTable, lean: bool = False) -> None:
         """size_inference, or the fields it set on an earlier blank Sizing of this GPU for this brief and shape
-        (it reads only the GPU, its TFLOPS at the shape's precision, the brief but its economics and the shape)."""
+        (it reads only the GPU, its TFLOPS at the shape's precision, the brief but its economics and the shape).
+        `lean` holds only without a speeds table: what is kept there is the whole sizing."""
         known = self.speeds
+        if known is not None:
+            hit = known.get(id(gt.gpu))
+            if hit is not None and hit[0] is gt.gpu:
+                for k, v in hit[1].items():
+                    setattr(s, k, list(v) if isinstance(v, list) else v)
+                return
+        least = self.weights if self.weights_bound else -math.inf
+
+        def need(k: int) -> mem.MemoryBreakdown:
+            return self._need(gt, k)
+
         if known is None:
-            size_inference(s, self.brief, self.shape, self.a, self.memo)
+            size_inference(s, self.brief, self.shape, self.a, self.memo, need, least, lean, (gt.sizes, gt.usable_gb))
             return
-        hit = known.get(id(gt.gpu))
-        if hit is not None and hit[0] is gt.gpu:
-            for k, v in hit[1].items():
-                setattr(s, k, list(v) if isinstance(v, list) else v)
-            return
-        before = dict(s.__dict__)
-        lists = {k: list(v) for k, v in before.items() if isinstance(v, list)}
-        size_inference(s, self.brief, self.shape, self.a, self.memo)
-        known[id(gt.gpu)] = (gt.gpu, {
-            k: list(v) if isinstance(v, list) else v
-            for k, v in s.__dict__.items()
-            if k not in before or before[k] is not v or (k in lists and v != lists[k])
-        })
+        before = s.__dict__.copy()
+        lists = [(k, list(before[k])) for k in LIST_FIELDS if k in before]  # changed in place, if at all
+        size_inference(s, self.brief, self.shape, self.a, self.memo, need, least, False, (gt.sizes, gt.usable_gb))
+        after = s.__dict__
+        changed = {k: v for k, v in after.items() if before.get(k, _ABSENT) is not v}
+        for k, old in lists:
+            if k not in changed and after[k] != old:
+                changed[k] = after[k]
+        known[id(gt.gpu)] = (gt.gpu, {k: list(v) if isinstance(v, list) else v for k, v in changed.items()})
 
     def size_unit_cost(self, s: Sizing) -> None:
         """size_unit_cost with money.usd_per_accepted_unit written out (the plain one where its checks refuse)."""
