@@ -18,6 +18,7 @@ from ..domain.advice import (
 )
 from ..domain.brief import AdviceRequest
 from ..engine.ir import Rule, apply_hit_policies
+from ..memo import keep
 from ..render.messages import Messages
 from .book import Rulebook
 from .matches import Matches
@@ -34,7 +35,7 @@ Said = tuple[str, str] | None
 
 
 # What a candidate rule does, read from its actions once per rules version: whether it has an action
-# `Run.common` handles (warn, note), and its (kind, message, points) for exclude, score, caveat and note.
+# `Run.common` handles on a candidate (warn), and its (kind, message, points) for exclude, score, caveat and note.
 Effects = tuple[bool, tuple[tuple[str, Said, float], ...]]
 
 
@@ -70,6 +71,7 @@ class Run:
         self.warnings: list[Warning] = []
         self.notes: list[Reason] = []
         self._names: dict[str, str] = {}
+        self.latency_targets: str | None = None  # the brief's latency targets in words, once said (advisor)
 
     def name(self, key: str) -> str:
         """A message without placeholders (a tier's or unit's name), looked up once per request."""
@@ -99,9 +101,17 @@ class Run:
             self.shared.matches.evaluate(self.engine, fact_type, rules, facts) if rules
             else {str(f["id"]): set() for f in facts})
         out: dict[str, list[Rule]] = {}
+        kept = self.shared.winners.setdefault(fact_type, {})
         for fact in facts:
             fid = str(fact["id"])
-            winners = apply_hit_policies(rules, matched.get(fid, set()))
+            ids = matched.get(fid, _NONE)
+            if type(ids) is frozenset:  # a kept match (matches.py): the same few sets come back for every brief
+                found = kept.get(ids)
+                if found is None:
+                    found = keep(kept, ids, lambda ids=ids: tuple(apply_hit_policies(rules, ids)), WINNERS_KEPT)
+                winners = list(found)
+            else:
+                winners = apply_hit_policies(rules, ids)
             out[fid] = winners
             if self.req.include_trace:
                 won = {r.id for r in winners}
@@ -148,6 +158,8 @@ class Compiled:
         self.leaders: dict[tuple[Any, ...], tuple[Any, Any, Any]] = {}  # (leaders, markets, options) per scope
         self.scope_list: dict[Any, tuple[tuple[str, str, str], ...]] = {}  # day → placement.scopes_of
         self.by_scope: dict[Any, Any] = {}  # day → its offers by scope, on hosts large enough (placement.by_scope)
+        # fact type → the rules that take effect (apply_hit_policies) for each set of rule ids a fact matched
+        self.winners: dict[str, dict[frozenset[str], tuple[Rule, ...]]] = {}
 
 
 def compiled(book: Rulebook) -> Compiled:
@@ -164,6 +176,10 @@ def messages_of(book: Rulebook) -> Messages:
     return compiled(book).msgs
 
 
+WINNERS_KEPT = 1024  # matched sets kept per fact type and rules version; all are dropped past it
+_NONE: frozenset[str] = frozenset()  # what a fact the engine left out matched
+
+
 # Rulebook id → what its answers share. Not a field of the (frozen, hashed) Rulebook; each entry leaves when its
 # Rulebook is freed, before that id can be reused.
 COMPILED: dict[int, Compiled] = {}
@@ -175,7 +191,8 @@ def effects_of(table: dict[int, Effects], rule: Rule) -> Effects:
          float(act.get("points")) if act.kind == "score" else 0.0)
         for act in rule.actions if act.kind in CANDIDATE_KINDS
     )
-    found = (any(act.kind in ("warn", "note") for act in rule.actions), acts)
+    # `Run.common` on a candidate's fact says its warnings; its notes are the candidate's own (acts), not the answer's
+    found = (any(act.kind == "warn" for act in rule.actions), acts)
     table[id(rule)] = found
     return found
 
