@@ -62,7 +62,7 @@ from .reserve import (
     reserved_top,
     with_price_tier,
 )
-from .run import Evaluator, Run, Scored, effects_of
+from .run import Evaluator, Run, Scored
 from .shape_notes import shape_notes
 from .sizing.common import Sizing, compared_tier
 from .sizing.inference import prefill_batch_sequences
@@ -370,23 +370,11 @@ def _candidate_rules(run: Run, base: dict[str, Any], sizings: list[Sizing]) -> l
     """Stage 2, candidate rules: eligibility, the workload matrix, scoring; one fact per sized GPU."""
     scored = [Scored(s, F.candidate_fact(base, s)) for s in sizings]
     fired = run.fire("candidate", [c.fact for c in scored])
-    effects = run.shared.effects
     for c in scored:
-        for rule in fired[c.fact["id"]]:
-            common, acts = effects.get(id(rule)) or effects_of(effects, rule)
-            if common:
-                run.common(rule, _params_of(c, run, base))
-            for kind, reason, points in acts:
-                if kind == "exclude":
-                    c.exclusions.append(reason)
-                elif kind == "score":
-                    c.points += points
-                    c.parts.append((rule.id, points))
-                    c.reasons.append(reason)
-                elif kind == "caveat":
-                    c.caveats.append(reason)
-                else:  # note
-                    c.reasons.append(reason)
+        said, c.points, exclusions, parts, reasons, caveats = run.effects(fired[c.fact["id"]])
+        for rule in said:
+            run.common(rule, _params_of(c, run, base))
+        c.exclusions, c.parts, c.reasons, c.caveats = list(exclusions), list(parts), list(reasons), list(caveats)
     return scored
 
 

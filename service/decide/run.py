@@ -6,7 +6,7 @@ candidate being scored.
 from __future__ import annotations
 
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -40,6 +40,11 @@ Effects = tuple[bool, tuple[tuple[str, Said, float], ...]]
 
 
 CANDIDATE_KINDS = ("exclude", "score", "caveat", "note")
+
+# What the candidate rules in effect on a candidate do: the rules whose warnings `Run.common` says, the points
+# summed, and its exclusions, (rule, points) parts, reasons and caveats, each in the rules' order.
+Summed = tuple[tuple[Rule, ...], float, tuple[Said, ...], tuple[tuple[str, float], ...], tuple[Said, ...],
+               tuple[Said, ...]]
 
 
 @dataclass
@@ -85,7 +90,7 @@ class Run:
         return self.text(key, {}) if self.msgs.has(key, self.locale) or self.msgs.has(key, "en") else ""
 
     def fire(self, fact_type: str, facts: list[dict[str, Any]],
-             summary: Callable[[dict[str, Any]], str] | None = None) -> dict[str, list[Rule]]:
+             summary: Callable[[dict[str, Any]], str] | None = None) -> dict[str, Sequence[Rule]]:
         """Rules in effect per fact id, after hit policies; records the trace when asked. `summary` names a fact
         in a summarised trace: with it and more than SUMMARY_OVER facts, the trace holds one entry per rule and
         outcome (how many facts, an example) instead of one per rule and fact."""
@@ -95,12 +100,44 @@ class Run:
             self.trace[start:] = summarise(self.trace[start:], fact_type, {str(f["id"]): f for f in facts}, summary)
         return out
 
-    def _fire(self, fact_type: str, facts: list[dict[str, Any]]) -> dict[str, list[Rule]]:
+    def effects(self, winners: Sequence[Rule]) -> Summed:
+        """What the candidate rules in effect on one candidate do, summed in their order (`Summed`); kept per
+        rules version for the sets of rules `fire` keeps, which come back for candidate after candidate."""
+        kept = self.shared.summed
+        hit = kept.get(id(winners))
+        if hit is not None and hit[0] is winners:
+            return hit[1]
+        table = self.shared.effects
+        said, exclusions, parts, reasons, caveats = [], [], [], [], []
+        points = 0.0
+        for rule in winners:
+            common, acts = table.get(id(rule)) or effects_of(table, rule)
+            if common:
+                said.append(rule)
+            for kind, reason, pts in acts:
+                if kind == "exclude":
+                    exclusions.append(reason)
+                elif kind == "score":
+                    points += pts
+                    parts.append((rule.id, pts))
+                    reasons.append(reason)
+                elif kind == "caveat":
+                    caveats.append(reason)
+                else:  # note
+                    reasons.append(reason)
+        found = (tuple(said), points, tuple(exclusions), tuple(parts), tuple(reasons), tuple(caveats))
+        if type(winners) is tuple:  # a set `fire` keeps (it holds the tuple, so its id is not reused meanwhile)
+            if len(kept) >= WINNERS_KEPT:
+                kept.clear()
+            kept[id(winners)] = (winners, found)
+        return found
+
+    def _fire(self, fact_type: str, facts: list[dict[str, Any]]) -> dict[str, Sequence[Rule]]:
         rules = self.book.program.for_fact(fact_type)
         matched: Mapping[str, AbstractSet[str]] = (
             self.shared.matches.evaluate(self.engine, fact_type, rules, facts) if rules
             else {str(f["id"]): set() for f in facts})
-        out: dict[str, list[Rule]] = {}
+        out: dict[str, Sequence[Rule]] = {}
         kept = self.shared.winners.setdefault(fact_type, {})
         for fact in facts:
             fid = str(fact["id"])
@@ -109,7 +146,7 @@ class Run:
                 found = kept.get(ids)
                 if found is None:
                     found = keep(kept, ids, lambda ids=ids: tuple(apply_hit_policies(rules, ids)), WINNERS_KEPT)
-                winners = list(found)
+                winners: Sequence[Rule] = found  # read, never changed, by every caller
             else:
                 winners = apply_hit_policies(rules, ids)
             out[fid] = winners
@@ -160,6 +197,7 @@ class Compiled:
         self.by_scope: dict[Any, Any] = {}  # day → its offers by scope, on hosts large enough (placement.by_scope)
         # fact type → the rules that take effect (apply_hit_policies) for each set of rule ids a fact matched
         self.winners: dict[str, dict[frozenset[str], tuple[Rule, ...]]] = {}
+        self.summed: dict[int, tuple[tuple[Rule, ...], Summed]] = {}  # id(kept winners) → (them, Run.effects)
 
 
 def compiled(book: Rulebook) -> Compiled:
