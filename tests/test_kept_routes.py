@@ -65,3 +65,26 @@ def test_a_value_of_another_type_is_another_key(bundle: Bundle) -> None:
     size = len(kept)
     provisional.route_depends_on(rules, {**plan, "horizon_months": 0}, "RESERVE", advisor.DEFAULT_ROUTE)
     assert len(kept) == size + 1
+
+
+def test_placements_and_spreads_shown_are_kept_by_what_they_show(bundle: Bundle) -> None:
+    """answer.placements_of and market_of keep what they build by the (immutable) Placed and spread they show:
+    equal to building it afresh, and the same object for the same placement in another answer."""
+    from service.bench.loadgen import distinct_briefs
+    from service.decide import answer
+    from service.domain.advice import MarketSpread, Placement
+    from service.wire.api import pb
+
+    req = request_from_proto(pb.RecommendRequest.FromString(distinct_briefs(1)[0][5:]))
+    first, again = bundle.advise(req), bundle.advise(req)
+    shown = [(c, d) for c, d in zip(first.candidates, again.candidates, strict=True) if c.placements]
+    assert shown and any(c.market for c, _ in shown)
+    for c, d in shown:
+        assert all(p is q for p, q in zip(c.placements, d.placements, strict=True))
+        assert c.placements == tuple(Placement(p.offer, p.instances, p.usd_per_hour) for p in c.placements)
+        if c.market is not None:
+            m = c.market
+            assert m is d.market
+            assert m == MarketSpread(m.tier, m.min_usd_per_gpu_hour, m.median_usd_per_gpu_hour,
+                                     m.max_usd_per_gpu_hour, m.offers, m.providers)
+    assert answer._placement_of._items and answer._spread_of._items
