@@ -88,3 +88,24 @@ def test_placements_and_spreads_shown_are_kept_by_what_they_show(bundle: Bundle)
             assert m == MarketSpread(m.tier, m.min_usd_per_gpu_hour, m.median_usd_per_gpu_hour,
                                      m.max_usd_per_gpu_hour, m.offers, m.providers)
     assert answer._placement_of._items and answer._spread_of._items
+
+
+def test_placements_listed_from_the_kept_options_equal_those_worked_out(bundle: Bundle,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """placement.place keeps the placements it lists beside the options they come from: answers placed without
+    anything kept (kept=None) are the same bytes."""
+    from service.bench.loadgen import distinct_briefs
+    from service.decide import placement
+    from service.wire.api import advice_to_proto, pb
+
+    reqs = [request_from_proto(pb.RecommendRequest.FromString(b[5:])) for b in distinct_briefs(3)]
+    for seed in range(60):
+        r = request_from_seed(seed * 7919 + 5)
+        if not validate(r, bundle.known_gpu_ids()):
+            reqs.append(request_from_proto(r))
+    kept = [advice_to_proto(bundle.advise(r)).SerializeToString(deterministic=True) for r in reqs * 2]
+    real = placement.place
+    monkeypatch.setattr(advisor, "place", lambda *args: real(*args[:-1], None))
+    afresh = [advice_to_proto(bundle.advise(r)).SerializeToString(deterministic=True) for r in reqs * 2]
+    assert kept == afresh
+    assert any(c.placements for r in reqs for c in bundle.advise(r).candidates)
