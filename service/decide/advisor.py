@@ -53,12 +53,20 @@ from .placement import (
     scopes_of,
 )
 from .provisional import route_depends_on
-from .reserve import placed_first, rentable, reserved_again, reserved_top, with_price_tier
-from .run import Evaluator, Run, Scored, effects_of
+from .reserve import (
+    Sized,
+    may_reserve_again,
+    placed_first,
+    rentable,
+    reserved_again,
+    reserved_top,
+    with_price_tier,
+)
+from .run import Evaluator, Run, Scored
 from .shape_notes import shape_notes
 from .sizing.common import Sizing, compared_tier
 from .sizing.inference import prefill_batch_sequences
-from .sizing.per_gpu import latency_of, size, size_all
+from .sizing.per_gpu import latency_of, repriced, size, size_all, unplaced
 from .sizing.per_request import NO_ECONOMICS
 from .sizing.shape import Shape, shape_of
 from .targets import Resize, unmet_targets
@@ -100,10 +108,18 @@ def _params(s: Sizing, fact: dict[str, Any], unit_text: str) -> dict[str, Any]:
     return p
 
 
-def _with_tiers(p: dict[str, Any], s: Sizing, run: Run) -> dict[str, Any]:
-    p["rent_tier_name"] = run.name(f"tier.{s.price_tier or 'UNSPECIFIED'}")
-    p["price_tier_name"] = run.name(f"tier.{s.compared_tier}")
-    return p
+def _params_of(c: Scored, run: Run, base: dict[str, Any]) -> dict[str, Any]:
+    """What the candidate's messages are filled from, made on first use: only for a candidate whose texts are
+    said (a warning or note of its rules, a shown or excluded candidate of the answer given), not for those of a
+    reserve route's first pass or past max_candidates."""
+    if not c.params:
+        p = c.params = _params(c.sizing, c.fact, run.name(f"unit.{c.sizing.unit}"))
+        p["rent_tier_name"] = run.name(f"tier.{c.sizing.price_tier or 'UNSPECIFIED'}")
+        p["price_tier_name"] = run.name(f"tier.{c.sizing.compared_tier}")
+        if run.latency_targets is None:
+            run.latency_targets = _latency_targets(run, base)
+        p["latency_targets"] = run.latency_targets
+    return c.params
 
 
 def _latency_targets(run: Run, base: dict[str, Any]) -> str:
@@ -131,19 +147,23 @@ def _defaults_stated(brief: Brief, shape: Shape, a: Any) -> dict[str, Any]:
 
 def advise(
     book: Rulebook, engine: Evaluator, req: AdviceRequest, today: date | None = None,
-    still_wanted: StillWanted | None = None, also_depends_on: tuple[str, ...] = (),
+    still_wanted: StillWanted | None = None, also_depends_on: tuple[str, ...] = (), sized: Sized | None = None,
 ) -> Advice:
     """The decision in the order it is made; `still_wanted` (optional) is asked between stages, and when it says
     no, `Cancelled` is raised. `also_depends_on`: brief fields the route waits on besides its own (a reserve
-    route answered again at reserved prices keeps those of the first pass)."""
+    route answered again at reserved prices keeps those of the first pass); `sized`: that first pass's sizings,
+    which the second prices again rather than sizing every GPU again."""
     req, said = _named_model(book, req)
     run = Run(book, engine, req)
     run.notes += [Reason("models.registry", run.text("note.model_registry", said))] if said else []
     day = req.as_of or today or date.today()
     checkpoint(still_wanted, "sizing")
-    shape, sizings = _size_every_gpu(book, req, day)
-    _place_every_gpu(run, shape, sizings, day)
     a = book.assumptions
+    shape, sizings = _size_every_gpu(book, req, day, sized)
+    # Placement rewrites the sizings in place: a brief that may be answered again keeps them as sized.
+    first = Sized(shape, unplaced(sizings)) if shape and sized is None and may_reserve_again(req, book.offers, a) \
+        else None
+    _place_every_gpu(run, shape, sizings, day)
     base = F.brief_fact(req.brief, a.num("default_utilization"), shape, sizings, len(req.quotes),
                         (a.num("small_job_gpu_hours"), a.num("small_job_max_gpus")))
     asks = _brief_rules(run, base, shape)
@@ -159,7 +179,7 @@ def advise(
         # A field that could change this pass's route decides whether that second answer is given at all, so
         # the second waits on it too (a horizon that makes buying pay back on the first pick's on-demand rent).
         first_depends_on = _depends_on(run, planned[0], planned[2], asked, also_depends_on)
-        again = advise(book, engine, with_price_tier(req, "RESERVED"), today, still_wanted, first_depends_on)
+        again = advise(book, engine, with_price_tier(req, "RESERVED"), today, still_wanted, first_depends_on, first)
         if again.route and again.route.kind == "RESERVE" and reserved_top(again):
             return again
     # The outcome rules and what the route depends on, only for the pass whose answer is given.
@@ -216,8 +236,11 @@ def _named_model(book: Rulebook, req: AdviceRequest) -> tuple[AdviceRequest, dic
     return replace(req, brief=resolve(req.brief, book.models)), said
 
 
-def _size_every_gpu(book: Rulebook, req: AdviceRequest, day: date) -> tuple[Shape | None, list[Sizing]]:
+def _size_every_gpu(book: Rulebook, req: AdviceRequest, day: date,
+                    sized: Sized | None = None) -> tuple[Shape | None, list[Sizing]]:
     a = book.assumptions
+    if sized is not None:  # the same GPUs, brief but its price tier, and shape: priced again at this tier
+        return sized.shape, repriced(sized.sizings, req.brief, sized.shape, a, req.quotes, day)
     shape = shape_of(req.brief, a)
     entry = find(book.models, req.brief.model.name) if req.brief.workload == "MEDIA_GENERATION" else None
     if shape and entry and entry.denoiser:  # the named model's denoiser: its VAE's latent and its architecture
@@ -347,26 +370,11 @@ def _candidate_rules(run: Run, base: dict[str, Any], sizings: list[Sizing]) -> l
     """Stage 2, candidate rules: eligibility, the workload matrix, scoring; one fact per sized GPU."""
     scored = [Scored(s, F.candidate_fact(base, s)) for s in sizings]
     fired = run.fire("candidate", [c.fact for c in scored])
-    effects = run.shared.effects
-    targets = _latency_targets(run, base)
     for c in scored:
-        params = c.params = _with_tiers(_params(c.sizing, c.fact, run.name(f"unit.{c.sizing.unit}")), c.sizing, run)
-        params["latency_targets"] = targets
-        for rule in fired[c.fact["id"]]:
-            common, acts = effects.get(id(rule)) or effects_of(effects, rule)
-            if common:
-                run.common(rule, params)
-            for kind, reason, points in acts:
-                if kind == "exclude":
-                    c.exclusions.append(reason)
-                elif kind == "score":
-                    c.points += points
-                    c.parts.append((rule.id, points))
-                    c.reasons.append(reason)
-                elif kind == "caveat":
-                    c.caveats.append(reason)
-                else:  # note
-                    c.reasons.append(reason)
+        said, c.points, exclusions, parts, reasons, caveats = run.effects(fired[c.fact["id"]])
+        for rule in said:
+            run.common(rule, _params_of(c, run, base))
+        c.exclusions, c.parts, c.reasons, c.caveats = list(exclusions), list(parts), list(reasons), list(caveats)
     return scored
 
 
@@ -440,11 +448,12 @@ def _render(
 ) -> Advice:
     """The answer: shown candidates with their texts, exclusions, warnings, plans and the summary."""
     book, brief = run.book, run.req.brief
-    candidates = tuple(candidate_of(c, run) for c in ranked.shown)
+    candidates = tuple(candidate_of(c, run) for c in ranked.shown if _params_of(c, run, base))
     unmeasured = unmeasured_note(ranked.shown, candidates, run)
     if unmeasured:
         run.notes.append(unmeasured)
-    excluded = tuple(Exclusion(c.sizing.gpu.id, said_texts(c.exclusions, c, run)) for c in scored if c.exclusions)
+    excluded = tuple(Exclusion(c.sizing.gpu.id, said_texts(c.exclusions, c, run)) for c in scored
+                     if c.exclusions and _params_of(c, run, base))
     warnings = dedupe_warnings(run.warnings)
     advice = Advice(
         candidates=candidates,

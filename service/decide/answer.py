@@ -25,10 +25,11 @@ from ..domain.advice import (
     Warning,
 )
 from ..domain.offers import Offer
+from ..memo import IdentityMemo
 from .accuracy import band_of, risk_caveats
 from .book import Rulebook
 from .run import Run, Said, Scored
-from .sizing.common import Sizing
+from .sizing.common import Placed, Sizing
 
 SEVERITY_ORDER = {"CRITICAL": 0, "WARNING": 1, "INFO": 2}
 
@@ -131,10 +132,18 @@ def candidate_of(c: Scored, run: Run) -> Candidate:
     )
 
 
+def _placement(p: Placed) -> Placement:
+    return build(Placement, offer=p.offer, instances=p.instances, usd_per_hour=p.usd_per_hour)
+
+
+# A placement as the answer shows it, by the Placed it shows (kept with the placement options of a rules version,
+# placement.options, so the same few come back in answer after answer); both are immutable.
+_placement_of: IdentityMemo[Placed, Placement] = IdentityMemo(_placement, limit=4096)
+
+
 def placements_of(s: Sizing) -> tuple[Placement, ...]:
     """Best first: a caller's quote (it prices the candidate) as an offer of its own, then the offers."""
-    out = [build(Placement, offer=p.offer, instances=p.instances, usd_per_hour=p.usd_per_hour)
-           for p in s.placements]
+    out = [_placement_of(p) for p in s.placements]
     if s.quote is not None:
         q = s.quote
         quoted = Offer(provider=q.provider or "quote", instance_type="quote", gpu=s.gpu.id, gpus_per_instance=1,
@@ -153,12 +162,19 @@ def _date(text: str) -> date:
 
 
 def market_of(s: Sizing) -> MarketSpread | None:
-    if s.market is None:
-        return None
-    lo, mid, hi, n, providers = s.market
+    return None if s.market is None else _spread_of(s.market)
+
+
+def _spread(market: tuple[float, float, float, int, int]) -> MarketSpread:
+    lo, mid, hi, n, providers = market
     return build(MarketSpread, tier="ON_DEMAND", min_usd_per_gpu_hour=round(lo, 4),
                  median_usd_per_gpu_hour=round(mid, 4), max_usd_per_gpu_hour=round(hi, 4), offers=n,
                  providers=providers)
+
+
+# A GPU's market spread as the answer shows it, by the spread it shows (kept per rules version with the leaders of
+# a scope, advisor._place_every_gpu: the same tuple for every brief of that scope).
+_spread_of: IdentityMemo[tuple[float, float, float, int, int], MarketSpread] = IdentityMemo(_spread, limit=4096)
 
 
 _T = TypeVar("_T")

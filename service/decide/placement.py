@@ -223,9 +223,10 @@ def _key(s: Sizing, o: Offer, n: int, training: bool, fills: bool) -> tuple[Any,
 
 
 # What `options` found for a GPU type's grouping on one Leaders: (gpu id, GPUs per node, count, GPUs per copy,
-# copies, compared tier, training, fills) -> its result, which readers must not change.
-Options = dict[tuple[Any, ...], tuple[dict[str, Placed], list[Placed]]]
-OPTIONS_KEPT = 256  # groupings kept per Leaders (64 at most are kept); all are dropped past it
+# copies, compared tier, training, fills) -> its result, which readers must not change; and beside each, by
+# ("shown", its ids, the compared tier), the placements `place` lists from it (with the objects, so ids stay theirs).
+Options = dict[tuple[Any, ...], tuple[Any, ...]]
+OPTIONS_KEPT = 256  # groupings and their lists kept per Leaders (64 at most are kept); all are dropped past it
 
 
 def options(
@@ -308,8 +309,29 @@ def place(
                 break
     if chosen is None:
         return  # the catalog's row in the compared tier prices it, like for like; a caveat says no offer did
+    if kept is None:
+        s.placements = _shown(best, by_provider, chosen, s.compared_tier)
+    else:
+        # The list depends only on `options`' result (kept beside it in `kept`), the offer chosen and the tier.
+        key = ("shown", id(by_provider), id(chosen), s.compared_tier)
+        hit = kept.get(key)
+        if hit is None or hit[0] is not by_provider or hit[1] is not chosen:  # ids of objects since freed
+            hit = (by_provider, chosen, _shown(best, by_provider, chosen, s.compared_tier))
+            if len(kept) >= OPTIONS_KEPT:
+                kept.clear()
+            kept[key] = hit
+        s.placements = hit[2]
+    if s.quote is not None:
+        return  # the caller's quote prices it (answer.py lists it first); the offers are there for reference
+    _reprice(s, chosen, brief, shape, a, training, s.market, fills)
+    s.placement = chosen
+    s.offer_stale = (day - chosen.offer.as_of).days > max_age_days
+
+
+def _shown(best: dict[str, Placed], by_provider: list[Placed], chosen: Placed, compared: str) -> tuple[Placed, ...]:
+    """The placements a candidate lists: the chosen, each tier's cheapest, then a few other providers."""
     shown = [chosen]
-    for tier in tier_preference(s.compared_tier):
+    for tier in tier_preference(compared):
         p = best.get(_offer_tier(tier))
         if p is not None and p not in shown:
             shown.append(p)
@@ -318,12 +340,7 @@ def place(
             break
         if p not in shown and all(q.offer.provider != p.offer.provider for q in shown):
             shown.append(p)
-    s.placements = tuple(shown)
-    if s.quote is not None:
-        return  # the caller's quote prices it (answer.py lists it first); the offers are there for reference
-    _reprice(s, chosen, brief, shape, a, training, s.market, fills)
-    s.placement = chosen
-    s.offer_stale = (day - chosen.offer.as_of).days > max_age_days
+    return tuple(shown)
 
 
 def _offer_tier(tier: str) -> str:

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..engine.ir import Rule
-from ..memo import IdentityMemo
+from ..memo import IdentityMemo, keep
 from .facts import api_comparable
 
 # Brief fields the sizing fills with a default when missing (sizing.shape_of); while the questions still ask for
@@ -125,7 +125,46 @@ def route_depends_on(
     rules: tuple[Rule, ...], plan: dict[str, Any], route: str, default: str
 ) -> tuple[str, ...]:
     """Brief paths, not given in `plan`, that change `route` when given (each tried alone). `default` is the
-    route when no rule gives one.
+    route when no rule gives one. Kept per rules version by the values of the plan fields it reads (the route
+    rules' and the counterfactuals'), with their types as in matches.py: a repeated brief, or a reserve route's
+    second pass whose first pick reads the same, does not try every counterfactual again."""
+    fields, kept = _kept(rules)
+    if fields is None:
+        return _route_depends_on(rules, plan, route, default)
+    values = tuple([plan.get(k, _ABSENT) for k in fields])
+    key = (route, default, values, tuple(map(type, values)))
+    try:
+        found = kept.get(key)
+    except TypeError:  # an unhashable value: worked out, not kept
+        return _route_depends_on(rules, plan, route, default)
+    if found is None:
+        found = keep(kept, key, lambda: _route_depends_on(rules, plan, route, default), DEPENDS_KEPT)
+    return found
+
+
+DEPENDS_KEPT = 1024  # plan facts kept per rules version; all are dropped past it
+# The plan fields ROUTE_INPUTS' tests and counterfactuals and _derive read, besides those the route rules test.
+_INPUTS_READ = ("hours_per_month", "horizon_months", "demand", "run_cycle", "hardware_control", "platform_team",
+                "utilization_given", "utilization", "top_usd_per_million_tokens", "workload",
+                "api_usd_per_million_tokens", "top_break_even_months")
+
+
+def _fields_read(rules: tuple[Rule, ...]) -> tuple[tuple[str, ...] | None, dict[Any, tuple[str, ...]]]:
+    """The plan fields route_depends_on reads (None: a path whose counterfactual may change any field, so every
+    field counts and nothing is kept), and the store of its results."""
+    if any(path not in VARIES for path in ROUTE_INPUTS):
+        return None, {}
+    reads = {f for _, fields, _ in _route_table(rules) for f in fields}
+    return tuple(sorted(reads | set(_INPUTS_READ))), {}
+
+
+_kept = IdentityMemo(_fields_read, limit=8)
+
+
+def _route_depends_on(
+    rules: tuple[Rule, ...], plan: dict[str, Any], route: str, default: str
+) -> tuple[str, ...]:
+    """route_depends_on, worked out.
 
     `route_of` over every counterfactual fact, computed incrementally: a rule's match depends only on the fields
     it reads, so it is re-tested only when the counterfactual changed one of them (a value that is not the very

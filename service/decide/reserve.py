@@ -13,7 +13,7 @@ the route and the prices agree; the on-demand placement stays in the list beside
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..domain.advice import Advice
@@ -22,6 +22,7 @@ from ..domain.offers import OfferTable
 from ..memo import IdentityMemo
 from .placement import reserve_term
 from .sizing.common import Sizing
+from .sizing.shape import Shape
 
 
 def rentable(s: Sizing) -> bool:
@@ -61,10 +62,25 @@ _shortest_term: IdentityMemo[OfferTable, int] = IdentityMemo(
 def reserved_again(req: AdviceRequest, route: str, offers: OfferTable, a: Any) -> bool:  # noqa: ANN401
     """A reserve route on a brief that did not choose its tier, with a reserved term in the tables that its
     horizon covers: answer it again at reserved prices."""
-    if route != "RESERVE" or req.brief.economics.price_tier != UNSPECIFIED:
+    return route == "RESERVE" and may_reserve_again(req, offers, a)
+
+
+def may_reserve_again(req: AdviceRequest, offers: OfferTable, a: Any) -> bool:  # noqa: ANN401 - Assumptions
+    """`reserved_again` but the route: whether this brief would be answered again if its route were reserve (its
+    first pass then keeps its sizings for the second, `Sized`)."""
+    if req.brief.economics.price_tier != UNSPECIFIED:
         return False
     shortest = _shortest_term(offers)
     return 0 < shortest <= reserve_term(with_price_tier(req, "RESERVED").brief, a)
+
+
+@dataclass(frozen=True)
+class Sized:
+    """A first pass's shape and its sizings before placement (sizing/per_gpu.unplaced): the second pass at the
+    reserved tier prices them again instead of sizing every GPU again (sizing/per_gpu.repriced)."""
+
+    shape: Shape
+    sizings: list[Sizing]
 
 
 def with_price_tier(req: AdviceRequest, tier: str) -> AdviceRequest:

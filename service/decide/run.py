@@ -6,7 +6,7 @@ candidate being scored.
 from __future__ import annotations
 
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -18,6 +18,7 @@ from ..domain.advice import (
 )
 from ..domain.brief import AdviceRequest
 from ..engine.ir import Rule, apply_hit_policies
+from ..memo import keep
 from ..render.messages import Messages
 from .book import Rulebook
 from .matches import Matches
@@ -34,11 +35,16 @@ Said = tuple[str, str] | None
 
 
 # What a candidate rule does, read from its actions once per rules version: whether it has an action
-# `Run.common` handles (warn, note), and its (kind, message, points) for exclude, score, caveat and note.
+# `Run.common` handles on a candidate (warn), and its (kind, message, points) for exclude, score, caveat and note.
 Effects = tuple[bool, tuple[tuple[str, Said, float], ...]]
 
 
 CANDIDATE_KINDS = ("exclude", "score", "caveat", "note")
+
+# What the candidate rules in effect on a candidate do: the rules whose warnings `Run.common` says, the points
+# summed, and its exclusions, (rule, points) parts, reasons and caveats, each in the rules' order.
+Summed = tuple[tuple[Rule, ...], float, tuple[Said, ...], tuple[tuple[str, float], ...], tuple[Said, ...],
+               tuple[Said, ...]]
 
 
 @dataclass
@@ -70,6 +76,7 @@ class Run:
         self.warnings: list[Warning] = []
         self.notes: list[Reason] = []
         self._names: dict[str, str] = {}
+        self.latency_targets: str | None = None  # the brief's latency targets in words, once said (advisor)
 
     def name(self, key: str) -> str:
         """A message without placeholders (a tier's or unit's name), looked up once per request."""
@@ -83,7 +90,7 @@ class Run:
         return self.text(key, {}) if self.msgs.has(key, self.locale) or self.msgs.has(key, "en") else ""
 
     def fire(self, fact_type: str, facts: list[dict[str, Any]],
-             summary: Callable[[dict[str, Any]], str] | None = None) -> dict[str, list[Rule]]:
+             summary: Callable[[dict[str, Any]], str] | None = None) -> dict[str, Sequence[Rule]]:
         """Rules in effect per fact id, after hit policies; records the trace when asked. `summary` names a fact
         in a summarised trace: with it and more than SUMMARY_OVER facts, the trace holds one entry per rule and
         outcome (how many facts, an example) instead of one per rule and fact."""
@@ -93,15 +100,55 @@ class Run:
             self.trace[start:] = summarise(self.trace[start:], fact_type, {str(f["id"]): f for f in facts}, summary)
         return out
 
-    def _fire(self, fact_type: str, facts: list[dict[str, Any]]) -> dict[str, list[Rule]]:
+    def effects(self, winners: Sequence[Rule]) -> Summed:
+        """What the candidate rules in effect on one candidate do, summed in their order (`Summed`); kept per
+        rules version for the sets of rules `fire` keeps, which come back for candidate after candidate."""
+        kept = self.shared.summed
+        hit = kept.get(id(winners))
+        if hit is not None and hit[0] is winners:
+            return hit[1]
+        table = self.shared.effects
+        said, exclusions, parts, reasons, caveats = [], [], [], [], []
+        points = 0.0
+        for rule in winners:
+            common, acts = table.get(id(rule)) or effects_of(table, rule)
+            if common:
+                said.append(rule)
+            for kind, reason, pts in acts:
+                if kind == "exclude":
+                    exclusions.append(reason)
+                elif kind == "score":
+                    points += pts
+                    parts.append((rule.id, pts))
+                    reasons.append(reason)
+                elif kind == "caveat":
+                    caveats.append(reason)
+                else:  # note
+                    reasons.append(reason)
+        found = (tuple(said), points, tuple(exclusions), tuple(parts), tuple(reasons), tuple(caveats))
+        if type(winners) is tuple:  # a set `fire` keeps (it holds the tuple, so its id is not reused meanwhile)
+            if len(kept) >= WINNERS_KEPT:
+                kept.clear()
+            kept[id(winners)] = (winners, found)
+        return found
+
+    def _fire(self, fact_type: str, facts: list[dict[str, Any]]) -> dict[str, Sequence[Rule]]:
         rules = self.book.program.for_fact(fact_type)
         matched: Mapping[str, AbstractSet[str]] = (
             self.shared.matches.evaluate(self.engine, fact_type, rules, facts) if rules
             else {str(f["id"]): set() for f in facts})
-        out: dict[str, list[Rule]] = {}
+        out: dict[str, Sequence[Rule]] = {}
+        kept = self.shared.winners.setdefault(fact_type, {})
         for fact in facts:
             fid = str(fact["id"])
-            winners = apply_hit_policies(rules, matched.get(fid, set()))
+            ids = matched.get(fid, _NONE)
+            if type(ids) is frozenset:  # a kept match (matches.py): the same few sets come back for every brief
+                found = kept.get(ids)
+                if found is None:
+                    found = keep(kept, ids, lambda ids=ids: tuple(apply_hit_policies(rules, ids)), WINNERS_KEPT)
+                winners: Sequence[Rule] = found  # read, never changed, by every caller
+            else:
+                winners = apply_hit_policies(rules, ids)
             out[fid] = winners
             if self.req.include_trace:
                 won = {r.id for r in winners}
@@ -148,6 +195,9 @@ class Compiled:
         self.leaders: dict[tuple[Any, ...], tuple[Any, Any, Any]] = {}  # (leaders, markets, options) per scope
         self.scope_list: dict[Any, tuple[tuple[str, str, str], ...]] = {}  # day → placement.scopes_of
         self.by_scope: dict[Any, Any] = {}  # day → its offers by scope, on hosts large enough (placement.by_scope)
+        # fact type → the rules that take effect (apply_hit_policies) for each set of rule ids a fact matched
+        self.winners: dict[str, dict[frozenset[str], tuple[Rule, ...]]] = {}
+        self.summed: dict[int, tuple[tuple[Rule, ...], Summed]] = {}  # id(kept winners) → (them, Run.effects)
 
 
 def compiled(book: Rulebook) -> Compiled:
@@ -164,6 +214,10 @@ def messages_of(book: Rulebook) -> Messages:
     return compiled(book).msgs
 
 
+WINNERS_KEPT = 1024  # matched sets kept per fact type and rules version; all are dropped past it
+_NONE: frozenset[str] = frozenset()  # what a fact the engine left out matched
+
+
 # Rulebook id → what its answers share. Not a field of the (frozen, hashed) Rulebook; each entry leaves when its
 # Rulebook is freed, before that id can be reused.
 COMPILED: dict[int, Compiled] = {}
@@ -175,7 +229,8 @@ def effects_of(table: dict[int, Effects], rule: Rule) -> Effects:
          float(act.get("points")) if act.kind == "score" else 0.0)
         for act in rule.actions if act.kind in CANDIDATE_KINDS
     )
-    found = (any(act.kind in ("warn", "note") for act in rule.actions), acts)
+    # `Run.common` on a candidate's fact says its warnings; its notes are the candidate's own (acts), not the answer's
+    found = (any(act.kind == "warn" for act in rule.actions), acts)
     table[id(rule)] = found
     return found
 

@@ -90,14 +90,6 @@ class RequestSizer:
     def size(self, gt: tb.GpuTable) -> Sizing:
         gpu = gt.gpu
         s = Sizing.blank(gpu, self.tier)
-        row, purchase = gt.prices_on(self.day, self.tiers)
-        quote = self.quote_of.get(gpu.id)
-        if quote is not None:
-            s.price, s.quote, s.usd_per_gpu_hour = row, quote, quote.usd_per_hour
-            s.price_tier = quote.tier if quote.tier != UNSPECIFIED else self.tier
-        else:
-            s.price, s.usd_per_gpu_hour, s.price_tier = row, row.usd if row else 0.0, row.tier if row else ""
-        s.purchase = purchase
         s.tflops = compute_tflops(gpu, self.shape.precision)
         w = self.workload
         if w in ("PRETRAINING", "FULL_FINETUNE"):
@@ -112,6 +104,21 @@ class RequestSizer:
         s.headroom = 1.0 - need / s.capacity_gb if s.capacity_gb > 0 else 0.0
         s.nodes = max(1, math.ceil(s.count / gt.per_node))
         size_cluster(s, self.a, w in TRAINING_WORKLOADS)
+        self.price(s, gt)
+        return s
+
+    def price(self, s: Sizing, gt: tb.GpuTable) -> None:
+        """The rent in the compared tier (a caller's quote first) and every figure that follows from it. Nothing
+        sized before it reads a price, so a sizing of another tier can be priced again here (per_gpu.repriced)."""
+        gpu = gt.gpu
+        row, purchase = gt.prices_on(self.day, self.tiers)
+        quote = self.quote_of.get(gpu.id)
+        if quote is not None:
+            s.price, s.quote, s.usd_per_gpu_hour = row, quote, quote.usd_per_hour
+            s.price_tier = quote.tier if quote.tier != UNSPECIFIED else self.tier
+        else:
+            s.price, s.usd_per_gpu_hour, s.price_tier = row, row.usd if row else 0.0, row.tier if row else ""
+        s.purchase = purchase
         s.usd_per_hour = s.usd_per_gpu_hour * s.count
         if not gpu.tflops_bf16:
             s.usd_per_tflop_hour = 0.0
@@ -121,7 +128,6 @@ class RequestSizer:
             s.usd_per_tflop_hour = money.usd_per_tflop_hour(s.usd_per_gpu_hour, gpu.tflops_bf16)
         self.size_unit_cost(s)
         self.size_ownership(s)
-        return s
 
     def fit_and_latency(self, gt: tb.GpuTable) -> tuple[bool, float]:
         """`size(gt)`'s `fits` and `est_latency_ms`, without the price, cluster, cost and ownership figures that
