@@ -95,8 +95,8 @@ def test_the_server_wide_call_cap_refuses_with_resource_exhausted(tmp_path: Path
                     return False
 
                 assert wait_until(refused)
-        # Once the idle streams are gone, calls answer again. Not necessarily the first: the server frees the
-        # closed streams' calls a moment after the client hangs up, and a Check sent in that moment is refused.
+        # Once the idle streams are gone, calls answer again. The server gives their places back when it sees
+        # them close, which may be a moment after the client closed them: refused until then, never another error.
         with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
             def serving() -> bool:
                 try:
