@@ -244,13 +244,14 @@ def median(xs: list[float]) -> float:
     return statistics.median(xs) if xs else float("nan")
 
 
-def distinct_briefs(k: int) -> list[bytes]:
+def distinct_briefs(k: int, start: int = 0) -> list[bytes]:
     """The README's former 70B FP8 realtime brief (a 2 s p95 no GPU meets: the headline's path, kept so runs stay
-    comparable across checkouts), made distinct by its traffic; each checked OK once by a real stub."""
+    comparable across checkouts), made distinct by its traffic; each checked OK once by a real stub. `start`:
+    the index of the first, so briefs of the same family that another list does not hold can be asked for."""
     from ..wire.api import pb
 
     out = []
-    for i in range(k):
+    for i in range(start, start + k):
         req = pb.RecommendRequest(locale="en")
         b = req.brief
         b.workload = pb.WORKLOAD_TYPE_REALTIME_INFERENCE
@@ -294,6 +295,14 @@ def answer_cpu_ms(repo: Path, bodies: list[bytes], rounds: int = 20) -> float:
     """CPU ms per answer of the servicer's own work, in a fresh process on `repo`'s code and rules: decode,
     validate, advise, build and encode the reply; no gRPC. Next to the server's CPU per Recommend minus its CPU
     per health Check, it tells what the server spends beyond the answer itself."""
+    return answer_costs_ms(repo, bodies, [], rounds)[0]
+
+
+def answer_costs_ms(repo: Path, bodies: list[bytes], first_time: list[bytes],
+                    rounds: int = 20) -> tuple[float, float]:
+    """(CPU ms per answer of `bodies` answered again and again, as `answer_cpu_ms`; CPU ms per answer of
+    `first_time`, each answered once after those, so nothing kept from an earlier answer to the same brief helps
+    it: what a new brief costs). The second is NaN when `first_time` is empty."""
     script = (
         "import sys, time\n"
         "try:\n"  # this layout, or a baseline checkout from before service/ had packages
@@ -310,7 +319,9 @@ def answer_cpu_ms(repo: Path, bodies: list[bytes], rounds: int = 20) -> float:
         "    from service.validate import validate\n"
         "configure('WARNING')\n"
         "book, _ = load_rulebook(sys.argv[1]); bundle = Bundle(book, loaded_at=None)\n"
-        "bodies = [bytes.fromhex(h) for h in sys.stdin.read().split()]\n"
+        "repeated, _, fresh = sys.stdin.read().partition('|')\n"
+        "bodies = [bytes.fromhex(h) for h in repeated.split()]\n"
+        "firsts = [bytes.fromhex(h) for h in fresh.split()]\n"
         "def one(b):\n"
         "    r = api.pb.RecommendRequest.FromString(b)\n"
         "    assert not validate(r, bundle.known_gpu_ids())\n"
@@ -318,12 +329,15 @@ def answer_cpu_ms(repo: Path, bodies: list[bytes], rounds: int = 20) -> float:
         "for b in bodies: one(b)\n"
         f"t = time.process_time()\nfor _ in range({rounds}):\n    for b in bodies: one(b)\n"
         f"print((time.process_time() - t) * 1000 / ({rounds} * len(bodies)))\n"
+        "t = time.process_time()\nfor b in firsts: one(b)\n"
+        "print((time.process_time() - t) * 1000 / len(firsts) if firsts else float('nan'))\n"
     )
     env = {**os.environ, "PYTHONPATH": str(repo)}
     out = subprocess.run([sys.executable, "-c", script, str(repo / "rules")],
-                         input=" ".join(b[5:].hex() for b in bodies), capture_output=True, text=True, cwd=repo,
-                         env=env, timeout=600, check=True)
-    return float(out.stdout.strip().splitlines()[-1])
+                         input=" ".join(b[5:].hex() for b in bodies) + "|" + " ".join(b[5:].hex() for b in first_time),
+                         capture_output=True, text=True, cwd=repo, env=env, timeout=600, check=True)
+    repeated, first = out.stdout.strip().splitlines()[-2:]
+    return float(repeated), float(first)
 
 
 def pooled(loads: list[Load]) -> Load:

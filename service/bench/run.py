@@ -4,7 +4,8 @@ compare the ratios, not the absolute numbers).
 1. advise() in-process on the golden cases (tests/cases, or --cases DIR), with and without the trace;
 2. the durable_rules engine against the reference evaluator on the same facts;
 3. Recommend through a real gRPC server on 127.0.0.1;
-4. N live reloads of the rules (default 1000), with resident memory before and after;
+4. N live reloads of the rules (default 1000), with resident memory before and after, each followed by the
+   server's garbage-collector freeze pass (`--reloads-only`: just this, without and then with that pass);
 5. load on a real server process: health Check rps vs Recommend rps on distinct briefs (the ratio to the same
    server's gRPC floor), p50/p99 at half of that saturation (offered evenly), Recommend from the response cache
    (the RPC's cost without the answer's), and Recommend rps with 1 vs 2 processes.
@@ -29,6 +30,7 @@ checkout first).
 from __future__ import annotations
 
 import argparse
+import gc
 import shutil
 import statistics
 import tempfile
@@ -77,10 +79,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--baseline", default="", help="another checkout to load the same way first")
     parser.add_argument("--rounds", type=int, default=0,
                         help="load rounds, checkouts in turn, medians shown (default: 3 with --baseline, else 1)")
+    parser.add_argument("--variant", action="append", default=[], metavar="LABEL:ENV=VALUE[,ENV=VALUE]",
+                        help="with --load-only: also load this checkout with these environment variables set "
+                             "(server settings), in turn with the others (repeatable)")
     parser.add_argument("--overload", action="store_true", help="only health under a Recommend flood")
     parser.add_argument("--answer-modes", action="store_true",
                         help="only section 5 on this checkout, once per way of answering (issue 27)")
     parser.add_argument("--offers", action="store_true", help="only section 6 (offers scale)")
+    parser.add_argument("--reloads-only", action="store_true",
+                        help="only section 4 (live reloads), without and then with the server's gc freeze pass")
     parser.add_argument("--attack", action="store_true",
                         help="only legitimate traffic under hostile clients (idle streams, rapid reset, floods)")
     parser.add_argument("--attack-seconds", type=float, default=8.0)
@@ -95,10 +102,18 @@ def main(argv: list[str] | None = None) -> int:
         from .split import run_answer_modes
 
         return run_answer_modes(args.load_seconds, args.briefs, args.streams, args.rounds)
+    if args.reloads_only:
+        from ..serving.logging import configure
+
+        configure("WARNING")
+        reloads(args.reloads, frozen=False)
+        reloads(args.reloads, frozen=True)
+        return 0
     if args.load_only:
         from .split import run_load
 
-        return run_load(args.load_seconds, args.briefs, args.streams, args.baseline, args.rounds)
+        return run_load(args.load_seconds, args.briefs, args.streams, args.baseline, args.rounds,
+                        tuple(args.variant))
 
     from google.protobuf.json_format import ParseDict
 
@@ -108,7 +123,6 @@ def main(argv: list[str] | None = None) -> int:
 
     from ..engine.ir import apply_hit_policies
     from ..rulebook.folder import load_rulebook
-    from ..rulebook.store import RuleStore
     from ..rulebook.version import Bundle
     from ..serving.server import serve
     from ..wire import api
@@ -192,9 +206,26 @@ def main(argv: list[str] | None = None) -> int:
     server.stop(None).wait()
     store.close()
 
-    print(
-        f"4. {args.reloads} live reloads (a changed assumptions file each time; rule tests off to time the swap)"
-    )
+    reloads(args.reloads, frozen=True)
+    bundle.retire(None)
+    from .offers_scale import run_offers_scale
+
+    run_offers_scale(requests)
+    from .split import run_load
+
+    return run_load(args.load_seconds, args.briefs, args.streams, args.baseline, args.rounds, tuple(args.variant))
+
+
+def reloads(n: int, frozen: bool) -> None:
+    """Section 4: `n` live reloads of a copy of the rules, RSS before and after. `frozen`: after each, what the
+    server's garbage-collector pass does once a reload has settled (service/serving/interpreter.py), timed
+    apart from the reload, so memory shows whether versions frozen and replaced are freed."""
+    from ..rulebook.store import RuleStore
+    from ..serving import interpreter
+
+    print(f"4. {n} live reloads (a changed assumptions file each time; rule tests off to time the swap)"
+          f"{'; the gc freeze pass after each' if frozen else ', no gc freeze'}")
+    passes = []
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "rules"
         shutil.copytree(REPO / "rules", root)
@@ -205,26 +236,25 @@ def main(argv: list[str] | None = None) -> int:
         for i in range(20):  # warm-up: caches and allocator pools settle
             target.write_text(text + f"\n# warm-up {i}\n", encoding="utf-8")
             store.reload()
+            if frozen:
+                interpreter.refreeze()
         before = rss_mb()
-        started = time.perf_counter()
-        for i in range(args.reloads):
+        took = 0.0
+        for i in range(n):
             target.write_text(text + f"\n# reload {i}\n", encoding="utf-8")
+            started = time.perf_counter()
             result = store.reload()
+            took += time.perf_counter() - started
             assert result.ok and result.changed, result
-        took = time.perf_counter() - started
+            if frozen:
+                passes.append(interpreter.refreeze())
         after = rss_mb()
         store.close()
-    print(
-        f"  {args.reloads} reloads in {took:.1f} s ({took / args.reloads * 1000:.0f} ms each); "
-        f"RSS {before:.1f} MB → {after:.1f} MB ({after - before:+.1f} MB)"
-    )
-    bundle.retire(None)
-    from .offers_scale import run_offers_scale
-
-    run_offers_scale(requests)
-    from .split import run_load
-
-    return run_load(args.load_seconds, args.briefs, args.streams, args.baseline, args.rounds)
+        if frozen:
+            gc.unfreeze()
+    freeze = f"; gc freeze pass median {statistics.median(passes):.0f} ms" if passes else ""
+    print(f"  {n} reloads in {took:.1f} s ({took / n * 1000:.0f} ms each{freeze}); "
+          f"RSS {before:.1f} MB → {after:.1f} MB ({after - before:+.1f} MB)")
 
 
 def _overload(seconds: float, baseline: str) -> int:

@@ -8,6 +8,8 @@ rounds and each figure is the median of its rounds, so a slow spell of this shar
 - RPC: the server's CPU per Recommend answered from its response cache (the same briefs, each answered once
   before): decode, admission, the cache look-up, encode, write, the log line, at this reply's size.
 - answer: the same briefs answered in a plain process, no gRPC (decode, validate, advise, build and encode).
+  Beside it, a first-time brief: briefs of the same family that process never answered before, once each (work
+  kept per rules version for a brief's shape may still help them; nothing kept for that exact brief does).
 - the rest: what the server spends beyond both (event loop, completion queue, hand-offs between threads).
   The reply's encoding is in both the RPC and the answer, so the rest is, if anything, understated.
 """
@@ -25,7 +27,7 @@ from .loadgen import (
     ServerProcess,
     _check,
     _drive,
-    answer_cpu_ms,
+    answer_costs_ms,
     distinct_briefs,
     frame,
     have_h2load,
@@ -34,6 +36,7 @@ from .loadgen import (
 )
 
 RESPONSE_CACHE_ENV = "GPU_ADVISOR_RESPONSE_CACHE"
+FIRST_TIME_BRIEFS = 24
 ANSWER_ON_ENV = "GPU_ADVISOR_ANSWER_ON"
 
 
@@ -48,6 +51,7 @@ class Side:
     rounds: list[tuple[Load, Load, Load]] = field(default_factory=list)
     floors: list[Load] = field(default_factory=list)
     answers_ms: list[float] = field(default_factory=list)
+    firsts_ms: list[float] = field(default_factory=list)
     two: Load | None = None
 
     @property
@@ -71,6 +75,7 @@ class Bench:
         self.seconds, self.streams = seconds, streams
         self.h2load = have_h2load()
         self.briefs = distinct_briefs(k)
+        self.first_time = distinct_briefs(FIRST_TIME_BRIEFS, start=k)  # never among the load's briefs
         self.health_bodies = [frame(_health_request())] * k
 
     def drive(self, server: ServerProcess, path: str, bodies: list[bytes], rps: float = 0) -> Load:
@@ -89,12 +94,15 @@ class Bench:
         side.rounds.append((health, rec, half))
         # The RPC and the answer in the same round, so the split compares figures of one spell of the machine.
         side.floors.append(self.floor(side))
-        side.answers_ms.append(answer_cpu_ms(side.repo, self.briefs))
+        answer, first = answer_costs_ms(side.repo, self.briefs, self.first_time)
+        side.answers_ms.append(answer)
+        side.firsts_ms.append(first)
         rest = rec.cpu_ms_per_call - side.floors[-1].cpu_ms_per_call - side.answers_ms[-1]
         print(f"  round {len(side.rounds)} [{side.name}]: health {health.cpu_ms_per_call:.2f} ms, Recommend "
               f"{rec.cpu_ms_per_call:.2f} ms server CPU per call (RPC {side.floors[-1].cpu_ms_per_call:.2f}, "
-              f"answer {side.answers_ms[-1]:.2f}, rest {rest:.2f}); ratio {rec.rps / health.rps:.2f} in rps, "
-              f"{health.cpu_ms_per_call / rec.cpu_ms_per_call:.2f} in CPU; p99 at half {half.pct(0.99):.1f} ms")
+              f"answer {side.answers_ms[-1]:.2f}, rest {rest:.2f}; a first-time brief {first:.2f}); ratio "
+              f"{rec.rps / health.rps:.2f} in rps, {health.cpu_ms_per_call / rec.cpu_ms_per_call:.2f} in CPU; "
+              f"p99 at half {half.pct(0.99):.1f} ms")
 
     def floor(self, side: Side, bodies: list[bytes] | None = None) -> Load:
         """Recommend with the answers already made (the server's response cache holds every brief)."""
@@ -128,6 +136,7 @@ def _table(sides: list[Side], with_two: bool) -> None:
     for side in sides:
         health, rec, half = side.medians()
         floor = side.floor_ms
+        round_p99s = [h.pct(0.99) for _, _, h in side.rounds]
         rest = median([r.cpu_ms_per_call - f.cpu_ms_per_call - a
                        for (_, r, _), f, a in zip(side.rounds, side.floors, side.answers_ms, strict=True)])
         cols.append({
@@ -136,10 +145,15 @@ def _table(sides: list[Side], with_two: bool) -> None:
             "  RPC at this reply's size (from the response cache)": f"{floor:.2f} ms",
             "  the answer (the same briefs in-process)": f"{side.answer_ms:.2f} ms",
             "  the rest (loop, completion queue, hand-off; median of rounds)": f"{rest:.2f} ms",
+            "a first-time brief in-process (same family, once each)": f"{median(side.firsts_ms):.2f} ms",
             "health / Recommend rps": f"{health.rps:.0f} / {rec.rps:.0f}",
             "ratio Recommend / health (rps / CPU)":
                 f"{rec.rps / health.rps:.2f} / {health.cpu_ms_per_call / rec.cpu_ms_per_call:.2f}",
             "p50 / p99 at half saturation": f"{half.pct(0.5):.1f} / {half.pct(0.99):.1f} ms",
+            # One slow spell of the shared machine sets the p99 of every latency pooled; each round's own p99,
+            # and their median, show whether that spell fell on one round or the side is slow in all of them.
+            "  p99 at half, each round's (their median)":
+                f"{'/'.join(f'{p:.0f}' for p in round_p99s)} ({median(round_p99s):.1f})",
             **({"2 processes / 1 (Recommend rps)": f"{side.two.rps / rec.rps:.2f}x" if side.two else ""}
                if with_two else {}),
         })
@@ -152,12 +166,24 @@ def _table(sides: list[Side], with_two: bool) -> None:
     print("  targets (issue 27): the rest <= 0.5 ms; CPU ratio >= 0.20; p99 at half <= 10 ms; 2 processes >= 1.7x")
 
 
-def run_load(seconds: float, k: int, streams: int, baseline: str = "", rounds: int = 0) -> int:
-    """This checkout (and `baseline`, another checkout, in turn) under load; then Recommend's view."""
+def variant(spec: str) -> Side:
+    """`LABEL:ENV=VALUE[,ENV=VALUE...]`: this checkout's server with those environment variables (its settings)."""
+    label, _, assignments = spec.partition(":")
+    env = dict(a.split("=", 1) for a in assignments.split(",") if a)
+    if not label or not env:
+        raise ValueError(f"a variant is LABEL:ENV=VALUE[,ENV=VALUE...], got {spec!r}")
+    return Side(label, REPO, env)
+
+
+def run_load(seconds: float, k: int, streams: int, baseline: str = "", rounds: int = 0,
+             variants: tuple[str, ...] = ()) -> int:
+    """This checkout (and `baseline`, another checkout, and `variants` of this one, in turn) under load; then
+    Recommend's view."""
     bench = Bench(seconds, k, streams)
-    rounds = rounds or (3 if baseline else 1)
+    rounds = rounds or (3 if baseline or variants else 1)
     sides = [Side("baseline " + Path(baseline).name, Path(baseline).resolve())] if baseline else []
     sides.append(Side("this checkout", REPO))
+    sides += [variant(spec) for spec in variants]
     _header(bench, k, streams, seconds, rounds, "checkouts")
     for _ in range(rounds):
         for side in sides:
@@ -165,7 +191,7 @@ def run_load(seconds: float, k: int, streams: int, baseline: str = "", rounds: i
     for side in sides:
         side.two = bench.two_processes(side)
     _table(sides, with_two=True)
-    _views(bench, sides[-1])
+    _views(bench, sides[len(sides) - 1 - len(variants)])
     return 0
 
 

@@ -8,7 +8,7 @@ import os
 from typing import Any
 
 from ..rulebook.store import DEFAULT_SETTLE_SECONDS
-from . import cache, fanout, processes
+from . import cache, fanout, interpreter, processes
 from .credentials import ConfigError, admin_token, server_credentials
 from .probe import STALE_SECONDS
 
@@ -111,6 +111,14 @@ def add_serving_flags(parser: argparse.ArgumentParser) -> None:
                         help="let a connection open new streams while its ended ones are not yet freed: no refused "
                              "streams for clients with more calls in flight than --max-streams, but no defence "
                              "against HTTP/2 rapid reset (env GPU_ADVISOR_NO_RAPID_RESET_PROTECTION=1)")
+    parser.add_argument("--switch-interval-ms", type=float, metavar="MS",
+                        default=env("GPU_ADVISOR_SWITCH_INTERVAL_MS", str(interpreter.DEFAULT_SWITCH_INTERVAL_MS)),
+                        help="how long a thread waiting for Python's GIL (the event loop, behind a running answer) "
+                             "waits before asking for it (sys.setswitchinterval; env GPU_ADVISOR_SWITCH_INTERVAL_MS, "
+                             f"default %(default)s; above 0, at most {interpreter.MAX_SWITCH_INTERVAL_MS:g})")
+    parser.add_argument("--no-gc-freeze", action="store_true", default=env_flag("GPU_ADVISOR_NO_GC_FREEZE"),
+                        help="leave the loaded rules in the garbage collector's sight: full collections then walk "
+                             "them, pausing calls (env GPU_ADVISOR_NO_GC_FREEZE=1; docs/operations.md)")
     parser.add_argument("--state-dir", metavar="DIR", default=env("GPU_ADVISOR_STATE_DIR", ""),
                         help="keep the last rules version that passed vetting here; a start whose rules folder is "
                              "refused serves it (else the rules shipped with the server), flagged, instead of "
@@ -164,6 +172,8 @@ def serving_options(parser: argparse.ArgumentParser, args: argparse.Namespace) -
             or args.rules_settle_seconds < 0):
         parser.error("--max-connections and --max-calls must be >= 0, --request-timeout, --stream-idle-timeout "
                      "and --probe-stale-seconds > 0, --max-reflection-streams >= 1, --rules-settle-seconds >= 0")
+    if not 0 < args.switch_interval_ms <= interpreter.MAX_SWITCH_INTERVAL_MS:
+        parser.error(f"--switch-interval-ms must be above 0 and at most {interpreter.MAX_SWITCH_INTERVAL_MS:g}")
     try:
         return {
             "admin_token": admin_token(os.environ, args.admin_token_file),

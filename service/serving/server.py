@@ -33,7 +33,7 @@ from ..rulebook.version import Bundle
 from ..wire import api, views
 from ..wire.api import pb, pb_grpc
 from ..wire.validate import MAX_ANSWER_BYTES, MAX_REQUEST_BYTES, validate, validate_list_models
-from . import answering, cache, fanout, heartbeat, metrics, paging, processes, rules_flag
+from . import answering, cache, fanout, heartbeat, interpreter, metrics, paging, processes, rules_flag
 from .dispatch import Dispatcher
 from .errors import abort_invalid as _invalid
 from .flags import (
@@ -467,6 +467,7 @@ def main(argv: list[str] | None = None) -> int:
         return processes.supervise(args.processes, args.addr, sys.argv[1:] if argv is None else argv,
                                    args.metrics_addr, args.health_addr)
     peers = fanout.Peers.from_fd(args.supervisor_fd) if args.supervisor_fd is not None else None
+    interpreter.set_switch_interval(args.switch_interval_ms)
     try:
         server, _port, store = serve(args.addr, args.rules, watch=not args.no_watch, shared_port=args.shared_port,
                                      response_cache=args.response_cache, peers=peers, **options)
@@ -474,6 +475,12 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     if args.metrics_addr:
         log.info("metrics", port=metrics.serve_metrics(args.metrics_addr))
+    if not args.no_gc_freeze:
+        refreezer = interpreter.Refreezer()
+        store.on_activate.append(refreezer.schedule)
+        took = interpreter.refreeze()  # the version serve() activated; later ones on the refreezer's thread
+        log.info("gc_frozen", objects=interpreter.frozen(), ms=round(took, 1))
+
     def reload_on_hup() -> None:
         log.info("sighup_reload")
         threading.Thread(target=store.reload, name="sighup-reload", daemon=True).start()
