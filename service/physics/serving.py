@@ -32,6 +32,12 @@ def bound_seconds(read_gb: float, flops: float, bandwidth_tbs: float, mbu: float
         _check(bandwidth_tbs=bandwidth_tbs, mbu=mbu, tflops=tflops, mfu=mfu)
     if not 0 <= overlap <= 1:
         raise ValueError(f"overlap must be in [0, 1], got {overlap!r}")
+    return _roofline(read_gb, flops, bandwidth_tbs, mbu, tflops, mfu, attn_flops, attn_tflops, overlap)
+
+
+def _roofline(read_gb: float, flops: float, bandwidth_tbs: float, mbu: float, tflops: float, mfu: float,
+              attn_flops: float, attn_tflops: float, overlap: float) -> float:
+    """`bound_seconds` on arguments it has checked."""
     read = max(0.0, read_gb) * 1e9 / (bandwidth_tbs * 1e12 * mbu)
     compute = max(0.0, flops) / (tflops * 1e12 * mfu)
     if attn_flops > 0:
@@ -48,21 +54,13 @@ def step_seconds(weights_gb: float, linear_flops: float, kv_gb: float, decode_at
     absorbed attention at thousands of sequences is compute); a prefill chunk's attention is compute; plus the
     step's floor (launches, sampling, scheduling, tensor-parallel all-reduces)."""
     gemm = bound_seconds(weights_gb, linear_flops, bandwidth_tbs, mbu, tflops, mfu, overlap=overlap)
-    # The GEMM's call has checked the shared arguments; the attention kernels are bound_seconds written out over
-    # the same rates (the same operations, so the same floats), without checking them twice more. A kernel with
-    # nothing to read and nothing to compute takes 0.0: skipped, as a prefill step has no decode attention and a
-    # decode step often no prefill chunk.
-    decode_attn = prefill_attn = 0.0
-    if not (kv_gb <= 0 and decode_attn_flops <= 0):
-        read = max(0.0, kv_gb) * 1e9 / (bandwidth_tbs * 1e12 * mbu)
-        compute = 0.0 / (tflops * 1e12 * mfu)  # no linear FLOPs
-        if decode_attn_flops > 0:
-            compute += decode_attn_flops / ((attn_tflops or tflops) * 1e12 * mfu)
-        decode_attn = max(read, compute) + (1.0 - overlap) * min(read, compute)
-    if prefill_attn_flops > 0:  # nothing to read; the whole of it is math (overlap 1)
-        compute = 0.0 / (tflops * 1e12 * mfu) + prefill_attn_flops / ((attn_tflops or tflops) * 1e12 * mfu)
-        read = 0.0 * 1e9 / (bandwidth_tbs * 1e12 * mbu)
-        prefill_attn = max(read, compute) + (1.0 - 1.0) * min(read, compute)
+    # The GEMM's call has checked the shared arguments (the rates and the overlap), so the attention kernels skip
+    # those checks. A kernel with nothing to read and nothing to compute takes 0.0: skipped, as a prefill step has
+    # no decode attention and a decode step often no prefill chunk.
+    decode_attn = 0.0 if kv_gb <= 0 and decode_attn_flops <= 0 else _roofline(
+        kv_gb, 0.0, bandwidth_tbs, mbu, tflops, mfu, decode_attn_flops, attn_tflops, overlap)
+    prefill_attn = 0.0 if prefill_attn_flops <= 0 else _roofline(
+        0.0, 0.0, bandwidth_tbs, mbu, tflops, mfu, prefill_attn_flops, attn_tflops, 1.0)
     return overhead_s + gemm + decode_attn + prefill_attn
 
 
