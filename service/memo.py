@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
@@ -41,3 +42,17 @@ def keep(store: dict[K, V], key: K, build: Callable[[], V], limit: int) -> V:
             store.clear()
         got = store[key] = build()
     return got
+
+
+def keep_held(store: dict[K, tuple[tuple[object, ...], V]], key: K, held: tuple[object, ...], build: Callable[[], V],
+              limit: int) -> V:
+    """`keep` for a key made of objects' ids: the entry holds those objects (`held`), so an id is not reused while
+    it lives, and an entry whose objects are not these (ids of objects since freed) is built again."""
+    got = store.get(key)
+    if got is not None and all(map(operator.is_, got[0], held)):
+        return got[1]
+    if len(store) >= limit:
+        store.clear()
+    value = build()
+    store[key] = (held, value)
+    return value

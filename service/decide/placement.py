@@ -28,7 +28,7 @@ from typing import Any
 from ..domain.brief import TRAINING_WORKLOADS, UNSPECIFIED, Brief
 from ..domain.catalog import tier_preference
 from ..domain.offers import EU_MEMBERS, Offer, OfferTable, expand_countries, offer_filter
-from ..memo import keep
+from ..memo import keep, keep_held
 from ..money import cost as money
 from ..money import ownership as own
 from ..physics.memory import MemoryBreakdown
@@ -313,14 +313,8 @@ def place(
         s.placements = _shown(best, by_provider, chosen, s.compared_tier)
     else:
         # The list depends only on `options`' result (kept beside it in `kept`), the offer chosen and the tier.
-        key = ("shown", id(by_provider), id(chosen), s.compared_tier)
-        hit = kept.get(key)
-        if hit is None or hit[0] is not by_provider or hit[1] is not chosen:  # ids of objects since freed
-            hit = (by_provider, chosen, _shown(best, by_provider, chosen, s.compared_tier))
-            if len(kept) >= OPTIONS_KEPT:
-                kept.clear()
-            kept[key] = hit
-        s.placements = hit[2]
+        s.placements = keep_held(kept, ("shown", id(by_provider), id(chosen), s.compared_tier), (by_provider, chosen),
+                                 lambda: _shown(best, by_provider, chosen, s.compared_tier), OPTIONS_KEPT)
     if s.quote is not None:
         return  # the caller's quote prices it (answer.py lists it first); the offers are there for reference
     _reprice(s, chosen, brief, shape, a, training, s.market, fills)

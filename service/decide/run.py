@@ -18,7 +18,7 @@ from ..domain.advice import (
 )
 from ..domain.brief import AdviceRequest
 from ..engine.ir import Rule, apply_hit_policies
-from ..memo import keep
+from ..memo import keep, keep_held
 from ..render.messages import Messages
 from .book import Rulebook
 from .matches import Matches
@@ -103,10 +103,11 @@ class Run:
     def effects(self, winners: Sequence[Rule]) -> Summed:
         """What the candidate rules in effect on one candidate do, summed in their order (`Summed`); kept per
         rules version for the sets of rules `fire` keeps, which come back for candidate after candidate."""
-        kept = self.shared.summed
-        hit = kept.get(id(winners))
-        if hit is not None and hit[0] is winners:
-            return hit[1]
+        if type(winners) is tuple:  # a set `fire` keeps
+            return keep_held(self.shared.summed, id(winners), (winners,), lambda: self._summed(winners), WINNERS_KEPT)
+        return self._summed(winners)
+
+    def _summed(self, winners: Sequence[Rule]) -> Summed:
         table = self.shared.effects
         said, exclusions, parts, reasons, caveats = [], [], [], [], []
         points = 0.0
@@ -125,12 +126,7 @@ class Run:
                     caveats.append(reason)
                 else:  # note
                     reasons.append(reason)
-        found = (tuple(said), points, tuple(exclusions), tuple(parts), tuple(reasons), tuple(caveats))
-        if type(winners) is tuple:  # a set `fire` keeps (it holds the tuple, so its id is not reused meanwhile)
-            if len(kept) >= WINNERS_KEPT:
-                kept.clear()
-            kept[id(winners)] = (winners, found)
-        return found
+        return tuple(said), points, tuple(exclusions), tuple(parts), tuple(reasons), tuple(caveats)
 
     def _fire(self, fact_type: str, facts: list[dict[str, Any]]) -> dict[str, Sequence[Rule]]:
         rules = self.book.program.for_fact(fact_type)
@@ -197,7 +193,7 @@ class Compiled:
         self.by_scope: dict[Any, Any] = {}  # day → its offers by scope, on hosts large enough (placement.by_scope)
         # fact type → the rules that take effect (apply_hit_policies) for each set of rule ids a fact matched
         self.winners: dict[str, dict[frozenset[str], tuple[Rule, ...]]] = {}
-        self.summed: dict[int, tuple[tuple[Rule, ...], Summed]] = {}  # id(kept winners) → (them, Run.effects)
+        self.summed: dict[int, tuple[tuple[object, ...], Summed]] = {}  # id(kept winners) → ((them,), Run.effects)
 
 
 def compiled(book: Rulebook) -> Compiled:

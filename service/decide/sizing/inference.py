@@ -12,6 +12,7 @@ from collections.abc import Callable
 from ...domain.assumptions import Assumptions
 from ...domain.brief import Brief, Latency
 from ...domain.catalog import Gpu
+from ...memo import keep_held
 from ...physics import compute, encoder, serving
 from ...physics import memory as mem
 from ..tables import MAX_TENSOR_PARALLEL, scale_up
@@ -423,9 +424,8 @@ def _serving_gpu(s: Sizing, brief: Brief, shape: Shape, a: Assumptions, memo: Me
 
 
 EngineOn = tuple[Efficiency, int, float, float, float, int, float, float]
-# (id(gpu), toolchain, id(rules' assumptions)) -> (gpu, assumptions, EngineOn); the objects are held so an id is
-# not reused while its entry lives.
-_ENGINE_ON: dict[tuple[int, tuple[str, ...], int], tuple[Gpu, Assumptions, EngineOn]] = {}
+# (id(gpu), toolchain, id(rules' assumptions)) -> ((gpu, assumptions), EngineOn), by memo.keep_held.
+_ENGINE_ON: dict[tuple[int, tuple[str, ...], int], tuple[tuple[object, ...], EngineOn]] = {}
 
 
 def _engine_on(gpu: Gpu, toolchain: tuple[str, ...], a: Assumptions) -> EngineOn:
@@ -433,18 +433,14 @@ def _engine_on(gpu: Gpu, toolchain: tuple[str, ...], a: Assumptions) -> EngineOn
     engine's figures on this GPU, the scale-up domain, the link's GB/s, the all-reduce latencies over a fast and a
     slow link, the MoE tile rows, the memory-compute overlap and the kernel saturation time. Kept per GPU,
     toolchain and rules version: every GPU of every generation brief asks."""
-    key = (id(gpu), toolchain, id(a))
-    hit = _ENGINE_ON.get(key)
-    if hit is None or hit[0] is not gpu or hit[1] is not a:
-        figures = (
+    def figures() -> EngineOn:
+        return (
             efficiency(gpu, toolchain, a), scale_up(gpu), gpu.interconnect_gbs if gpu.interconnect_gbs > 0 else 0.0,
             a.num("tp_allreduce_latency_us_fast_link"), a.num("tp_allreduce_latency_us_slow_link"),
             int(a.num("moe_gemm_tile_rows")), a.num("memory_compute_overlap"), a.num("kernel_saturation_ms"),
         )
-        if len(_ENGINE_ON) >= 4096:  # toolchains are the callers': a bounded few kept
-            _ENGINE_ON.clear()
-        hit = _ENGINE_ON[key] = (gpu, a, figures)
-    return hit[2]
+
+    return keep_held(_ENGINE_ON, (id(gpu), toolchain, id(a)), (gpu, a), figures, 4096)  # toolchains: the callers'
 
 
 def _serving_width(g: _ServingGpu, n: int, memo: Memo) -> tuple[float, float, float]:
