@@ -291,16 +291,11 @@ def _drive(server: ServerProcess, path: str, bodies: list[bytes], seconds: float
     return load
 
 
-def answer_cpu_ms(repo: Path, bodies: list[bytes], rounds: int = 20) -> float:
-    """CPU ms per answer of the servicer's own work, in a fresh process on `repo`'s code and rules: decode,
-    validate, advise, build and encode the reply; no gRPC. Next to the server's CPU per Recommend minus its CPU
-    per health Check, it tells what the server spends beyond the answer itself."""
-    return answer_costs_ms(repo, bodies, [], rounds)[0]
-
-
 def answer_costs_ms(repo: Path, bodies: list[bytes], first_time: list[bytes],
                     rounds: int = 20) -> tuple[float, float]:
-    """(CPU ms per answer of `bodies` answered again and again, as `answer_cpu_ms`; CPU ms per answer of
+    """(CPU ms per answer of the servicer's own work, in a fresh process on `repo`'s code and rules: decode,
+    validate, advise, build and encode the reply, no gRPC; next to the server's CPU per Recommend it tells what
+    the server spends beyond the answer itself. Of `bodies` answered again and again; and per answer of
     `first_time`, each answered once after those, so nothing kept from an earlier answer to the same brief helps
     it: what a new brief costs). The second is NaN when `first_time` is empty."""
     script = (
