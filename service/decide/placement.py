@@ -78,13 +78,14 @@ def brief_key(brief: Brief) -> tuple[Any, ...]:
     return tuple(_brief_part(brief).values())
 
 
-def reserve_term(brief: Brief, a: Any) -> int:  # noqa: ANN401 - Assumptions
+def reserve_term(brief: Brief, a: Any, tier: str | None = None) -> int:  # noqa: ANN401 - Assumptions
     """The longest reserved term (months) this brief may be priced on: its horizon; without one, the rules'
-    `reserve_term_months_default` when the brief compares at reserved prices, else none (0)."""
+    `reserve_term_months_default` when the brief compares at reserved prices, else none (0). `tier`: the
+    brief's price tier read as this one (the term the same brief would have at that tier)."""
     horizon = brief.economics.horizon_months
     if horizon > 0:
         return int(horizon)
-    if brief.economics.price_tier == "RESERVED":
+    if (brief.economics.price_tier if tier is None else tier) == "RESERVED":
         return int(a.values.get("reserve_term_months_default", 12))
     return 0
 
