@@ -95,7 +95,8 @@ def test_which_fields_are_placed() -> None:
     assert cuts == {"b": None, "big": None, "flag": None, "kind": None, "n": (1, 2, 3), "nan": None, "x": (2.5,)}
     assert all(type(v) in (int, float) for v in (*cuts["n"], *cuts["x"]))  # type: ignore[misc]
     bounds = (1.0, 2.0)
-    places = M._places((0.5, 1.0, 1.5, True, math.nan, 2**60, "s", 7), (bounds,) * 8)
+    places = M._places((0.5, 1.0, 1.5, True, math.nan, 2**60, "s", 7), tuple((i, bounds) for i in range(8)))
     assert places[0] == (0,) and places[2] == (1,) and places[7] == (2,)
     assert places[1] == 1.0 and places[3] is True and places[5] == 2**60 and places[6] == "s"
     assert math.isnan(places[4])
+    assert M._places((0.5, 0.5), ((1, bounds),)) == (0.5, (0,))  # a field without bounds stays itself

@@ -39,7 +39,7 @@ class Matches:
         self._kept: dict[str, dict[tuple[Any, ...], frozenset[str]]] = {}
         # Per fact type: for each tested field, the numbers its rules compare it with (None: kept as it is), and
         # the matches by the place each value takes among them (`_placed`).
-        self._cuts: dict[str, tuple[tuple[float, ...] | None, ...]] = {}
+        self._cuts: dict[str, tuple[tuple[int, tuple[float, ...]], ...]] = {}  # (field's place, its bounds)
         self._placed: dict[str, dict[tuple[Any, ...], frozenset[str]]] = {}
 
     def evaluate(self, engine: Evaluator, fact_type: str, rules: Sequence[Rule],
@@ -62,7 +62,7 @@ class Matches:
             get = self._getters[fact_type] = _getter(fields)
         cuts = self._cuts.get(fact_type)
         if cuts is None:
-            cuts = self._cuts[fact_type] = _cuts(rules, fields)
+            cuts = self._cuts[fact_type] = tuple((i, b) for i, b in enumerate(_cuts(rules, fields)) if b is not None)
         placed = self._placed.setdefault(fact_type, {})
         out: dict[str, frozenset[str] | set[str]] = {}
         asked: dict[Any, dict[str, Any]] = {}  # place key → the first unseen fact with it: the one the engine sees
@@ -143,18 +143,18 @@ def _number(v: Any) -> bool:  # noqa: ANN401
     return type(v) is int and -_EXACT < v < _EXACT
 
 
-def _places(values: tuple[Any, ...], cuts: tuple[tuple[float, ...] | None, ...]) -> tuple[Any, ...]:
-    """Each value as its rules can tell it: a number between two of its field's bounds as the place between them
-    (a one-item tuple: the value's type, kept beside in the key, tells it from a tuple value), any other value as
-    itself."""
-    out = []
-    for v, bounds in zip(values, cuts, strict=True):
-        if bounds is not None and _number(v):
+def _places(values: tuple[Any, ...], cuts: tuple[tuple[int, tuple[float, ...]], ...]) -> tuple[Any, ...]:
+    """Each value as its rules can tell it: a number between two of its field's bounds (`cuts`: the tested
+    fields' places that have bounds, and those bounds) as the place between them (a one-item tuple: the value's
+    type, kept beside in the key, tells it from a tuple value), any other value as itself."""
+    out = list(values)
+    for i, bounds in cuts:
+        v = out[i]
+        t = type(v)
+        if (t is float and v == v) or (t is int and -_EXACT < v < _EXACT):  # _number, inline
             at = bisect_left(bounds, v)
             if at == bisect_right(bounds, v):  # equal to none of the bounds
-                out.append((at,))
-                continue
-        out.append(v)
+                out[i] = (at,)
     return tuple(out)
 
 
