@@ -1,16 +1,19 @@
 """Lean paths of decide/ held to the plain ones: a request at another price tier built without the frozen
-constructors, the reserved term read at another tier, and a GPU's generation speed set again from what a
-rules version keeps (a copy of each list, never the kept one)."""
+constructors, the reserved term read at another tier, a GPU's generation speed set again from what a rules
+version keeps (a copy of each list, never the kept one), and candidate facts whose message-only figures are
+filled in for the candidates shown alone."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 from datetime import date
 
-from hypothesis import given, settings
+import pytest
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from service.decide import tables
+from service.decide import advisor, tables
+from service.decide import facts as F
 from service.decide.placement import reserve_term
 from service.decide.reserve import with_price_tier
 from service.decide.sizing.common import Sizing
@@ -18,8 +21,11 @@ from service.decide.sizing.per_gpu import size_all
 from service.decide.sizing.per_request import NO_ECONOMICS, RequestSizer
 from service.decide.sizing.shape import shape_of
 from service.domain.brief import PRICE_TIERS, UNSPECIFIED, AdviceRequest, Brief, Latency, Model, Traffic
+from service.engine.ir import Condition, Rule
 from service.rulebook.version import Bundle
+from service.wire.api import advice_to_proto
 from tests.test_advisor import brief_strategy
+from tests.test_reprice import _requests
 
 
 @settings(max_examples=150, deadline=None)
@@ -73,3 +79,38 @@ def _realtime() -> Brief:
     return Brief(workload="REALTIME_INFERENCE", model=Model(params_billion=8, precision="BF16", context_tokens=8192),
                  traffic=Traffic(concurrent_sessions=16, avg_input_tokens=1000, avg_output_tokens=300),
                  latency=Latency(p95_ms=3000))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(brief=brief_strategy())
+def test_a_fact_filled_in_later_is_the_whole_fact(bundle: Bundle, brief) -> None:  # noqa: ANN001
+    """The fields only messages read, left out while the rules run and filled in for a candidate shown: the same
+    keys in the same order, the same values (a zero training figure of an inference brief unrounded included)."""
+    a = bundle.book.assumptions
+    shape = shape_of(brief, a)
+    sizings = size_all(bundle.book.catalog, brief, shape, a, (), date(2026, 11, 15)) if shape else []
+    base = F.brief_fact(brief, a.num("default_utilization"), shape, sizings, 0)
+    for s in sizings:
+        whole = F.candidate_fact(base, s)
+        later = F.candidate_fact(base, s, later=True)
+        assert all(later[k] is None for k in F.SHOWN_ONLY)
+        later.update(F.shown_fields(s))
+        assert list(later.items()) == list(whole.items())
+        assert [type(v) for v in later.values()] == [type(v) for v in whole.values()]
+
+
+def test_a_rule_that_tests_a_shown_field_gets_whole_facts(bundle: Bundle) -> None:
+    rules = bundle.book.program.for_fact("candidate")
+    assert not F.tests_shown_only(rules), "today's rules test none: their facts are filled in later"
+    extra = Rule("t.need", "candidate", "t", "collect", 0, 0, ((Condition("need_gb", "gt", 1.0),),), (), "t:1")
+    assert F.tests_shown_only((*rules, extra))
+
+
+def test_answers_with_facts_filled_in_later_equal_answers_with_whole_facts(bundle: Bundle,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    reqs = _requests(bundle)
+    reqs += [replace(r, include_trace=True) for r in reqs[:6]] + [replace(r, locale="zh-CN") for r in reqs[:6]]
+    later = [advice_to_proto(bundle.advise(r)).SerializeToString(deterministic=True) for r in reqs]
+    monkeypatch.setattr(advisor, "_tests_shown_only", lambda _rules: True)
+    whole = [advice_to_proto(bundle.advise(r)).SerializeToString(deterministic=True) for r in reqs]
+    assert later == whole
