@@ -14,8 +14,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from service.decide import advisor, tables
 from service.decide import facts as F
+from service.decide import tables
 from service.decide.placement import _rescale_ownership, reserve_term
 from service.decide.reserve import with_price_tier
 from service.decide.sizing.common import Sizing
@@ -104,7 +104,7 @@ def test_a_fact_filled_in_later_is_the_whole_fact(bundle: Bundle, brief) -> None
 
 def test_a_rule_that_tests_a_shown_field_gets_whole_facts(bundle: Bundle) -> None:
     rules = bundle.book.program.for_fact("candidate")
-    assert not F.tests_shown_only(rules), "today's rules test none: their facts are filled in later"
+    assert not F.tests_shown_only(rules) and F.fills_later(rules), "today's rules test none: filled in later"
     extra = Rule("t.need", "candidate", "t", "collect", 0, 0, ((Condition("need_gb", "gt", 1.0),),), (), "t:1")
     assert F.tests_shown_only((*rules, extra))
 
@@ -114,7 +114,7 @@ def test_answers_with_facts_filled_in_later_equal_answers_with_whole_facts(bundl
     reqs = _requests(bundle)
     reqs += [replace(r, include_trace=True) for r in reqs[:6]] + [replace(r, locale="zh-CN") for r in reqs[:6]]
     later = [advice_to_proto(bundle.advise(r)).SerializeToString(deterministic=True) for r in reqs]
-    monkeypatch.setattr(advisor, "_tests_shown_only", lambda _rules: True)
+    monkeypatch.setattr(F, "fills_later", lambda _rules: False)
     whole = [advice_to_proto(bundle.advise(r)).SerializeToString(deterministic=True) for r in reqs]
     assert later == whole
 

@@ -370,7 +370,7 @@ def _brief_rules(run: Run, base: dict[str, Any], shape: Shape | None) -> _Asks:
 
 def _candidate_rules(run: Run, base: dict[str, Any], sizings: list[Sizing]) -> list[Scored]:
     """Stage 2, candidate rules: eligibility, the workload matrix, scoring; one fact per sized GPU."""
-    later = not _tests_shown_only(run.book.program.for_fact("candidate"))
+    later = F.fills_later(run.book.program.for_fact("candidate"))
     scored = [Scored(s, F.candidate_fact(base, s, later)) for s in sizings]
     fired = run.fire("candidate", [c.fact for c in scored])
     for c in scored:
@@ -443,8 +443,6 @@ def _askable_fields(rules: tuple[Rule, ...]) -> frozenset[str]:
 
 # The brief fields some ask rule can ask about, per rules version (the program's rule tuple, by identity).
 _askable: IdentityMemo[tuple[Rule, ...], frozenset[str]] = IdentityMemo(_askable_fields, limit=8)
-# Whether a candidate rule tests a field only messages read otherwise (F.SHOWN_ONLY), per rules version.
-_tests_shown_only: IdentityMemo[tuple[Rule, ...], bool] = IdentityMemo(F.tests_shown_only, limit=8)
 
 
 def _render(

@@ -398,6 +398,10 @@ def tests_shown_only(rules: Sequence[Rule]) -> bool:
     return any(cond.field in SHOWN_ONLY for rule in rules for branch in rule.branches for cond in branch)
 
 
+# Whether the candidate rules (a program's rule tuple, by identity) leave the SHOWN_ONLY fields for later.
+fills_later: IdentityMemo[tuple[Rule, ...], bool] = IdentityMemo(lambda rules: not tests_shown_only(rules), limit=8)
+
+
 def candidate_fact(base: dict[str, Any], s: Sizing, later: bool = False) -> dict[str, Any]:
     """`later`: the SHOWN_ONLY fields hold None, in their places, until `shown_fields` fills them in."""
     budget = base["budget_usd_per_hour"]
