@@ -113,6 +113,8 @@ def _params_of(c: Scored, run: Run, base: dict[str, Any]) -> dict[str, Any]:
     said (a warning or note of its rules, a shown or excluded candidate of the answer given), not for those of a
     reserve route's first pass or past max_candidates."""
     if not c.params:
+        if c.fact["need_gb"] is None:  # made with its messages' figures left for later (F.SHOWN_ONLY)
+            c.fact.update(F.shown_fields(c.sizing))
         p = c.params = _params(c.sizing, c.fact, run.name(f"unit.{c.sizing.unit}"))
         p["rent_tier_name"] = run.name(f"tier.{c.sizing.price_tier or 'UNSPECIFIED'}")
         p["price_tier_name"] = run.name(f"tier.{c.sizing.compared_tier}")
@@ -368,7 +370,8 @@ def _brief_rules(run: Run, base: dict[str, Any], shape: Shape | None) -> _Asks:
 
 def _candidate_rules(run: Run, base: dict[str, Any], sizings: list[Sizing]) -> list[Scored]:
     """Stage 2, candidate rules: eligibility, the workload matrix, scoring; one fact per sized GPU."""
-    scored = [Scored(s, F.candidate_fact(base, s)) for s in sizings]
+    later = F.fills_later(run.book.program.for_fact("candidate"))
+    scored = [Scored(s, F.candidate_fact(base, s, later)) for s in sizings]
     fired = run.fire("candidate", [c.fact for c in scored])
     for c in scored:
         said, c.points, exclusions, parts, reasons, caveats = run.effects(fired[c.fact["id"]])

@@ -8,6 +8,7 @@ see in `rules/README.md` and what `rules-check` suggests names from.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,6 +27,7 @@ from ..domain.brief import (
     Brief,
 )
 from ..domain.catalog import Gpu
+from ..engine.ir import Rule
 from ..engine.parse import FactSchema, FieldSpec
 from ..memo import IdentityMemo
 from .counts import COUNT_FIELDS, count_fields
@@ -385,48 +387,83 @@ def _gpu_fields(g: Gpu) -> dict[str, Any]:
 _gpu_fields_of: IdentityMemo[Gpu, dict[str, Any]] = IdentityMemo(_gpu_fields, limit=1024)
 
 
-def candidate_fact(base: dict[str, Any], s: Sizing) -> dict[str, Any]:
+# Candidate fields that only a candidate's messages read while no candidate rule tests them (advisor asks
+# `tests_shown_only` per rules version): rounded only for the ~10 candidates of an answer whose texts are said.
+SHOWN_ONLY = ("need_gb", "usd_per_hour", "usd_per_gpu_hour", "est_latency_ms", "break_even_months", "train_days",
+              "gpu_hours")
+
+
+def tests_shown_only(rules: Sequence[Rule]) -> bool:
+    """Some rule tests a SHOWN_ONLY field: a candidate's fact then holds them all from the start."""
+    return any(cond.field in SHOWN_ONLY for rule in rules for branch in rule.branches for cond in branch)
+
+
+# Whether the candidate rules (a program's rule tuple, by identity) leave the SHOWN_ONLY fields for later.
+fills_later: IdentityMemo[tuple[Rule, ...], bool] = IdentityMemo(lambda rules: not tests_shown_only(rules), limit=8)
+
+
+def candidate_fact(base: dict[str, Any], s: Sizing, later: bool = False) -> dict[str, Any]:
+    """`later`: the SHOWN_ONLY fields hold None, in their places, until `shown_fields` fills them in."""
     budget = base["budget_usd_per_hour"]
-    return {
+    count, fits, placement = s.count, s.fits, s.placement
+    best_ms = base["best_latency_ms"]
+    fact = {
         **base,
         **_gpu_fields_of(s.gpu),  # "id" replaces the brief's in place: the keys keep the schema's order
-        "count": int(s.count),
+        "count": int(count),
         "nodes": int(s.nodes),
-        "multi_gpu": s.count > 1,
+        "multi_gpu": count > 1,
         "multi_node": s.nodes > 1,
-        "fits": bool(s.fits),
-        "fits_single": s.memory_count == 1 and s.fits,
-        "need_gb": round(s.memory.total_gb if s.memory else 0.0, 3),
+        "fits": bool(fits),
+        "fits_single": s.memory_count == 1 and fits,
+        "need_gb": None,
         "headroom": round(s.headroom, 4),
         "priced": s.usd_per_gpu_hour > 0,
-        "price_from_quote": s.price_from_quote,
+        "price_from_quote": s.quote is not None,
         "rent_tier": s.price_tier or UNSPECIFIED,
         "price_tier_fallback": s.price_tier_fallback,
-        "usd_per_hour": round(s.usd_per_hour, 4),
-        "usd_per_gpu_hour": round(s.usd_per_gpu_hour, 4),
+        "usd_per_hour": None,
+        "usd_per_gpu_hour": None,
         "within_budget": budget <= 0 or s.usd_per_hour <= budget,
         "cost_computable": s.usd_per_unit > 0,
         "latency_target": s.latency_target,
         "meets_latency": bool(s.meets_latency),
-        "est_latency_ms": round(s.est_latency_ms, 1),
-        "latency_vs_best": round(s.est_latency_ms / base["best_latency_ms"], 3)
-        if s.latency_target and base["best_latency_ms"] > 0
-        else 0.0,
-        "break_even_months": round(_finite(s.break_even_months), 2) if s.break_even_months else -1.0,
-        "train_days": round(s.train_hours / 24, 2),
-        "gpu_hours": round(s.gpu_hours, 1),
-        "placed": s.placement is not None,
-        "placement_tier": s.placement.offer_tier if s.placement else UNSPECIFIED,
-        "instances": s.placement.instances if s.placement else 0,
-        "gpus_per_instance": s.placement.offer.gpus_per_instance if s.placement else 0,
+        "est_latency_ms": None,
+        "latency_vs_best": round(s.est_latency_ms / best_ms, 3) if s.latency_target and best_ms > 0 else 0.0,
+        "break_even_months": None,
+        "train_days": None,
+        "gpu_hours": None,
+        "placed": placement is not None,
+        "placement_tier": placement.offer_tier if placement else UNSPECIFIED,
+        "instances": placement.instances if placement else 0,
+        "gpus_per_instance": placement.offer.gpus_per_instance if placement else 0,
         "offer_stale": s.offer_stale,
         "has_offers": s.has_offers,
         "offers_loaded": s.offers_loaded,
-        "gpus_needed": int(s.gpus_needed or s.count),
+        "gpus_needed": int(s.gpus_needed or count),
         "spare_gpus": int(s.spare_gpus),
-        "extra_gpus": int(s.count - (s.gpus_needed or s.count)),
+        "extra_gpus": int(count - (s.gpus_needed or count)),
         "scales_out": scales_out_of(base),
         **count_fields(s),
+    }
+    if not later:
+        fact.update(shown_fields(s))
+    return fact
+
+
+def shown_fields(s: Sizing) -> dict[str, Any]:
+    """A candidate fact's SHOWN_ONLY fields. A zero is left as it is rather than rounded (round(0.0, n) is 0.0, and
+    -0.0 stays -0.0): a training figure of an inference brief is zero, and round() costs as much as a field."""
+    usd_per_hour, latency_ms, train_hours = s.usd_per_hour, s.est_latency_ms, s.train_hours
+    train_days, gpu_hours = train_hours / 24, s.count * train_hours
+    return {
+        "need_gb": round(s.memory.total_gb if s.memory else 0.0, 3),
+        "usd_per_hour": round(usd_per_hour, 4) if usd_per_hour else usd_per_hour,
+        "usd_per_gpu_hour": round(s.usd_per_gpu_hour, 4),
+        "est_latency_ms": round(latency_ms, 1) if latency_ms else latency_ms,
+        "break_even_months": round(_finite(s.break_even_months), 2) if s.break_even_months else -1.0,
+        "train_days": round(train_days, 2) if train_days else train_days,
+        "gpu_hours": round(gpu_hours, 1) if gpu_hours else gpu_hours,
     }
 
 

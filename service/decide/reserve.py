@@ -13,13 +13,14 @@ the route and the prices agree; the on-demand placement stays in the list beside
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from ..domain.advice import Advice
-from ..domain.brief import UNSPECIFIED, AdviceRequest
+from ..domain.brief import UNSPECIFIED, AdviceRequest, Brief, Economics
 from ..domain.offers import OfferTable
 from ..memo import IdentityMemo
+from .answer import build
 from .placement import reserve_term
 from .sizing.common import Sizing
 from .sizing.shape import Shape
@@ -71,7 +72,7 @@ def may_reserve_again(req: AdviceRequest, offers: OfferTable, a: Any) -> bool:  
     if req.brief.economics.price_tier != UNSPECIFIED:
         return False
     shortest = _shortest_term(offers)
-    return 0 < shortest <= reserve_term(with_price_tier(req, "RESERVED").brief, a)
+    return 0 < shortest <= reserve_term(req.brief, a, "RESERVED")
 
 
 @dataclass(frozen=True)
@@ -84,8 +85,12 @@ class Sized:
 
 
 def with_price_tier(req: AdviceRequest, tier: str) -> AdviceRequest:
+    """`replace(req, brief=replace(brief, economics=replace(brief.economics, price_tier=tier)))` without the
+    frozen constructors' guarded setattr per field (none of the three has a __post_init__): the same request,
+    equal with the same repr and hash (tests/test_decide_lean.py)."""
     brief = req.brief
-    return replace(req, brief=replace(brief, economics=replace(brief.economics, price_tier=tier)))
+    economics = build(Economics, **{**brief.economics.__dict__, "price_tier": tier})
+    return build(AdviceRequest, **{**req.__dict__, "brief": build(Brief, **{**brief.__dict__, "economics": economics})})
 
 
 def reserved_top(advice: Advice) -> bool:

@@ -151,7 +151,7 @@ class Tables:
         self.gpu = IdentityMemo(lambda g: gpu_table(g, self.constants), limit=1024)
         # A generation brief's speed figures by GPU, kept per brief and shape (sizing/per_request.py): a reserve
         # route's second pass and a repeated brief differ only in what the speed does not read.
-        self.speeds: dict[object, dict[int, tuple[object, dict[str, object]]]] = {}
+        self.speeds: dict[object, dict[int, tuple[object, dict[str, object], tuple[str, ...]]]] = {}
         # The missed-target suggestion's fit and latency by GPU and output length, per brief (all but what the
         # latency does not read) and day: advisor._resizer.
         self.latencies: dict[object, dict[tuple[int, int], tuple[object, tuple[bool, float]]]] = {}

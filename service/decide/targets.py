@@ -54,7 +54,7 @@ def unmet_targets(
     pool = list(survivors) or [s for s in sizings if _sized(s)]
     out: list[UnmetTarget] = []
     for path, target, figure in _figures(brief):
-        have = [(figure(s), s) for s in pool if figure(s) > 0]
+        have = [(v, s) for s in pool if (v := figure(s)) > 0]
         if not have or any(v <= target * (1 + _SLACK) for v, _ in have):
             continue
         # Closest = the smallest figure; ties go to the earlier (better ranked) candidate. Within `near` of it, the

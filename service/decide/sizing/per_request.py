@@ -39,7 +39,7 @@ class RequestSizer:
     def __init__(
         self, brief: Brief, shape: Shape, a: Assumptions, c: tb.Constants, quotes: tuple[Quote, ...], day: date,
         needs: dict[tuple[int, int], mem.MemoryBreakdown] | None = None,
-        speeds: dict[object, dict[int, tuple[object, dict[str, object]]]] | None = None,
+        speeds: dict[object, dict[int, tuple[object, dict[str, object], tuple[str, ...]]]] | None = None,
     ) -> None:
         """`needs`: memory breakdowns by (n, tp) already worked out for a brief and shape that differ from these
         only in what the memory does not read (the output length at the same sized context)."""
@@ -65,7 +65,7 @@ class RequestSizer:
         # Generation speed by GPU for this brief and shape, kept across requests in the rules' Tables (`speeds`).
         # The key leaves out the economics, which the speed never reads: a reserve route's second pass (the
         # same brief at the RESERVED tier) finds every GPU's width search already done.
-        self.speeds: dict[int, tuple[object, dict[str, object]]] | None = None
+        self.speeds: dict[int, tuple[object, dict[str, object], tuple[str, ...]]] | None = None
         if speeds is not None and self.decode:
             if len(speeds) > SPEED_BRIEFS:
                 speeds.clear()
@@ -193,8 +193,11 @@ class RequestSizer:
         if known is not None:
             hit = known.get(id(gt.gpu))
             if hit is not None and hit[0] is gt.gpu:
-                for k, v in hit[1].items():
-                    setattr(s, k, list(v) if isinstance(v, list) else v)
+                # Sizing is a plain dataclass: its fields are its __dict__'s; each list it holds gets its own copy.
+                d = s.__dict__
+                d.update(hit[1])
+                for k in hit[2]:
+                    d[k] = list(d[k])
                 return
         least = self.weights if self.weights_bound else -math.inf
 
@@ -212,7 +215,8 @@ class RequestSizer:
         for k, old in lists:
             if k not in changed and after[k] != old:
                 changed[k] = after[k]
-        known[id(gt.gpu)] = (gt.gpu, {k: list(v) if isinstance(v, list) else v for k, v in changed.items()})
+        kept = {k: list(v) if isinstance(v, list) else v for k, v in changed.items()}
+        known[id(gt.gpu)] = (gt.gpu, kept, tuple(k for k, v in kept.items() if isinstance(v, list)))
 
     def size_unit_cost(self, s: Sizing) -> None:
         """size_unit_cost with money.usd_per_accepted_unit written out (the plain one where its checks refuse)."""

@@ -1,0 +1,172 @@
+"""Lean paths of decide/ held to the plain ones: a request at another price tier built without the frozen
+constructors, the reserved term read at another tier, a GPU's generation speed set again from what a rules
+version keeps (a copy of each list, never the kept one), and candidate facts whose message-only figures are
+filled in for the candidates shown alone."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from datetime import date
+from types import SimpleNamespace
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from service.decide import facts as F
+from service.decide import tables
+from service.decide.placement import _rescale_ownership, reserve_term
+from service.decide.reserve import with_price_tier
+from service.decide.sizing.common import Sizing
+from service.decide.sizing.per_gpu import size_all
+from service.decide.sizing.per_request import NO_ECONOMICS, RequestSizer
+from service.decide.sizing.shape import shape_of
+from service.domain.brief import PRICE_TIERS, UNSPECIFIED, AdviceRequest, Brief, Latency, Model, Traffic
+from service.engine.ir import Condition, Rule
+from service.money import ownership as own
+from service.rulebook.version import Bundle
+from service.wire.api import advice_to_proto
+from tests.test_advisor import brief_strategy
+from tests.test_reprice import _requests
+
+
+@settings(max_examples=150, deadline=None)
+@given(brief=brief_strategy(), tier=st.sampled_from((UNSPECIFIED, *PRICE_TIERS)),
+       locale=st.sampled_from(("en", "zh-CN")), limit=st.integers(0, 20), trace=st.booleans())
+def test_a_request_at_another_tier_is_what_replace_makes(brief, tier, locale, limit, trace) -> None:  # noqa: ANN001
+    req = AdviceRequest(brief=brief, locale=locale, max_candidates=limit, include_trace=trace, as_of=date(2026, 11, 2))
+    before = repr(req)
+    made = with_price_tier(req, tier)
+    want = replace(req, brief=replace(brief, economics=replace(brief.economics, price_tier=tier)))
+    assert made == want and repr(made) == repr(want) and hash(made) == hash(want)
+    assert repr(req) == before  # the request asked about is left as it was
+
+
+@settings(max_examples=150, deadline=None)
+@given(brief=brief_strategy(), tier=st.sampled_from((UNSPECIFIED, *PRICE_TIERS)))
+def test_the_term_at_another_tier_is_the_terms_of_that_brief(bundle: Bundle, brief, tier) -> None:  # noqa: ANN001
+    a = bundle.book.assumptions
+    at = replace(brief, economics=replace(brief.economics, price_tier=tier))
+    assert reserve_term(brief, a, tier) == reserve_term(at, a)
+    assert reserve_term(brief, a) == reserve_term(brief, a, brief.economics.price_tier)
+
+
+def test_kept_speeds_give_each_sizing_its_own_lists(bundle: Bundle) -> None:
+    """A generation brief sized twice: the second takes every GPU's speed figures from the rules' table, equal to
+    the first's; a list among what is kept is copied into each sizing, never shared."""
+    book = bundle.book
+    a = book.assumptions
+    brief = _realtime()
+    shape = shape_of(brief, a)
+    assert shape is not None
+    day = date(2026, 11, 2)
+    first = size_all(book.catalog, brief, shape, a, (), day)
+    second = size_all(book.catalog, brief, shape, a, (), day)
+    assert [repr(s) for s in first] == [repr(s) for s in second]
+    t = tables.tables(a)
+    kept = t.speeds[(replace(brief, economics=NO_ECONOMICS), shape)]
+    gpu = book.catalog[0]
+    figures = {"step_ms": 1.5, "formulas": ["kept"]}
+    kept[id(gpu)] = (gpu, figures, ("formulas",))
+    sizer = RequestSizer(brief, shape, a, t.constants, (), day, speeds=t.speeds)
+    one, two = Sizing.blank(gpu, "ON_DEMAND"), Sizing.blank(gpu, "ON_DEMAND")
+    sizer._decode_speed(one, t.gpu(gpu))
+    sizer._decode_speed(two, t.gpu(gpu))
+    assert one.step_ms == two.step_ms == 1.5 and one.formulas == two.formulas == ["kept"]
+    assert one.formulas is not figures["formulas"] and two.formulas is not one.formulas
+    del kept[id(gpu)]
+
+
+def _realtime() -> Brief:
+    return Brief(workload="REALTIME_INFERENCE", model=Model(params_billion=8, precision="BF16", context_tokens=8192),
+                 traffic=Traffic(concurrent_sessions=16, avg_input_tokens=1000, avg_output_tokens=300),
+                 latency=Latency(p95_ms=3000))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(brief=brief_strategy())
+def test_a_fact_filled_in_later_is_the_whole_fact(bundle: Bundle, brief) -> None:  # noqa: ANN001
+    """The fields only messages read, left out while the rules run and filled in for a candidate shown: the same
+    keys in the same order, the same values (a zero training figure of an inference brief unrounded included)."""
+    a = bundle.book.assumptions
+    shape = shape_of(brief, a)
+    sizings = size_all(bundle.book.catalog, brief, shape, a, (), date(2026, 11, 15)) if shape else []
+    base = F.brief_fact(brief, a.num("default_utilization"), shape, sizings, 0)
+    for s in sizings:
+        whole = F.candidate_fact(base, s)
+        later = F.candidate_fact(base, s, later=True)
+        assert all(later[k] is None for k in F.SHOWN_ONLY)
+        later.update(F.shown_fields(s))
+        assert list(later.items()) == list(whole.items())
+        assert [type(v) for v in later.values()] == [type(v) for v in whole.values()]
+
+
+def test_a_rule_that_tests_a_shown_field_gets_whole_facts(bundle: Bundle) -> None:
+    rules = bundle.book.program.for_fact("candidate")
+    assert not F.tests_shown_only(rules) and F.fills_later(rules), "today's rules test none: filled in later"
+    extra = Rule("t.need", "candidate", "t", "collect", 0, 0, ((Condition("need_gb", "gt", 1.0),),), (), "t:1")
+    assert F.tests_shown_only((*rules, extra))
+
+
+def test_answers_with_facts_filled_in_later_equal_answers_with_whole_facts(bundle: Bundle,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    reqs = _requests(bundle)
+    reqs += [replace(r, include_trace=True) for r in reqs[:6]] + [replace(r, locale="zh-CN") for r in reqs[:6]]
+    later = [advice_to_proto(bundle.advise(r)).SerializeToString(deterministic=True) for r in reqs]
+    monkeypatch.setattr(F, "fills_later", lambda _rules: False)
+    whole = [advice_to_proto(bundle.advise(r)).SerializeToString(deterministic=True) for r in reqs]
+    assert later == whole
+
+
+def _old_rescale(s: Sizing, k: float, rent: float, basis: str, a: object) -> None:
+    """placement._rescale_ownership as it was, through the money functions and their checks."""
+    s.annual_power_usd *= k
+    s.break_even_rent, s.break_even_basis = rent, basis
+    s.break_even_hours = s.break_even_months = 0.0
+    if s.purchase is None:
+        return
+    s.running_usd_per_busy_hour *= k
+    s.owned_usd_per_hour *= k
+    if rent > 0:
+        s.break_even_hours = own.break_even_hours(s.purchase.usd * s.count, rent, s.running_usd_per_busy_hour)
+        s.break_even_months = (
+            own.break_even_months(s.break_even_hours, s.ownership_utilization,
+                                  a.num("hours_per_month"))  # type: ignore[attr-defined]
+            if math.isfinite(s.break_even_hours) else math.inf
+        )
+
+
+money_values = st.one_of(st.floats(-10, 1e6), st.just(0.0), st.just(math.nan), st.just(math.inf))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(purchase=money_values, rent=money_values, running=money_values,
+       util=st.one_of(st.floats(-1, 2), st.just(math.nan)), per_month=st.sampled_from((730.0, 0.0, -1.0, math.nan)),
+       count=st.integers(1, 64), k=st.sampled_from((0.5, 1.0, 2.0)))
+def test_rescaled_ownership_is_what_the_money_functions_give(bundle: Bundle, purchase, rent, running, util,  # noqa: ANN001
+                                                              per_month, count, k) -> None:  # noqa: ANN001
+    """Its checks written as comparisons: the same figures, and the same error where a money function refuses."""
+    gpu = bundle.book.catalog[0]
+
+    class A:
+        def num(self, name: str) -> float:
+            assert name == "hours_per_month"
+            return per_month
+
+    def made() -> Sizing:
+        s = Sizing.blank(gpu, "ON_DEMAND")
+        s.count, s.purchase, s.ownership_utilization = count, SimpleNamespace(usd=purchase), util
+        s.running_usd_per_busy_hour, s.owned_usd_per_hour, s.annual_power_usd = running, 3.0, 100.0
+        return s
+
+    lean, plain = made(), made()
+    outcomes = []
+    for s, rescale in ((lean, _rescale_ownership), (plain, _old_rescale)):
+        try:
+            rescale(s, k, rent, "market", A())
+            outcomes.append(None)
+        except ValueError as exc:
+            outcomes.append(str(exc))
+    assert outcomes[0] == outcomes[1]
+    assert repr(lean.__dict__) == repr(plain.__dict__)
