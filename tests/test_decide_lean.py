@@ -5,10 +5,8 @@ filled in for the candidates shown alone."""
 
 from __future__ import annotations
 
-import math
 from dataclasses import replace
 from datetime import date
-from types import SimpleNamespace
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -16,7 +14,7 @@ from hypothesis import strategies as st
 
 from service.decide import facts as F
 from service.decide import tables
-from service.decide.placement import _rescale_ownership, reserve_term
+from service.decide.placement import reserve_term
 from service.decide.reserve import with_price_tier
 from service.decide.sizing.common import Sizing
 from service.decide.sizing.per_gpu import size_all
@@ -24,7 +22,6 @@ from service.decide.sizing.per_request import NO_ECONOMICS, RequestSizer
 from service.decide.sizing.shape import shape_of
 from service.domain.brief import PRICE_TIERS, UNSPECIFIED, AdviceRequest, Brief, Latency, Model, Traffic
 from service.engine.ir import Condition, Rule
-from service.money import ownership as own
 from service.rulebook.version import Bundle
 from service.wire.api import advice_to_proto
 from tests.test_advisor import brief_strategy
@@ -117,56 +114,3 @@ def test_answers_with_facts_filled_in_later_equal_answers_with_whole_facts(bundl
     monkeypatch.setattr(F, "fills_later", lambda _rules: False)
     whole = [advice_to_proto(bundle.advise(r)).SerializeToString(deterministic=True) for r in reqs]
     assert later == whole
-
-
-def _old_rescale(s: Sizing, k: float, rent: float, basis: str, a: object) -> None:
-    """placement._rescale_ownership as it was, through the money functions and their checks."""
-    s.annual_power_usd *= k
-    s.break_even_rent, s.break_even_basis = rent, basis
-    s.break_even_hours = s.break_even_months = 0.0
-    if s.purchase is None:
-        return
-    s.running_usd_per_busy_hour *= k
-    s.owned_usd_per_hour *= k
-    if rent > 0:
-        s.break_even_hours = own.break_even_hours(s.purchase.usd * s.count, rent, s.running_usd_per_busy_hour)
-        s.break_even_months = (
-            own.break_even_months(s.break_even_hours, s.ownership_utilization,
-                                  a.num("hours_per_month"))  # type: ignore[attr-defined]
-            if math.isfinite(s.break_even_hours) else math.inf
-        )
-
-
-money_values = st.one_of(st.floats(-10, 1e6), st.just(0.0), st.just(math.nan), st.just(math.inf))
-
-
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(purchase=money_values, rent=money_values, running=money_values,
-       util=st.one_of(st.floats(-1, 2), st.just(math.nan)), per_month=st.sampled_from((730.0, 0.0, -1.0, math.nan)),
-       count=st.integers(1, 64), k=st.sampled_from((0.5, 1.0, 2.0)))
-def test_rescaled_ownership_is_what_the_money_functions_give(bundle: Bundle, purchase, rent, running, util,  # noqa: ANN001
-                                                              per_month, count, k) -> None:  # noqa: ANN001
-    """Its checks written as comparisons: the same figures, and the same error where a money function refuses."""
-    gpu = bundle.book.catalog[0]
-
-    class A:
-        def num(self, name: str) -> float:
-            assert name == "hours_per_month"
-            return per_month
-
-    def made() -> Sizing:
-        s = Sizing.blank(gpu, "ON_DEMAND")
-        s.count, s.purchase, s.ownership_utilization = count, SimpleNamespace(usd=purchase), util
-        s.running_usd_per_busy_hour, s.owned_usd_per_hour, s.annual_power_usd = running, 3.0, 100.0
-        return s
-
-    lean, plain = made(), made()
-    outcomes = []
-    for s, rescale in ((lean, _rescale_ownership), (plain, _old_rescale)):
-        try:
-            rescale(s, k, rent, "market", A())
-            outcomes.append(None)
-        except ValueError as exc:
-            outcomes.append(str(exc))
-    assert outcomes[0] == outcomes[1]
-    assert repr(lean.__dict__) == repr(plain.__dict__)

@@ -371,10 +371,8 @@ def _reprice(
     s.usd_per_hour = p.usd_per_hour
     s.usd_per_gpu_hour = p.usd_per_hour / s.count
     s.price_tier = p.offer_tier
-    usd, tflops = s.usd_per_gpu_hour, s.gpu.tflops_bf16
-    # money.usd_per_tflop_hour with its checks as comparisons (a NaN fails them): the plain one raises where they fail.
     s.usd_per_tflop_hour = (
-        (usd / tflops if usd >= 0 and tflops > 0 else money.usd_per_tflop_hour(usd, tflops)) if tflops else 0.0
+        money.usd_per_tflop_hour(s.usd_per_gpu_hour, s.gpu.tflops_bf16) if s.gpu.tflops_bf16 else 0.0
     )
     s.units_per_hour = s.usd_per_unit = 0.0
     size_unit_cost(s, brief, shape, a)
@@ -394,21 +392,11 @@ def _rescale_ownership(s: Sizing, k: float, rent: float, basis: str, a: Any) -> 
     s.running_usd_per_busy_hour *= k
     s.owned_usd_per_hour *= k
     if rent > 0:
-        # own.break_even_hours and break_even_months with their checks as comparisons (a NaN fails them); the
-        # plain ones, which raise, where one fails.
-        purchase, running = s.purchase.usd * s.count, s.running_usd_per_busy_hour
-        if purchase >= 0 and running >= 0:
-            margin = rent - running
-            s.break_even_hours = math.inf if margin <= 0 else purchase / margin
-        else:
-            s.break_even_hours = own.break_even_hours(purchase, rent, running)
-        util, per_month = s.ownership_utilization, a.num("hours_per_month")
-        if not math.isfinite(s.break_even_hours):
-            s.break_even_months = math.inf
-        elif 0 < util <= 1 and per_month > 0:
-            s.break_even_months = s.break_even_hours / (per_month * util)
-        else:
-            s.break_even_months = own.break_even_months(s.break_even_hours, util, per_month)
+        s.break_even_hours = own.break_even_hours(s.purchase.usd * s.count, rent, s.running_usd_per_busy_hour)
+        s.break_even_months = (
+            own.break_even_months(s.break_even_hours, s.ownership_utilization, a.num("hours_per_month"))
+            if math.isfinite(s.break_even_hours) else math.inf
+        )
 
 
 def _reference_rent(s: Sizing, market: tuple[float, float, float, int, int] | None) -> tuple[float, str]:
