@@ -261,7 +261,38 @@ def _performance(p: domain.Performance | None) -> dict[str, Any] | None:
     acc = p.accuracy
     if acc is None:
         return p.__dict__  # an unset message field: upb takes None as absent
-    return {**p.__dict__, "accuracy": {k: getattr(acc, k) for k in ACCURACY_FIELDS}}
+    return {**p.__dict__, "accuracy": _band_fields(acc)}
+
+
+# A class's accuracy band is the rules version's own object, cited by every candidate of that class: its fields
+# as the message's dict are read once per band (upb only reads the dict).
+_band_fields: IdentityMemo[Any, dict[str, Any]] = IdentityMemo(
+    lambda acc: {k: getattr(acc, k) for k in ACCURACY_FIELDS}, limit=4096)
+
+
+def _market_fields(m: domain.MarketSpread) -> dict[str, Any]:
+    return {"tier": enum_number("PriceTier", m.tier), "min_usd_per_gpu_hour": m.min_usd_per_gpu_hour,
+            "median_usd_per_gpu_hour": m.median_usd_per_gpu_hour, "max_usd_per_gpu_hour": m.max_usd_per_gpu_hour,
+            "offers": m.offers, "providers": m.providers}
+
+
+# A GPU's market spread is kept per rules version and scope (answer._spread_of): the same few objects in answer
+# after answer, each read into its message's dict once rather than built into a message and copied per candidate.
+_market_dict: IdentityMemo[domain.MarketSpread, dict[str, Any]] = IdentityMemo(_market_fields, limit=4096)
+
+
+def _placement_field(p: domain.Placement) -> bytes:
+    """One placement as a Candidate's `placements` field on the wire (tag, length, message): a candidate's
+    placements go in with one parse of their bytes joined, in order, rather than three calls per placement."""
+    holder = pb.Candidate()
+    holder.placements.add(instances=p.instances, usd_per_hour=p.usd_per_hour).offer.MergeFromString(
+        _offer_bytes(p.offer))
+    return holder.SerializeToString()
+
+
+# A shown placement is kept per Placed (answer._placement_of), itself kept with a rules version's placement
+# options, so the same few come back in answer after answer (a caller's quote makes the rare one per answer).
+_placement_bytes: IdentityMemo[domain.Placement, bytes] = IdentityMemo(_placement_field, limit=4096)
 
 
 def advice_to_proto(a: Advice) -> pb.RecommendResponse:
@@ -283,12 +314,11 @@ def advice_to_proto(a: Advice) -> pb.RecommendResponse:
             reasons=_reasons(c.reasons), caveats=_reasons(c.caveats), interconnect=c.interconnect,
             throughput=c.throughput, performance=_performance(c.performance),
             score_breakdown=_score_breakdown(c.score_breakdown),
-            market=_market(c.market), gpus_needed=c.gpus_needed,
+            market=None if c.market is None else _market_dict(c.market), gpus_needed=c.gpus_needed,
         )
-        add = cand.placements.add
-        for p in c.placements:
-            # An offer's message is the same in every answer that shows it: parsed from its bytes, kept per offer.
-            add(instances=p.instances, usd_per_hour=p.usd_per_hour).offer.MergeFromString(_offer_bytes(p.offer))
+        if c.placements:
+            # A repeated field's entries parsed from the wire append in order, as add() would have.
+            cand.MergeFromString(b"".join([_placement_bytes(p) for p in c.placements]))
     for x in a.excluded:
         out.excluded.add(gpu=x.gpu, reasons=_reasons(x.reasons))
     if a.route:
@@ -416,14 +446,6 @@ def offer_to_proto(o: Offer) -> pb.Offer:
 
 # The offers an answer shows are the rules version's own (a caller's quote is the rare one made per answer).
 _offer_bytes: IdentityMemo[Offer, bytes] = IdentityMemo(lambda o: offer_to_proto(o).SerializeToString(), limit=4096)
-
-
-def _market(m: domain.MarketSpread | None) -> pb.MarketSpread | None:
-    if m is None:
-        return None
-    return pb.MarketSpread(tier=enum_number("PriceTier", m.tier), min_usd_per_gpu_hour=m.min_usd_per_gpu_hour,
-                           median_usd_per_gpu_hour=m.median_usd_per_gpu_hour,
-                           max_usd_per_gpu_hour=m.max_usd_per_gpu_hour, offers=m.offers, providers=m.providers)
 
 
 def gpu_to_proto(g: Gpu, day: date, offers: OfferTable | None = None) -> pb.GpuInfo:

@@ -1,0 +1,99 @@
+"""Replies made from kept parts (a placement's bytes, a band's and a spread's fields, a candidate's price and
+break-even texts) are the replies made from scratch: compared on realistic briefs, in both locales, with the trace
+on and off and in both views, answered in turn so that later answers read what earlier ones kept."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from service.bench.loadgen import distinct_briefs
+from service.decide import answer
+from service.rulebook.folder import load_rulebook
+from service.rulebook.version import Bundle
+from service.wire import views
+from service.wire.api import advice_to_proto, pb, request_from_proto
+from tests.test_fast_paths import reference_advice_to_proto
+
+RULES = Path(__file__).parents[1] / "rules"
+
+
+@pytest.fixture(scope="module")
+def bundle():  # noqa: ANN201
+    book, problems = load_rulebook(RULES)
+    assert book is not None, problems
+    b = Bundle(book, loaded_at=None)  # type: ignore[arg-type]
+    yield b
+    b.retire(None)
+
+
+def _requests() -> list[pb.RecommendRequest]:
+    out = []
+    for body in distinct_briefs(24):
+        for locale in ("en", "zh-CN"):
+            for trace in (False, True):
+                r = pb.RecommendRequest.FromString(body[5:])
+                r.locale, r.include_trace = locale, trace
+                out.append(r)
+    return out
+
+
+def test_bench_briefs_reply_as_built_from_scratch_in_both_views(bundle):  # noqa: ANN001
+    requests = _requests()
+    shown = banded = spread = 0
+    for r in requests + requests[::-1]:
+        advice = bundle.advise(request_from_proto(r))
+        new, ref = advice_to_proto(advice), reference_advice_to_proto(advice)
+        assert new.SerializeToString(deterministic=True) == ref.SerializeToString(deterministic=True)
+        assert new.SerializeToString() == ref.SerializeToString()
+        assert views.summarize(new).SerializeToString() == views.summarize(ref).SerializeToString()
+        shown += sum(len(c.placements) for c in new.candidates)
+        banded += sum(c.performance.HasField("accuracy") for c in new.candidates)
+        spread += sum(c.HasField("market") for c in new.candidates)
+    assert shown and banded and spread  # the briefs reach every part these replies read from what was kept
+
+
+def _kept_stores() -> tuple[dict[Any, Any], ...]:
+    return answer._offer_prices, answer._break_evens
+
+
+def test_texts_kept_across_briefs_are_the_texts_made_afresh(bundle):  # noqa: ANN001
+    requests = _requests()
+    kept_replies = [advice_to_proto(bundle.advise(request_from_proto(r))).SerializeToString() for r in requests]
+    assert all(_kept_stores())  # the briefs reach both kept texts
+    for r, kept in zip(requests, kept_replies, strict=True):
+        for store in _kept_stores():
+            store.clear()
+        afresh = advice_to_proto(bundle.advise(request_from_proto(r))).SerializeToString()
+        assert afresh == kept
+
+
+def test_kept_texts_follow_the_rules_version_that_says_them(tmp_path):  # noqa: ANN001
+    # Two rules versions alive at once, one with other wording: each answer reads its own version's texts.
+    rules = tmp_path / "rules"
+    shutil.copytree(RULES, rules)
+    en = rules / "messages" / "en.yaml"
+    text = en.read_text(encoding="utf-8")
+    for key in ("price.from_offer", "ownership.formula"):
+        text = text.replace(f'  {key}: "', f'  {key}: "REWORDED ', 1)
+    en.write_text(text, encoding="utf-8")
+    bundles = []
+    for folder in (RULES, rules):
+        book, problems = load_rulebook(folder)
+        assert book is not None, problems
+        bundles.append(Bundle(book, loaded_at=None))  # type: ignore[arg-type]
+    body = distinct_briefs(1)[0]
+    seen = []
+    for b in bundles + bundles[::-1]:
+        reply = advice_to_proto(b.advise(request_from_proto(pb.RecommendRequest.FromString(body[5:]))))
+        c = reply.candidates[0]
+        texts = [c.cost.price_source, *(r.text for r in c.reasons if r.rule_id == "ownership.break-even")]
+        seen.append(all(t.startswith("REWORDED ") for t in texts) if b is bundles[1] else
+                    not any("REWORDED" in t for t in texts))
+        assert len(texts) == 2 and c.placements
+    for b in bundles:
+        b.retire(None)
+    assert all(seen)
