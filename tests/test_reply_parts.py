@@ -4,14 +4,19 @@ on and off and in both views, answered in turn so that later answers read what e
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from ruamel.yaml import YAML
 
 from service.bench.loadgen import distinct_briefs
 from service.decide import answer
+from service.render import messages
 from service.rulebook.folder import load_rulebook
 from service.rulebook.version import Bundle
 from service.wire import views
@@ -19,6 +24,9 @@ from service.wire.api import advice_to_proto, pb, request_from_proto
 from tests.test_fast_paths import reference_advice_to_proto
 
 RULES = Path(__file__).parents[1] / "rules"
+# The shipped Chinese templates that have placeholders (what a Chinese table fills straight).
+_TEMPLATES = {k: t for k, t in YAML(typ="safe").load((RULES / "messages" / "zh-CN.yaml").read_text(
+    encoding="utf-8"))["messages"].items() if isinstance(t, str) and "{" in t}
 
 
 @pytest.fixture(scope="module")
@@ -97,3 +105,28 @@ def test_kept_texts_follow_the_rules_version_that_says_them(tmp_path):  # noqa: 
     for b in bundles:
         b.retire(None)
     assert all(seen)
+
+
+_CJK_GAP = re.compile(rf"(?<=[{messages._CJK}{messages._FULLWIDTH}]) +(?=[{messages._CJK}{messages._FULLWIDTH}])")
+_PUNCT_GAP = re.compile(rf" +(?=[{messages._FULLWIDTH}])|(?<=[{messages._FULLWIDTH}]) +")
+
+
+@settings(max_examples=2000, deadline=None)
+@given(text=st.text(alphabet=st.sampled_from("中文价格，。（）\u3000\uff01 a1-"), max_size=24))
+def test_one_pass_tidy_removes_the_gaps_the_two_passes_removed(text: str) -> None:
+    # The two passes tidy() made before its one-pass pattern: CJK-CJK gaps, then gaps by full-width characters.
+    assert messages.tidy(text, "zh-CN") == _PUNCT_GAP.sub("", _CJK_GAP.sub("", text))
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.data())
+def test_wide_straight_fillers_tell_what_the_loop_tells(data: st.DataObject) -> None:
+    # A Chinese table's straight-line filler: the same text and the same "a wide value went in" as fill_wide.
+    key = data.draw(st.sampled_from(sorted(_TEMPLATES)))
+    compiled = messages._Compiled(messages._parsed(_TEMPLATES[key]))
+    names = messages.placeholders(_TEMPLATES[key])
+    values = st.one_of(st.text(alphabet=st.sampled_from("中，a 1"), max_size=4), st.floats(-2000, 2000),
+                       st.integers(-5000, 5000), st.booleans(), st.none(), st.sampled_from((999.99, 1000.0, "按需")))
+    params = data.draw(st.dictionaries(st.sampled_from(names), values) if names else st.just({}))
+    got, want = compiled.wide(params), compiled.fill_wide(params)
+    assert got[0] == want[0] and bool(got[1]) == bool(want[1])
