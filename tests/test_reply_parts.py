@@ -130,3 +130,14 @@ def test_wide_straight_fillers_tell_what_the_loop_tells(data: st.DataObject) -> 
     params = data.draw(st.dictionaries(st.sampled_from(names), values) if names else st.just({}))
     got, want = compiled.wide(params), compiled.fill_wide(params)
     assert got[0] == want[0] and bool(got[1]) == bool(want[1])
+
+
+def test_kept_questions_are_told_apart_by_their_assumed_values_type() -> None:
+    # True == 1 == 1.0 as keys, but a reply says true, 1 and 1 (a whole float as an int) apart.
+    from service.domain.advice import Question
+    from service.wire import api
+
+    for assumed in (True, 1, 1.0, 0.5, "x", None, True):
+        q = Question("economics.has_platform_team", "Is there a platform team?", "ask.team", "", assumed, 3)
+        kept = pb.RecommendResponse.FromString(api._question_field(q)).questions[0]
+        assert kept == api.question_to_proto(q)

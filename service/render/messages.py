@@ -43,6 +43,7 @@ def spec_problem(spec: str) -> str | None:
     return None
 
 
+@lru_cache(maxsize=1024)
 def unit_key(unit: str) -> str:
     """The message key naming an `ask` unit in each locale ("hours per month" → `ask_unit.hours_per_month`): a
     question's unit is read by people and assistants in the request's language, like its text."""

@@ -45,7 +45,7 @@ from ..domain.catalog import Gpu, tier_preference  # noqa: E402
 from ..domain.models import ModelEntry  # noqa: E402
 from ..domain.offers import Offer, OfferQuery, OfferTable  # noqa: E402
 from ..engine.parse import did_you_mean  # noqa: E402
-from ..memo import IdentityMemo  # noqa: E402
+from ..memo import IdentityMemo, keep  # noqa: E402
 from .proto_schema import field_at, json_type  # noqa: E402
 from .validate import is_country_code  # noqa: E402
 
@@ -330,8 +330,8 @@ def advice_to_proto(a: Advice) -> pb.RecommendResponse:
     for w in a.warnings:
         out.warnings.add(code=w.code, severity=enum_number("Severity", w.severity), text=w.text,
                          rule_id=w.rule_id, title=w.title)
-    for q in a.questions:
-        out.questions.append(question_to_proto(q))
+    if a.questions:
+        out.MergeFromString(b"".join([_question_field(q) for q in a.questions]))
     if a.metric:
         out.metric.CopyFrom(pb.Metric(name=a.metric.name, formula=a.metric.formula, rule_id=a.metric.rule_id,
                                       kind=enum_number("MetricKind", a.metric.kind)))
@@ -372,7 +372,7 @@ def _plan_and_checklist(plan: tuple[domain.BenchmarkStage, ...],
 def question_to_proto(q: domain.Question) -> pb.Question:
     """The rules say the unit, the assumed value and the priority; the contract says the type and the choices."""
     out = pb.Question(field=q.field, text=q.text, rule_id=q.rule_id, unit=q.unit, priority=q.priority)
-    fd, kind, allowed = _question_field(q.field)
+    fd, kind, allowed = _question_path(q.field)
     if fd is None:
         return out  # rules-check rejects such a field; an old rules version still gets its text through
     out.type = kind
@@ -383,8 +383,22 @@ def question_to_proto(q: domain.Question) -> pb.Question:
     return out
 
 
+# A question's message on the wire, kept by the question's value (and its assumed value's type: True == 1, but
+# they print apart): the rules ask the same few questions, with the same words, of brief after brief.
+_QUESTIONS: dict[tuple[domain.Question, type], bytes] = {}
+
+
+def _question_field(q: domain.Question) -> bytes:
+    """`q` as a RecommendResponse's `questions` field on the wire (tag, length, message)."""
+    def made() -> bytes:
+        holder = pb.RecommendResponse()
+        holder.questions.append(question_to_proto(q))
+        return holder.SerializeToString()
+    return keep(_QUESTIONS, (q, type(q.assumed)), made, 1024)
+
+
 @lru_cache(maxsize=256)
-def _question_field(path: str) -> tuple[Any, Any, tuple[str, ...]]:
+def _question_path(path: str) -> tuple[Any, Any, tuple[str, ...]]:
     """The brief field a question asks for, its JSON type and its enum choices: the contract's, never a brief's."""
     fd = field_at(pb.WorkloadBrief.DESCRIPTOR, path)
     if fd is None:
