@@ -25,7 +25,7 @@ from ..domain.advice import (
     Warning,
 )
 from ..domain.offers import Offer
-from ..memo import IdentityMemo
+from ..memo import IdentityMemo, keep_held
 from .accuracy import band_of, risk_caveats
 from .book import Rulebook
 from .run import Run, Said, Scored
@@ -48,13 +48,9 @@ def candidate_of(c: Scored, run: Run) -> Candidate:
         price_src = run.text("price.from_quote", {"provider": s.quote.provider or "-", "as_of": s.quote.as_of or "-"})
         price_as_of = s.quote.as_of
     elif s.placement:
-        o = s.placement.offer
-        price_src = run.text("price.from_offer", {
-            "instances": s.placement.instances, "provider": o.provider, "instance_type": o.instance_type,
-            "region": o.region, "tier": run.name(f"tier.{s.placement.offer_tier}"), "source": o.source,
-            "as_of": o.as_of.isoformat(),
-        })
-        price_as_of = o.as_of.isoformat()
+        placed = s.placement
+        price_src, price_as_of = keep_held(_offer_prices, (id(run.msgs), run.locale, id(placed)), (run.msgs, placed),
+                                           lambda: _offer_price(placed, run), _KEPT_TEXTS)
     else:
         price_src, price_as_of = "", ""
         if s.price:
@@ -130,6 +126,25 @@ def candidate_of(c: Scored, run: Run) -> Candidate:
         gpus_needed=s.gpus_needed or s.count,
         spare_gpus=s.spare_gpus,
     )
+
+
+def _offer_price(placed: Placed, run: Run) -> tuple[str, str]:
+    """Where a candidate's price comes from, in words, and the price's date, when an offer prices it."""
+    o = placed.offer
+    return run.text("price.from_offer", {
+        "instances": placed.instances, "provider": o.provider, "instance_type": o.instance_type,
+        "region": o.region, "tier": run.name(f"tier.{placed.offer_tier}"), "source": o.source,
+        "as_of": o.as_of.isoformat(),
+    }), o.as_of.isoformat()
+
+
+# Texts a candidate's sizing reads from objects a rules version keeps (its placement, its purchase price) and from
+# a few figures, the same for every brief that lands on that GPU's configuration whatever its traffic: kept by all
+# they read, the rules' messages and the locale included (tests/test_reply_parts.py compares them with texts
+# made afresh). Bounded: a store holding _KEPT_TEXTS entries is emptied before the next goes in.
+_KEPT_TEXTS = 4096
+_offer_prices: dict[tuple[int, str, int], tuple[tuple[object, ...], tuple[str, str]]] = {}
+_break_evens: dict[tuple[Any, ...], tuple[tuple[object, ...], tuple[Reason, ...]]] = {}
 
 
 def _placement(p: Placed) -> Placement:
@@ -228,6 +243,18 @@ def ownership_reason(s: Sizing, run: Run, utilization_given: bool) -> tuple[Reas
     """The break-even arithmetic, so a reader can redo it from the printed figures."""
     if s.purchase is None or s.usd_per_hour <= 0:
         return ()
+    # Keyed by every figure the reason reads. `x or str(x)`: 0.0 and -0.0 are equal keys but print apart.
+    own = s.placement if s.break_even_basis == "own" else None
+    rent, running = s.break_even_rent, s.running_usd_per_busy_hour
+    hours, months, use = s.break_even_hours, s.break_even_months, s.ownership_utilization
+    key = (id(run.msgs), run.locale, id(s.purchase), id(own), s.count, s.break_even_basis, utilization_given,
+           rent or str(rent), running or str(running), hours or str(hours), months or str(months), use or str(use))
+    return keep_held(_break_evens, key, (run.msgs, s.purchase, own),
+                     lambda: _ownership_reason(s, run, utilization_given), _KEPT_TEXTS)
+
+
+def _ownership_reason(s: Sizing, run: Run, utilization_given: bool) -> tuple[Reason, ...]:
+    assert s.purchase is not None  # ownership_reason's check
     params = {
         "purchase_usd": s.purchase.usd * s.count,
         "usd_per_hour": s.break_even_rent,

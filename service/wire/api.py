@@ -45,7 +45,7 @@ from ..domain.catalog import Gpu, tier_preference  # noqa: E402
 from ..domain.models import ModelEntry  # noqa: E402
 from ..domain.offers import Offer, OfferQuery, OfferTable  # noqa: E402
 from ..engine.parse import did_you_mean  # noqa: E402
-from ..memo import IdentityMemo  # noqa: E402
+from ..memo import IdentityMemo, keep  # noqa: E402
 from .proto_schema import field_at, json_type  # noqa: E402
 from .validate import is_country_code  # noqa: E402
 
@@ -261,7 +261,38 @@ def _performance(p: domain.Performance | None) -> dict[str, Any] | None:
     acc = p.accuracy
     if acc is None:
         return p.__dict__  # an unset message field: upb takes None as absent
-    return {**p.__dict__, "accuracy": {k: getattr(acc, k) for k in ACCURACY_FIELDS}}
+    return {**p.__dict__, "accuracy": _band_fields(acc)}
+
+
+# A class's accuracy band is the rules version's own object, cited by every candidate of that class: its fields
+# as the message's dict are read once per band (upb only reads the dict).
+_band_fields: IdentityMemo[Any, dict[str, Any]] = IdentityMemo(
+    lambda acc: {k: getattr(acc, k) for k in ACCURACY_FIELDS}, limit=4096)
+
+
+def _market_fields(m: domain.MarketSpread) -> dict[str, Any]:
+    return {"tier": enum_number("PriceTier", m.tier), "min_usd_per_gpu_hour": m.min_usd_per_gpu_hour,
+            "median_usd_per_gpu_hour": m.median_usd_per_gpu_hour, "max_usd_per_gpu_hour": m.max_usd_per_gpu_hour,
+            "offers": m.offers, "providers": m.providers}
+
+
+# A GPU's market spread is kept per rules version and scope (answer._spread_of): the same few objects in answer
+# after answer, each read into its message's dict once rather than built into a message and copied per candidate.
+_market_dict: IdentityMemo[domain.MarketSpread, dict[str, Any]] = IdentityMemo(_market_fields, limit=4096)
+
+
+def _placement_field(p: domain.Placement) -> bytes:
+    """One placement as a Candidate's `placements` field on the wire (tag, length, message): a candidate's
+    placements go in with one parse of their bytes joined, in order, rather than three calls per placement."""
+    holder = pb.Candidate()
+    holder.placements.add(instances=p.instances, usd_per_hour=p.usd_per_hour).offer.MergeFromString(
+        _offer_bytes(p.offer))
+    return holder.SerializeToString()
+
+
+# A shown placement is kept per Placed (answer._placement_of), itself kept with a rules version's placement
+# options, so the same few come back in answer after answer (a caller's quote makes the rare one per answer).
+_placement_bytes: IdentityMemo[domain.Placement, bytes] = IdentityMemo(_placement_field, limit=4096)
 
 
 def advice_to_proto(a: Advice) -> pb.RecommendResponse:
@@ -283,12 +314,11 @@ def advice_to_proto(a: Advice) -> pb.RecommendResponse:
             reasons=_reasons(c.reasons), caveats=_reasons(c.caveats), interconnect=c.interconnect,
             throughput=c.throughput, performance=_performance(c.performance),
             score_breakdown=_score_breakdown(c.score_breakdown),
-            market=_market(c.market), gpus_needed=c.gpus_needed,
+            market=None if c.market is None else _market_dict(c.market), gpus_needed=c.gpus_needed,
         )
-        add = cand.placements.add
-        for p in c.placements:
-            # An offer's message is the same in every answer that shows it: parsed from its bytes, kept per offer.
-            add(instances=p.instances, usd_per_hour=p.usd_per_hour).offer.MergeFromString(_offer_bytes(p.offer))
+        if c.placements:
+            # A repeated field's entries parsed from the wire append in order, as add() would have.
+            cand.MergeFromString(b"".join([_placement_bytes(p) for p in c.placements]))
     for x in a.excluded:
         out.excluded.add(gpu=x.gpu, reasons=_reasons(x.reasons))
     if a.route:
@@ -300,8 +330,8 @@ def advice_to_proto(a: Advice) -> pb.RecommendResponse:
     for w in a.warnings:
         out.warnings.add(code=w.code, severity=enum_number("Severity", w.severity), text=w.text,
                          rule_id=w.rule_id, title=w.title)
-    for q in a.questions:
-        out.questions.append(question_to_proto(q))
+    if a.questions:
+        out.MergeFromString(b"".join([_question_field(q) for q in a.questions]))
     if a.metric:
         out.metric.CopyFrom(pb.Metric(name=a.metric.name, formula=a.metric.formula, rule_id=a.metric.rule_id,
                                       kind=enum_number("MetricKind", a.metric.kind)))
@@ -342,7 +372,7 @@ def _plan_and_checklist(plan: tuple[domain.BenchmarkStage, ...],
 def question_to_proto(q: domain.Question) -> pb.Question:
     """The rules say the unit, the assumed value and the priority; the contract says the type and the choices."""
     out = pb.Question(field=q.field, text=q.text, rule_id=q.rule_id, unit=q.unit, priority=q.priority)
-    fd, kind, allowed = _question_field(q.field)
+    fd, kind, allowed = _question_path(q.field)
     if fd is None:
         return out  # rules-check rejects such a field; an old rules version still gets its text through
     out.type = kind
@@ -353,8 +383,22 @@ def question_to_proto(q: domain.Question) -> pb.Question:
     return out
 
 
+# A question's message on the wire, kept by the question's value (and its assumed value's type: True == 1, but
+# they print apart): the rules ask the same few questions, with the same words, of brief after brief.
+_QUESTIONS: dict[tuple[domain.Question, type], bytes] = {}
+
+
+def _question_field(q: domain.Question) -> bytes:
+    """`q` as a RecommendResponse's `questions` field on the wire (tag, length, message)."""
+    def made() -> bytes:
+        holder = pb.RecommendResponse()
+        holder.questions.append(question_to_proto(q))
+        return holder.SerializeToString()
+    return keep(_QUESTIONS, (q, type(q.assumed)), made, 1024)
+
+
 @lru_cache(maxsize=256)
-def _question_field(path: str) -> tuple[Any, Any, tuple[str, ...]]:
+def _question_path(path: str) -> tuple[Any, Any, tuple[str, ...]]:
     """The brief field a question asks for, its JSON type and its enum choices: the contract's, never a brief's."""
     fd = field_at(pb.WorkloadBrief.DESCRIPTOR, path)
     if fd is None:
@@ -416,14 +460,6 @@ def offer_to_proto(o: Offer) -> pb.Offer:
 
 # The offers an answer shows are the rules version's own (a caller's quote is the rare one made per answer).
 _offer_bytes: IdentityMemo[Offer, bytes] = IdentityMemo(lambda o: offer_to_proto(o).SerializeToString(), limit=4096)
-
-
-def _market(m: domain.MarketSpread | None) -> pb.MarketSpread | None:
-    if m is None:
-        return None
-    return pb.MarketSpread(tier=enum_number("PriceTier", m.tier), min_usd_per_gpu_hour=m.min_usd_per_gpu_hour,
-                           median_usd_per_gpu_hour=m.median_usd_per_gpu_hour,
-                           max_usd_per_gpu_hour=m.max_usd_per_gpu_hour, offers=m.offers, providers=m.providers)
 
 
 def gpu_to_proto(g: Gpu, day: date, offers: OfferTable | None = None) -> pb.GpuInfo:
