@@ -123,6 +123,9 @@ GENERATION = ("REALTIME_INFERENCE", "BATCH_INFERENCE", "EVALUATION", "NOTEBOOK")
 # What serving_speed sets on a Sizing (and all it sets): the width search keeps them per width tried.
 SPEED_FIELDS = ("effective_tflops", "tokens_per_second", "step_ms", "itl_ms", "est_ttft_ms", "est_latency_ms")
 _speed_fields = operator.attrgetter(*SPEED_FIELDS)
+# Every field size_inference sets on a generation brief's blank Sizing (RequestSizer keeps these per GPU).
+GENERATION_SIZED = ("fits", "memory_count", "latency_target", *SPEED_FIELDS, "memory_count_latency_ms", "meets_latency",
+                    "per_replica", "replicas", "count", "memory")
 
 
 def pinned_width(brief: Brief) -> int:

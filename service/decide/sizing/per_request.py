@@ -4,7 +4,7 @@ from its per-rules table (tables.py). Equal to `size` by test."""
 from __future__ import annotations
 
 import math
-from dataclasses import fields, replace
+from dataclasses import replace
 from datetime import date
 
 from ...domain.assumptions import Assumptions
@@ -16,16 +16,19 @@ from ...physics import memory as mem
 from .. import tables as tb
 from .cluster import size_cluster, whole_racks
 from .common import Memo, Sizing, compared_tier, compute_tflops, size_ownership
-from .inference import inference_need, inference_speed, pipeline_sizes, replicate_for_load, size_inference
+from .inference import (
+    GENERATION_SIZED,
+    inference_need,
+    inference_speed,
+    pipeline_sizes,
+    replicate_for_load,
+    size_inference,
+)
 from .shape import Shape
 from .training import full_training_need, size_adapter, size_full_training
 
 NO_ECONOMICS = Economics()
 SPEED_BRIEFS = 256  # briefs whose speeds a rules load keeps; all are dropped past it
-# Sizing's fields that hold a list (a sizing may append to one rather than assign it); the others are compared by
-# identity to find what sizing set.
-LIST_FIELDS = tuple(f.name for f in fields(Sizing) if f.default_factory is list)
-_ABSENT = object()
 
 
 class RequestSizer:
@@ -207,16 +210,11 @@ class RequestSizer:
         if known is None:
             size_inference(s, self.brief, self.shape, self.a, self.memo, need, least, lean, (gt.sizes, gt.usable_gb))
             return
-        before = s.__dict__.copy()
-        lists = [(k, list(before[k])) for k in LIST_FIELDS if k in before]  # changed in place, if at all
         size_inference(s, self.brief, self.shape, self.a, self.memo, need, least, False, (gt.sizes, gt.usable_gb))
-        after = s.__dict__
-        changed = {k: v for k, v in after.items() if before.get(k, _ABSENT) is not v}
-        for k, old in lists:
-            if k not in changed and after[k] != old:
-                changed[k] = after[k]
-        kept = {k: list(v) if isinstance(v, list) else v for k, v in changed.items()}
-        known[id(gt.gpu)] = (gt.gpu, kept, tuple(k for k, v in kept.items() if isinstance(v, list)))
+        # The fields a generation brief's sizing sets (and only those: tests/test_sized_fields.py), read by name
+        # rather than found by comparing every field of the Sizing before and after.
+        d = s.__dict__
+        known[id(gt.gpu)] = (gt.gpu, {k: d[k] for k in GENERATION_SIZED}, ())
 
     def size_unit_cost(self, s: Sizing) -> None:
         """size_unit_cost with money.usd_per_accepted_unit written out (the plain one where its checks refuse)."""
