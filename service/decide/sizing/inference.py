@@ -216,18 +216,11 @@ def serving_floor(g: _ServingGpu, n: int) -> tuple[float, float]:
     communication latency, the weights' read or their math and the KV cache's read (the terms left out are >= 0);
     a prompt's chunks each at least the floor and their linear FLOPs, then one step. Asked only after a width of
     this GPU was sized (its bandwidth and peak are known positive)."""
-    eff, gpu = g.eff, g.gpu
-    tp = min(n, g.up, MAX_TENSOR_PARALLEL)
-    stages = math.ceil(n / tp)
-    overhead = eff.floor_s + parallel_overhead_s(gpu, n, tp, stages, g.layers, g.fast_us, g.slow_us) + g.ep_s
-    read_rate = gpu.bandwidth_tbs * n * 1e12 * eff.mbu
-    math_rate = g.tflops * n * 1e12 * g.mfu
-    weights = max(0.0, g.weights * stages) * 1e9 / read_rate
-    step = overhead + max(weights, max(0.0, g.decode_flops) / math_rate) + max(0.0, g.kv_read) * 1e9 / read_rate
-    budget = eff.budget_tokens
-    chunk = 2 * g.active * min(g.s_in, budget) / math_rate  # an MoE's tiled experts only add to it
-    single = math.ceil(g.s_in / budget) * (overhead + chunk)
-    return eff.request_s + single + step, step
+    w = _width(g, n)
+    read_rate, math_rate = w.read_rate, w.math_rate
+    weights = max(0.0, g.weights * w.stages) * 1e9 / read_rate
+    step = w.overhead + max(weights, max(0.0, g.decode_flops) / math_rate) + max(0.0, g.kv_read) * 1e9 / read_rate
+    return w.floor_head + step, step
 
 
 def pipeline_sizes(brief: Brief, sizes: tuple[int, ...]) -> tuple[int, ...]:
@@ -446,32 +439,80 @@ def _engine_on(gpu: Gpu, toolchain: tuple[str, ...], a: Assumptions) -> EngineOn
     return keep_held(_ENGINE_ON, (id(gpu), toolchain, id(a)), (gpu, a), figures, 4096)  # toolchains: the callers'
 
 
+class _Width:
+    """What serving reads of one GPU at one width that no output length changes: the step's floor and
+    communication, the rates, serving_floor's TTFT but its step, and (once a width is sized) its prompts' prefill
+    times. Kept in the brief's prefill table, which the missed-target search shares across the lengths it tries."""
+
+    __slots__ = ("gpu", "tp", "stages", "overhead", "bw", "tflops", "attn_tflops", "read_rate", "math_rate",
+                 "floor_head", "prefilled", "single", "chunk", "whole", "extra")
+
+
+def _width(g: _ServingGpu, n: int) -> _Width:
+    gpu, eff = g.gpu, g.eff
+    key = ("width", id(gpu), n, g.tflops, g.c, g.s_in, g.p95_in)
+    w = g.prefills.get(key)
+    if w is not None and w.gpu is gpu:
+        return w
+    w = _Width()
+    w.gpu, w.prefilled = gpu, False
+    w.tp = tp = min(n, g.up, MAX_TENSOR_PARALLEL)
+    # Pipeline stages beyond the scale-up domain each read their weights once per micro-batch, so a token
+    # still waits for the whole model to be read at one stage's bandwidth: stages add capacity, not speed.
+    w.stages = stages = math.ceil(n / tp)
+    w.overhead = overhead = (
+        eff.floor_s + parallel_overhead_s(gpu, n, tp, stages, g.layers, g.fast_us, g.slow_us) + g.ep_s
+    )
+    w.bw = bw = gpu.bandwidth_tbs * n
+    w.tflops = tflops = g.tflops * n
+    w.attn_tflops = g.attn_base * n
+    # serving_floor's: a prompt's chunks each at least the floor and their linear FLOPs (an MoE's tiled experts
+    # only add to them), then one step.
+    w.read_rate = bw * 1e12 * eff.mbu
+    w.math_rate = math_rate = tflops * 1e12 * g.mfu
+    budget = eff.budget_tokens
+    chunk = 2 * g.active * min(g.s_in, budget) / math_rate
+    w.floor_head = eff.request_s + math.ceil(g.s_in / budget) * (overhead + chunk)
+    g.prefills[key] = w
+    return w
+
+
+def _traffic(g: _ServingGpu, w: _Width, tokens: float) -> float:
+    """Tensor parallelism all-reduces each layer's 16-bit activations twice (Megatron): tokens x hidden x 2 bytes
+    each, at the link's bandwidth; over PCIe a big prefill chunk pays for it, over NVLink hardly."""
+    if w.tp <= 1 or g.link <= 0:
+        return 0.0
+    return 2 * g.layers * serving.allreduce_transfer_seconds(tokens * g.hidden * 2.0, w.tp, g.link)
+
+
 def _serving_width(g: _ServingGpu, n: int, memo: Memo) -> tuple[float, float, float]:
     """(decode step, mean TTFT, TTFT at the p95 prompt) of one model copy on n GPUs: serving_speed's figures, in
     its order of operations."""
-    gpu, eff, shape = g.gpu, g.eff, g.shape
+    eff = g.eff
     c, s_in, s_out, pps = g.c, g.s_in, g.s_out, g.pps
-    attn_tflops = g.attn_base * n
-    tp = min(n, g.up, MAX_TENSOR_PARALLEL)
-    # Pipeline stages beyond the scale-up domain each read their weights once per micro-batch, so a token
-    # still waits for the whole model to be read at one stage's bandwidth: stages add capacity, not speed.
-    stages = math.ceil(n / tp)
-    overhead = eff.floor_s + parallel_overhead_s(gpu, n, tp, stages, g.layers, g.fast_us, g.slow_us) + g.ep_s
-    bw = gpu.bandwidth_tbs * n
-    tflops = g.tflops * n
-    link, layers, hidden, mbu, mfu, overlap = g.link, g.layers, g.hidden, eff.mbu, g.mfu, g.overlap
-
-    def traffic(tokens: float) -> float:
-        """Tensor parallelism all-reduces each layer's 16-bit activations twice (Megatron): tokens x hidden x 2
-        bytes each, at the link's bandwidth; over PCIe a big prefill chunk pays for it, over NVLink hardly."""
-        if tp <= 1 or link <= 0:
-            return 0.0
-        return 2 * layers * serving.allreduce_transfer_seconds(tokens * hidden * 2.0, tp, link)
-
+    w = _width(g, n)
     step = serving.step_seconds(
-        g.weights * stages, g.decode_flops, g.kv_read, g.decode_attn, g.decode_prefill_attn, bw, mbu, tflops, mfu,
-        attn_tflops, overhead + traffic(c + pps), overlap,
+        g.weights * w.stages, g.decode_flops, g.kv_read, g.decode_attn, g.decode_prefill_attn, w.bw, eff.mbu,
+        w.tflops, g.mfu, w.attn_tflops, w.overhead + _traffic(g, w, c + pps), g.overlap,
     )
+    if not w.prefilled:
+        _prefill_times(g, w, n, memo)
+    single = w.single
+    wave = serving.time_to_first_token(w.chunk, w.whole, c, s_in, eff.budget_tokens, step, eff.request_s)
+    # Apart from the wave, a prompt that arrives alone waits for its own prefill and what of another's is in flight.
+    alone = serving.lone_first_token(single, step, c - 1, s_out, eff.request_s)
+    ttft_avg = serving.blend_arrivals(alone, wave, eff.prefill_first)
+    ttft = ttft_avg
+    if g.p95_in > s_in:  # a longer prompt waits for its own extra tokens on top
+        ttft += w.extra
+    return step, ttft_avg, ttft
+
+
+def _prefill_times(g: _ServingGpu, w: _Width, n: int, memo: Memo) -> None:
+    """The width's prompt prefill times, none of which reads the output length: one prompt chunk by chunk, a
+    chunk of the prompts that arrived together, all of them in one step, and what the p95 prompt adds."""
+    gpu, eff, shape = g.gpu, g.eff, g.shape
+    c, s_in = g.c, g.s_in
     prefills, gid = g.prefills, id(gpu)
 
     def prefill(tokens: int, prompt: int) -> float:
@@ -487,24 +528,19 @@ def _serving_width(g: _ServingGpu, n: int, memo: Memo) -> tuple[float, float, fl
         read = memo.get(rkey)
         if read is None:
             read = memo[rkey] = mem.weights_gb(shape.params_read_billion(tokens), shape.bytes_per_param)
-        read = read * stages
+        read = read * w.stages
         return serving.step_seconds(read, _linear_flops(g, tokens), 0.0, 0.0,
-                                    _attention(shape, memo, prompt) * tokens / max(1, prompt), bw, mbu, tflops, mfu,
-                                    attn_tflops, overhead + traffic(tokens), overlap)
+                                    _attention(shape, memo, prompt) * tokens / max(1, prompt), w.bw, eff.mbu,
+                                    w.tflops, g.mfu, w.attn_tflops, w.overhead + _traffic(g, w, tokens), g.overlap)
 
     budget = eff.budget_tokens
-    single = prefill(min(s_in, budget), s_in) * math.ceil(s_in / budget)  # one prompt, chunk by chunk
-    chunk = prefill(min(budget, max(1, c * s_in)), s_in)
-    whole = chunk if c * s_in <= budget else prefill(c * s_in, s_in)
-    wave = serving.time_to_first_token(chunk, whole, c, s_in, budget, step, eff.request_s)
-    # Apart from the wave, a prompt that arrives alone waits for its own prefill and what of another's is in flight.
-    alone = serving.lone_first_token(single, step, c - 1, s_out, eff.request_s)
-    ttft_avg = serving.blend_arrivals(alone, wave, eff.prefill_first)
+    w.single = single = prefill(min(s_in, budget), s_in) * math.ceil(s_in / budget)  # one prompt, chunk by chunk
+    w.chunk = chunk = prefill(min(budget, max(1, c * s_in)), s_in)
+    w.whole = chunk if c * s_in <= budget else prefill(c * s_in, s_in)
     p95_in = g.p95_in
-    ttft = ttft_avg
-    if p95_in > s_in:  # a longer prompt waits for its own extra tokens on top
-        ttft += max(0.0, prefill(min(p95_in, budget), p95_in) * math.ceil(p95_in / budget) - single)
-    return step, ttft_avg, ttft
+    w.extra = max(0.0, prefill(min(p95_in, budget), p95_in) * math.ceil(p95_in / budget) - single) if p95_in > s_in \
+        else 0.0
+    w.prefilled = True
 
 
 def _linear_flops(g: _ServingGpu, tokens: float) -> float:
