@@ -109,6 +109,12 @@ def time_to_first_token(chunk_s: float, whole_s: float, sessions: int, prompt_to
     return request_s + chunk_s * mean_chunks_to_first_token(c, s, b) + step_s
 
 
+def wave_fits_one_step(sessions: int, prompt_tokens: int, budget_tokens: int) -> bool:
+    """Whether time_to_first_token reads `whole_s` (every prompt of the wave in one step) rather than `chunk_s`:
+    a caller need not work out the prefill it will not read."""
+    return max(1, sessions) * max(1, prompt_tokens) <= max(1, budget_tokens)
+
+
 def lone_first_token(prefill_s: float, step_s: float, others: int, output_tokens: int, request_s: float = 0.0,
                      iterations: int = 30) -> float:
     """TTFT of a prompt that arrives on its own while `others` sessions cycle: its own prefill (one step of the

@@ -536,7 +536,12 @@ def _prefill_times(g: _ServingGpu, w: _Width, n: int, memo: Memo) -> None:
     budget = eff.budget_tokens
     w.single = single = prefill(min(s_in, budget), s_in) * math.ceil(s_in / budget)  # one prompt, chunk by chunk
     w.chunk = chunk = prefill(min(budget, max(1, c * s_in)), s_in)
-    w.whole = chunk if c * s_in <= budget else prefill(c * s_in, s_in)
+    if c * s_in <= budget:
+        w.whole = chunk
+    elif serving.wave_fits_one_step(c, s_in, budget):
+        w.whole = prefill(c * s_in, s_in)
+    else:  # time_to_first_token reads the chunks alone: a step of every prompt at once is not worked out
+        w.whole = 0.0
     p95_in = g.p95_in
     w.extra = max(0.0, prefill(min(p95_in, budget), p95_in) * math.ceil(p95_in / budget) - single) if p95_in > s_in \
         else 0.0
