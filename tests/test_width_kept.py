@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
@@ -64,3 +65,16 @@ def test_a_width_sized_on_kept_figures_is_sized_from_nothing(book, brief: Brief,
         at = _at(brief, n)
         assert _sized(book, at, shape.arch, shared) == _sized(book, at, shape.arch, {}), n
     assert any(k[0] == "width" for k in shared)  # the figures were kept, and found again
+
+
+def test_a_gpu_with_no_compute_is_refused_by_the_step_as_before(book) -> None:  # noqa: ANN001, F811
+    # The kept figures divide by nothing: serving_floor's TTFT is worked out when a floor is asked, so a width
+    # with no compute still gets the step's own error, naming the rate.
+    brief = UNSAID_INPUT
+    a = book.assumptions
+    shape = shape_of(brief, a)
+    assert shape is not None
+    s = Sizing(gpu=book.catalog[0])
+    s.tflops = 0.0
+    with pytest.raises(ValueError, match="tflops"):
+        inference.serving_speed(s, brief, shape, a, 1, {})

@@ -220,7 +220,13 @@ def serving_floor(g: _ServingGpu, n: int) -> tuple[float, float]:
     read_rate, math_rate = w.read_rate, w.math_rate
     weights = max(0.0, g.weights * w.stages) * 1e9 / read_rate
     step = w.overhead + max(weights, max(0.0, g.decode_flops) / math_rate) + max(0.0, g.kv_read) * 1e9 / read_rate
-    return w.floor_head + step, step
+    head = w.floor_head
+    if head is None:  # the TTFT but its step, worked out when a floor is first asked of this width
+        eff = g.eff
+        budget = eff.budget_tokens
+        chunk = 2 * g.active * min(g.s_in, budget) / math_rate  # an MoE's tiled experts only add to it
+        head = w.floor_head = eff.request_s + math.ceil(g.s_in / budget) * (w.overhead + chunk)
+    return head + step, step
 
 
 def pipeline_sizes(brief: Brief, sizes: tuple[int, ...]) -> tuple[int, ...]:
@@ -460,19 +466,13 @@ def _width(g: _ServingGpu, n: int) -> _Width:
     # Pipeline stages beyond the scale-up domain each read their weights once per micro-batch, so a token
     # still waits for the whole model to be read at one stage's bandwidth: stages add capacity, not speed.
     w.stages = stages = math.ceil(n / tp)
-    w.overhead = overhead = (
-        eff.floor_s + parallel_overhead_s(gpu, n, tp, stages, g.layers, g.fast_us, g.slow_us) + g.ep_s
-    )
+    w.overhead = eff.floor_s + parallel_overhead_s(gpu, n, tp, stages, g.layers, g.fast_us, g.slow_us) + g.ep_s
     w.bw = bw = gpu.bandwidth_tbs * n
     w.tflops = tflops = g.tflops * n
     w.attn_tflops = g.attn_base * n
-    # serving_floor's: a prompt's chunks each at least the floor and their linear FLOPs (an MoE's tiled experts
-    # only add to them), then one step.
-    w.read_rate = bw * 1e12 * eff.mbu
-    w.math_rate = math_rate = tflops * 1e12 * g.mfu
-    budget = eff.budget_tokens
-    chunk = 2 * g.active * min(g.s_in, budget) / math_rate
-    w.floor_head = eff.request_s + math.ceil(g.s_in / budget) * (overhead + chunk)
+    w.read_rate = bw * 1e12 * eff.mbu  # serving_floor's rates
+    w.math_rate = tflops * 1e12 * g.mfu
+    w.floor_head = None
     g.prefills[key] = w
     return w
 
