@@ -112,10 +112,9 @@ def time_to_first_token(chunk_s: float, whole_s: float, sessions: int, prompt_to
     (`whole_s`: the prefill of all of them) they finish together; otherwise each full chunk of `budget_tokens`
     takes `chunk_s` and a prompt waits for the chunks up to its last token. Then one decode step emits the first
     token, and `request_s` is the serving front end's own time per request (HTTP, tokenizing, detokenizing)."""
-    c, s, b = max(1, sessions), max(1, prompt_tokens), max(1, budget_tokens)
-    if c * s <= b:
+    if wave_fits_one_step(sessions, prompt_tokens, budget_tokens):
         return request_s + whole_s + step_s
-    return request_s + chunk_s * mean_chunks_to_first_token(c, s, b) + step_s
+    return request_s + chunk_s * mean_chunks_to_first_token(sessions, prompt_tokens, budget_tokens) + step_s
 
 
 def wave_fits_one_step(sessions: int, prompt_tokens: int, budget_tokens: int) -> bool:
