@@ -387,8 +387,8 @@ def _gpu_fields(g: Gpu) -> dict[str, Any]:
 _gpu_fields_of: IdentityMemo[Gpu, dict[str, Any]] = IdentityMemo(_gpu_fields, limit=1024)
 
 
-# Candidate fields that only a candidate's messages read while no candidate rule tests them (advisor asks
-# `tests_shown_only` per rules version): rounded only for the ~10 candidates of an answer whose texts are said.
+# Candidate fields that only a candidate's messages read while no candidate rule tests them (`fills_later`, asked
+# per rules version by the advisor): rounded only for the ~10 candidates of an answer whose texts are said.
 SHOWN_ONLY = ("need_gb", "usd_per_hour", "usd_per_gpu_hour", "est_latency_ms", "break_even_months", "train_days",
               "gpu_hours")
 
