@@ -419,7 +419,7 @@ def candidate_fact(base: dict[str, Any], s: Sizing, later: bool = False) -> dict
         "need_gb": None,
         "headroom": round(s.headroom, 4),
         "priced": s.usd_per_gpu_hour > 0,
-        "price_from_quote": s.quote is not None,
+        "price_from_quote": s.price_from_quote,
         "rent_tier": s.price_tier or UNSPECIFIED,
         "price_tier_fallback": s.price_tier_fallback,
         "usd_per_hour": None,
@@ -455,7 +455,7 @@ def shown_fields(s: Sizing) -> dict[str, Any]:
     """A candidate fact's SHOWN_ONLY fields. A zero is left as it is rather than rounded (round(0.0, n) is 0.0, and
     -0.0 stays -0.0): a training figure of an inference brief is zero, and round() costs as much as a field."""
     usd_per_hour, latency_ms, train_hours = s.usd_per_hour, s.est_latency_ms, s.train_hours
-    train_days, gpu_hours = train_hours / 24, s.count * train_hours
+    train_days, gpu_hours = train_hours / 24, s.gpu_hours
     return {
         "need_gb": round(s.memory.total_gb if s.memory else 0.0, 3),
         "usd_per_hour": round(usd_per_hour, 4) if usd_per_hour else usd_per_hour,
