@@ -150,8 +150,7 @@ def _places(values: tuple[Any, ...], cuts: tuple[tuple[int, tuple[float, ...]], 
     out = list(values)
     for i, bounds in cuts:
         v = out[i]
-        t = type(v)
-        if (t is float and v == v) or (t is int and -_EXACT < v < _EXACT):  # _number, inline
+        if _number(v):
             at = bisect_left(bounds, v)
             if at == bisect_right(bounds, v):  # equal to none of the bounds
                 out[i] = (at,)
