@@ -145,15 +145,17 @@ def replicate_for_load(s: Sizing, n: int, workload: str, shape: Shape, offered: 
     per_request = shape.input_tokens if workload == "EMBEDDING" else (
         1 if workload == "MEDIA_GENERATION" else shape.output_tokens
     )
-    per_replica_rate = s.tokens_per_second / max(1, per_request)
+    per_replica_rate = s.tokens_per_second / (per_request if per_request > 1 else 1)  # max(1, per_request)
     needed = offered / per_replica_rate if offered > 0 and per_replica_rate > 0 else 1.0
     # A huge model on a small GPU at a huge offered load can ask for more GPUs than any cluster (or an int32
     # count) holds: like a training deadline that cannot be met, that is infeasible, not a number to print.
-    most = max(1, MAX_GPUS // n)
+    most = MAX_GPUS // n
+    most = most if most > 1 else 1  # max(1, most)
     if needed > most:
         s.replicas, s.fits = most, False
     else:
-        s.replicas = max(1, math.ceil(needed))
+        replicas = math.ceil(needed)
+        s.replicas = replicas if replicas > 1 else 1  # max(1, replicas)
     s.count = n * s.replicas
     s.memory = one_replica
     if s.replicas > 1:

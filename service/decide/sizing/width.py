@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import operator
+from typing import Any
 
 from ...domain.assumptions import Assumptions
 from ...domain.brief import Brief, Latency
@@ -48,18 +49,16 @@ def pick_width(s: Sizing, brief: Brief, shape: Shape, a: Assumptions, n: int, si
     keys: dict[int, tuple[bool, float, int]] = {}
     best: tuple[bool, float, int] | None = None
     last = n
-    g: _ServingGpu | None = None
+    g = _serving_gpu(s, brief, shape, a, memo, None)  # what serving_speed would find at every width
     for k in order:
-        if prune and best is not None:
-            g = g or _serving_gpu(s, brief, shape, a, memo, None)
-            if _cannot_win(g, k, best, lat, target):
-                continue
-        serving_speed(s, brief, shape, a, k, memo)
+        if prune and best is not None and _cannot_win(g, k, best, lat, target):
+            continue
+        _speed_at(s, g, k)
         last = k
         tried[k] = _speed_fields(s)
         ok = meets_latency(s, lat) if target else True
         # Unmet targets rank by latency (closest first); met ones by GPUs per token/s, then the narrower.
-        key = keys[k] = (not ok, s.est_latency_ms if not ok else k / max(s.tokens_per_second, 1e-12), k)
+        key = keys[k] = (False, _per_rate(k, s.tokens_per_second), k) if ok else (True, s.est_latency_ms, k)
         if best is None or key < best:
             best = key
     best = None  # the least key taken in width order, as when every width was sized (the same key under NaN too)
@@ -96,7 +95,13 @@ def _cannot_win(g: _ServingGpu, n: int, best: tuple[bool, float, int], lat: Late
     cycle = ttft_s + s_out * step_s
     if not cycle > 0:
         return False
-    return n / max(g.c * s_out / cycle, 1e-12) > value * _MARGIN
+    return _per_rate(n, g.c * s_out / cycle) > value * _MARGIN
+
+
+def _per_rate(n: int, rate: float) -> float:
+    """n / max(rate, 1e-12), the max written as the builtin picks (the rate unless 1e-12 is strictly greater:
+    NaN included), for each width sized and each floor held against the best."""
+    return n / (1e-12 if rate < 1e-12 else rate)
 
 
 def serving_floor(g: _ServingGpu, n: int) -> tuple[float, float]:
@@ -106,8 +111,13 @@ def serving_floor(g: _ServingGpu, n: int) -> tuple[float, float]:
     this GPU was sized (its bandwidth and peak are known positive)."""
     w = _width(g, n)
     read_rate, math_rate = w.read_rate, w.math_rate
-    weights = max(0.0, g.weights * w.stages) * 1e9 / read_rate
-    step = w.overhead + max(weights, max(0.0, g.decode_flops) / math_rate) + max(0.0, g.kv_read) * 1e9 / read_rate
+    # max(0.0, x) and max(x, y) written as the builtins pick (the first unless the second is strictly greater:
+    # NaN and signed zero included): a floor for each width of each sizing.
+    weights = g.weights * w.stages
+    weights = (weights if weights > 0.0 else 0.0) * 1e9 / read_rate
+    flops, kv = g.decode_flops, g.kv_read
+    flops = (flops if flops > 0.0 else 0.0) / math_rate
+    step = w.overhead + (flops if flops > weights else weights) + (kv if kv > 0.0 else 0.0) * 1e9 / read_rate
     head = w.floor_head
     if head is None:  # the TTFT but its step, worked out when a floor is first asked of this width
         eff = g.eff
@@ -143,9 +153,13 @@ def serving_speed(s: Sizing, brief: Brief, shape: Shape, a: Assumptions, n: int,
     `synchrony` overrides that share when how the prompts arrive is known (a measurement's client): 0 = each
     prompt arrives on its own (its prefill rides in the decode steps; it waits for its own), 1 = every session's
     prompt arrives together (the wave). None = the engine's `prefill_first`, the product's assumption."""
-    g = _serving_gpu(s, brief, shape, a, memo, synchrony)
+    _speed_at(s, _serving_gpu(s, brief, shape, a, memo, synchrony), n)
+
+
+def _speed_at(s: Sizing, g: _ServingGpu, n: int) -> None:
+    """serving_speed at n GPUs on the GPU's figures `g` (pick_width asks them once for every width)."""
     s.effective_tflops = g.effective_tflops
-    itl, ttft_avg, ttft = _serving_width(g, n, memo)
+    itl, ttft_avg, ttft = _serving_width(g, n)
     c, s_out = g.c, g.s_out
     s.step_ms = s.itl_ms = itl * 1000
     # Each sequence yields its output tokens once per cycle of TTFT + output x ITL: the replica's output rate.
@@ -164,12 +178,13 @@ class _ServingGpu:
                  "slow_us", "prefills")
 
 
-def _attention(shape: Shape, memo: Memo, tokens: int) -> float:
+def _attention(shape: Shape, prefills: dict[Any, Any], tokens: int) -> float:
+    """A `tokens`-token prompt's attention FLOPs, kept in the brief's prefill table (its model is the table's)."""
     key = ("attention", tokens)
-    hit = memo.get(key)
+    hit = prefills.get(key)
     if hit is None:
         arch = shape.arch
-        hit = memo[key] = compute.attention_flops(arch.layers, tokens, arch.hidden_size, arch.window,
+        hit = prefills[key] = compute.attention_flops(arch.layers, tokens, arch.hidden_size, arch.window,
                                                   arch.window_layers)
     return hit
 
@@ -184,7 +199,15 @@ def _serving_gpu(s: Sizing, brief: Brief, shape: Shape, a: Assumptions, memo: Me
     g = _ServingGpu()
     g.gpu, g.a, g.tflops, g.sync, g.shape = gpu, a, s.tflops, synchrony, shape
     arch = shape.arch
-    eff, g.up, g.link, g.fast_us, g.slow_us, g.tile, g.overlap, saturation_ms = _engine_on(gpu, brief.toolchain, a)
+    # A prefill step reads neither the output length nor the sessions beyond its tokens: kept by GPU, width and
+    # tokens in the memo's prefill table, which the missed-target search shares across the lengths it tries. The
+    # engine's figures on the GPU (one toolchain: one brief's table) and a prompt's attention are kept there too.
+    g.prefills = prefills = memo.setdefault(("prefill",), {})
+    ekey = ("engine", id(gpu))
+    on = prefills.get(ekey)
+    if on is None or on[0] is not gpu or on[1] is not a:
+        on = prefills[ekey] = (gpu, a, _engine_on(gpu, brief.toolchain, a))
+    eff, g.up, g.link, g.fast_us, g.slow_us, g.tile, g.overlap, saturation_ms = on[2]
     if synchrony is not None:
         eff = dataclasses.replace(eff, prefill_first=min(1.0, max(0.0, synchrony)))
     g.eff = eff
@@ -197,7 +220,7 @@ def _serving_gpu(s: Sizing, brief: Brief, shape: Shape, a: Assumptions, memo: Me
     g.p95_in = brief.traffic.p95_input_tokens or s_in
     # The others' prompts the engine does not prefill first ride in the decode steps (chunked prefill):
     # (c - 1) x input / output prompt tokens per step, that share of them.
-    g.pps = pps = (c - 1) * s_in / max(1, s_out) * (1.0 - eff.prefill_first)
+    g.pps = pps = (c - 1) * s_in / (s_out if s_out > 1 else 1) * (1.0 - eff.prefill_first)  # max(1, s_out)
     rkey = ("decode_read", pps)
     if rkey not in memo:
         memo[rkey] = (
@@ -209,12 +232,9 @@ def _serving_gpu(s: Sizing, brief: Brief, shape: Shape, a: Assumptions, memo: Me
     g.weights, g.kv_read, g.decode_attn = memo[rkey]
     g.active = active = shape.active_params_billion * 1e9
     g.decode_flops = 2 * active * (c + pps)  # linear_flops untiled: decode's few rows per expert are read-bound
-    g.decode_prefill_attn = pps * _attention(shape, memo, s_in) / max(1, s_in)
+    g.decode_prefill_attn = pps * _attention(shape, prefills, s_in) / (s_in if s_in > 1 else 1)  # max(1, s_in)
     g.layers, g.hidden = arch.layers, arch.hidden_size
     g.ep_s = expert_parallel_s(brief, shape, gpu, a)
-    # A prefill step reads neither the output length nor the sessions beyond its tokens: kept by GPU, width and
-    # tokens in the memo's prefill table, which the missed-target search shares across the lengths it tries.
-    g.prefills = memo.setdefault(("prefill",), {})
     memo[gkey] = g
     return g
 
@@ -279,7 +299,7 @@ def _traffic(g: _ServingGpu, w: _Width, tokens: float) -> float:
     return 2 * g.layers * serving.allreduce_transfer_seconds(tokens * g.hidden * 2.0, w.tp, g.link)
 
 
-def _serving_width(g: _ServingGpu, n: int, memo: Memo) -> tuple[float, float, float]:
+def _serving_width(g: _ServingGpu, n: int) -> tuple[float, float, float]:
     """(decode step, mean TTFT, TTFT at the p95 prompt) of one model copy on n GPUs: serving_speed's figures, in
     its order of operations."""
     eff = g.eff
@@ -290,7 +310,7 @@ def _serving_width(g: _ServingGpu, n: int, memo: Memo) -> tuple[float, float, fl
         w.tflops, g.mfu, w.attn_tflops, w.overhead + _traffic(g, w, c + pps), g.overlap,
     )
     if not w.prefilled:
-        _prefill_times(g, w, n, memo)
+        _prefill_times(g, w, n)
     single = w.single
     wave = serving.time_to_first_token(w.chunk, w.whole, c, s_in, eff.budget_tokens, step, eff.request_s)
     # Apart from the wave, a prompt that arrives alone waits for its own prefill and what of another's is in flight.
@@ -302,7 +322,7 @@ def _serving_width(g: _ServingGpu, n: int, memo: Memo) -> tuple[float, float, fl
     return step, ttft_avg, ttft
 
 
-def _prefill_times(g: _ServingGpu, w: _Width, n: int, memo: Memo) -> None:
+def _prefill_times(g: _ServingGpu, w: _Width, n: int) -> None:
     """The width's prompt prefill times, none of which reads the output length: one prompt chunk by chunk, a
     chunk of the prompts that arrived together, all of them in one step, and what the p95 prompt adds."""
     gpu, eff, shape = g.gpu, g.eff, g.shape
@@ -319,12 +339,12 @@ def _prefill_times(g: _ServingGpu, w: _Width, n: int, memo: Memo) -> None:
     def prefill_step(tokens: int, prompt: int) -> float:
         """One prefill step of `tokens` tokens of `prompt`-token prompts: the floor, then the kernels' bounds."""
         rkey = ("prefill_read", tokens)  # the weights a prefill of `tokens` touches: no GPU, no width
-        read = memo.get(rkey)
+        read = prefills.get(rkey)
         if read is None:
-            read = memo[rkey] = mem.weights_gb(shape.params_read_billion(tokens), shape.bytes_per_param)
+            read = prefills[rkey] = mem.weights_gb(shape.params_read_billion(tokens), shape.bytes_per_param)
         read = read * w.stages
         return serving.step_seconds(read, _linear_flops(g, tokens), 0.0, 0.0,
-                                    _attention(shape, memo, prompt) * tokens / max(1, prompt), w.bw, eff.mbu,
+                                    _attention(shape, prefills, prompt) * tokens / max(1, prompt), w.bw, eff.mbu,
                                     w.tflops, g.mfu, w.attn_tflops, w.overhead + _traffic(g, w, tokens), g.overlap)
 
     budget = eff.budget_tokens
