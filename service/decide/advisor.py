@@ -450,13 +450,17 @@ def _render(
     base: dict[str, Any],
 ) -> Advice:
     """The answer: shown candidates with their texts, exclusions, warnings, plans and the summary."""
-    book, brief = run.book, run.req.brief
-    candidates = tuple(candidate_of(c, run) for c in ranked.shown if _params_of(c, run, base))
-    unmeasured = unmeasured_note(ranked.shown, candidates, run)
+    # A summary (VIEW_SUMMARY) is this answer cut by wire/views.summarize: what the cut drops and the headline does
+    # not read is not made (the candidates' reasons, caveats and rule points, the exclusions' reasons while a
+    # candidate is shown, the unmeasured-class note, the plan and checklist). What the headline reads stays.
+    book, brief, lean = run.book, run.req.brief, run.req.summary_view
+    candidates = tuple(candidate_of(c, run, lean) for c in ranked.shown if _params_of(c, run, base))
+    unmeasured = None if lean else unmeasured_note(ranked.shown, candidates, run)
     if unmeasured:
         run.notes.append(unmeasured)
-    excluded = tuple(Exclusion(c.sizing.gpu.id, said_texts(c.exclusions, c, run)) for c in scored
-                     if c.exclusions and _params_of(c, run, base))
+    said = not (lean and candidates)  # a summary's headline quotes an exclusion only when nothing is shown
+    excluded = tuple(Exclusion(c.sizing.gpu.id, said_texts(c.exclusions, c, run) if said and _params_of(c, run, base)
+                               else ()) for c in scored if c.exclusions)
     warnings = dedupe_warnings(run.warnings)
     advice = Advice(
         candidates=candidates,
@@ -465,8 +469,8 @@ def _render(
         warnings=warnings,
         questions=tuple(asks.questions),
         metric=asks.metric,
-        benchmark_plan=once(book, run, "benchmark", brief.workload, benchmark),
-        procurement_checklist=once(book, run, "checklist", brief.workload, checklist),
+        benchmark_plan=() if lean else once(book, run, "benchmark", brief.workload, benchmark),
+        procurement_checklist=() if lean else once(book, run, "checklist", brief.workload, checklist),
         ruleset=RulesetRef(book.revision, book.content_hash),
         trace=tuple(run.trace),
         notes=tuple(run.notes),
