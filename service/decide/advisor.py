@@ -155,6 +155,7 @@ def advise(
     no, `Cancelled` is raised. `also_depends_on`: brief fields the route waits on besides its own (a reserve
     route answered again at reserved prices keeps those of the first pass); `sized`: that first pass's sizings,
     which the second prices again rather than sizing every GPU again."""
+    given = req  # as the caller sent it: a second pass at reserved prices names its model from it again
     req, said = _named_model(book, req)
     run = Run(book, engine, req)
     run.notes += [Reason("models.registry", run.text("note.model_registry", said))] if said else []
@@ -181,7 +182,7 @@ def advise(
         # A field that could change this pass's route decides whether that second answer is given at all, so
         # the second waits on it too (a horizon that makes buying pay back on the first pick's on-demand rent).
         first_depends_on = _depends_on(run, planned[0], planned[2], asked, also_depends_on)
-        again = advise(book, engine, with_price_tier(req, "RESERVED"), today, still_wanted, first_depends_on, first)
+        again = advise(book, engine, with_price_tier(given, "RESERVED"), today, still_wanted, first_depends_on, first)
         if again.route and again.route.kind == "RESERVE" and reserved_top(again):
             return again
     # The outcome rules and what the route depends on, only for the pass whose answer is given.
