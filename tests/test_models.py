@@ -18,6 +18,7 @@ from service.domain.models import find
 from service.frontends.cli import main as cli
 from service.rulebook.folder import load_rulebook
 from service.rulebook.model_import import entry_from_config, parameter_counts
+from service.wire import api
 from service.wire.api import pb
 from service.wire.validate import validate
 from tests.conftest import call
@@ -95,6 +96,25 @@ def test_a_brief_by_name_sizes_like_the_same_brief_spelled_out(bundle: Any, regi
     assert not [n for n in b.notes if n.rule_id == "models.registry"]
     zh = bundle.advise(AdviceRequest(brief=named, locale="zh-CN"))
     assert any("模型注册表" in n.text for n in zh.notes if n.rule_id == "models.registry")
+
+
+def test_a_reserve_route_answered_at_reserved_prices_keeps_the_registry_note(bundle: Any) -> None:
+    # A steady all-month serving brief routes to reserve and, its tier left open, is answered a second time at
+    # reserved prices. That second pass saw the brief already filled from the registry and said nothing of it:
+    # the answer used the registry's architecture without naming its source.
+    from service.bench.loadgen import distinct_briefs
+
+    request = pb.RecommendRequest.FromString(distinct_briefs(1)[0][5:])
+    request.brief.model.name = "llama-3.3-70b-instruct"
+    request.brief.model.params_billion = 0
+    routed = []
+    for tier in (pb.PRICE_TIER_UNSPECIFIED, pb.PRICE_TIER_RESERVED, pb.PRICE_TIER_ON_DEMAND):
+        request.brief.economics.price_tier = tier
+        a = bundle.advise(api.request_from_proto(request))
+        said = [n for n in a.notes if n.rule_id == "models.registry"]
+        assert len(said) == 1 and "Llama 3.3 70B Instruct" in said[0].text, (tier, a.notes)
+        routed.append((a.route.kind, a.price_tier))
+    assert routed[0] == ("RESERVE", "RESERVED"), routed  # the tier left open took the second pass
 
 
 def test_unknown_name_is_invalid_with_the_nearest_names(stub: Any) -> None:

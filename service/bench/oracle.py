@@ -1,7 +1,8 @@
 """Answers' bytes, to hold a speed change to "the same answers": every brief in examples/, tests/cases and the
 shared golden cases, plus seeded random briefs over the loaded rules' models, GPUs, providers, regions and
 countries (and, when the test helpers import, the hostile-value requests of tests/fuzz_requests.py), each
-answered in-process with the trace on and off in both locales, its reply serialized deterministically and hashed.
+answered in-process with the trace on and off in both locales, its reply (cut to the summary when the request
+asks for VIEW_SUMMARY, as the server sends it) serialized deterministically and hashed.
 The whole set is answered twice, the second time in reverse order on warm caches; a reply that moved is reported.
 
     python -m service.bench.oracle                         # this checkout: the digest and counts
@@ -142,6 +143,11 @@ def hashes(repo: Path, fuzzed: int, hostile: int, seed: int) -> dict[str, str]:
     from service.wire import api
     from service.wire.validate import validate
 
+    try:
+        from service.wire import views
+    except ImportError:  # a checkout from before RecommendRequest.view: every answer is the full one
+        views = None
+
     book, problems = load_rulebook(repo / "rules")
     assert book is not None, problems
     bundle = Bundle(book, loaded_at=None)  # type: ignore[arg-type]
@@ -168,7 +174,12 @@ def hashes(repo: Path, fuzzed: int, hostile: int, seed: int) -> dict[str, str]:
         if errors:
             return b"INVALID " + repr(errors).encode()
         try:
-            return api.advice_to_proto(bundle.advise(api.request_from_proto(r))).SerializeToString(deterministic=True)
+            reply = api.advice_to_proto(bundle.advise(api.request_from_proto(r)))
+            if views is not None and views.wants_summary(r):
+                # The reply the server sends: a summary's answer may be made without what the cut drops
+                # (AdviceRequest.summary_view), so only the cut one is the same on every checkout.
+                reply = views.summarize(reply)
+            return reply.SerializeToString(deterministic=True)
         except Exception as exc:  # noqa: BLE001 - an answer that raises is an answer to compare too
             return b"RAISED " + repr(exc).encode()
 

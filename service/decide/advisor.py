@@ -8,7 +8,6 @@ matches, so they read the same whatever engine sits behind `Evaluator`.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, replace
 from datetime import date
 from typing import Any
@@ -53,6 +52,7 @@ from .placement import (
     scopes_of,
 )
 from .provisional import route_depends_on
+from .rank import rank
 from .reserve import (
     Sized,
     may_reserve_again,
@@ -155,6 +155,7 @@ def advise(
     no, `Cancelled` is raised. `also_depends_on`: brief fields the route waits on besides its own (a reserve
     route answered again at reserved prices keeps those of the first pass); `sized`: that first pass's sizings,
     which the second prices again rather than sizing every GPU again."""
+    given = req  # as the caller sent it: a second pass at reserved prices names its model from it again
     req, said = _named_model(book, req)
     run = Run(book, engine, req)
     run.notes += [Reason("models.registry", run.text("note.model_registry", said))] if said else []
@@ -181,7 +182,7 @@ def advise(
         # A field that could change this pass's route decides whether that second answer is given at all, so
         # the second waits on it too (a horizon that makes buying pay back on the first pick's on-demand rent).
         first_depends_on = _depends_on(run, planned[0], planned[2], asked, also_depends_on)
-        again = advise(book, engine, with_price_tier(req, "RESERVED"), today, still_wanted, first_depends_on, first)
+        again = advise(book, engine, with_price_tier(given, "RESERVED"), today, still_wanted, first_depends_on, first)
         if again.route and again.route.kind == "RESERVE" and reserved_top(again):
             return again
     # The outcome rules and what the route depends on, only for the pass whose answer is given.
@@ -384,7 +385,7 @@ def _candidate_rules(run: Run, base: dict[str, Any], sizings: list[Sizing]) -> l
 def _ranked(scored: list[Scored], req: AdviceRequest, a: Assumptions) -> _Ranked:
     """Rank the candidates no rule excluded; the first `max_candidates` are shown."""
     survivors = [c for c in scored if not c.exclusions]
-    _rank(survivors)
+    rank(survivors)
     limit = req.max_candidates or int(a.values.get("max_candidates_default", DEFAULT_MAX_CANDIDATES))
     return _Ranked(survivors, survivors[:limit], limit)
 
@@ -450,13 +451,17 @@ def _render(
     base: dict[str, Any],
 ) -> Advice:
     """The answer: shown candidates with their texts, exclusions, warnings, plans and the summary."""
-    book, brief = run.book, run.req.brief
-    candidates = tuple(candidate_of(c, run) for c in ranked.shown if _params_of(c, run, base))
-    unmeasured = unmeasured_note(ranked.shown, candidates, run)
+    # A summary (VIEW_SUMMARY) is this answer cut by wire/views.summarize: what the cut drops and the headline does
+    # not read is not made (the candidates' reasons, caveats and rule points, the exclusions' reasons while a
+    # candidate is shown, the unmeasured-class note, the plan and checklist). What the headline reads stays.
+    book, brief, lean = run.book, run.req.brief, run.req.summary_view
+    candidates = tuple(candidate_of(c, run, lean) for c in ranked.shown if _params_of(c, run, base))
+    unmeasured = None if lean else unmeasured_note(ranked.shown, candidates, run)
     if unmeasured:
         run.notes.append(unmeasured)
-    excluded = tuple(Exclusion(c.sizing.gpu.id, said_texts(c.exclusions, c, run)) for c in scored
-                     if c.exclusions and _params_of(c, run, base))
+    said = not (lean and candidates)  # a summary's headline quotes an exclusion only when nothing is shown
+    excluded = tuple(Exclusion(c.sizing.gpu.id, said_texts(c.exclusions, c, run) if said and _params_of(c, run, base)
+                               else ()) for c in scored if c.exclusions)
     warnings = dedupe_warnings(run.warnings)
     advice = Advice(
         candidates=candidates,
@@ -465,8 +470,8 @@ def _render(
         warnings=warnings,
         questions=tuple(asks.questions),
         metric=asks.metric,
-        benchmark_plan=once(book, run, "benchmark", brief.workload, benchmark),
-        procurement_checklist=once(book, run, "checklist", brief.workload, checklist),
+        benchmark_plan=() if lean else once(book, run, "benchmark", brief.workload, benchmark),
+        procurement_checklist=() if lean else once(book, run, "checklist", brief.workload, checklist),
         ruleset=RulesetRef(book.revision, book.content_hash),
         trace=tuple(run.trace),
         notes=tuple(run.notes),
@@ -552,37 +557,3 @@ def _assumed(act: Action, a: Assumptions) -> str | int | float | bool | None:
     if name is not None:
         return a.values.get(name)
     return act.get("assumes")
-
-
-def _rank(items: list[Scored]) -> None:
-    """Score = 100 x (best cost / own cost) + rule points. The cost compared is the first that every candidate
-    has: per accepted unit of work; else per million output tokens (inference); else dollars per effective
-    TFLOP-hour of the configuration (peak x utilization this work can reach: the seeds' price/performance)."""
-    if not items:
-        return
-    if all(c.sizing.usd_per_unit > 0 for c in items):
-        kind = "usd_per_unit"
-
-        def basis(s: Sizing) -> float:
-            return s.usd_per_unit
-    elif all(c.sizing.tokens_per_second > 0 for c in items):
-        kind = "usd_per_million_output_tokens"
-
-        def basis(s: Sizing) -> float:
-            return s.usd_per_hour / (s.tokens_per_second * s.replicas * 3600) * 1e6
-    else:
-        kind = "usd_per_effective_tflop_hour"
-
-        def basis(s: Sizing) -> float:
-            delivered = s.count * s.effective_tflops
-            return s.usd_per_hour / delivered if delivered > 0 and s.usd_per_hour > 0 else math.inf
-
-    for c in items:
-        c.basis = basis(c.sizing)
-    best = min(c.basis for c in items)
-    for c in items:
-        c.basis_kind, c.best = kind, best
-        relative = 100.0 * best / c.basis if math.isfinite(c.basis) and c.basis > 0 else 0.0
-        c.score = round(relative + c.points, 2)
-        c.cost_points = round(relative, 2)
-    items.sort(key=lambda c: (-c.score, c.sizing.usd_per_hour, c.sizing.gpu.id))

@@ -39,7 +39,9 @@ def cost_unit(unit: str) -> str:
     return "MILLION_OUTPUT_TOKENS" if unit == "TOKEN" else unit
 
 
-def candidate_of(c: Scored, run: Run) -> Candidate:
+def candidate_of(c: Scored, run: Run, summary: bool = False) -> Candidate:
+    """`summary` (VIEW_SUMMARY): without what the summary leaves out and nothing else reads (the reasons, the
+    caveats, the score's rule points), so those texts are not made."""
     s = c.sizing
     mem = s.memory
     need = mem.total_gb if mem else 0.0
@@ -73,7 +75,7 @@ def candidate_of(c: Scored, run: Run) -> Candidate:
         key = {"EMBEDDING": "throughput.embedding", "MEDIA_GENERATION": "throughput.media"}.get(
             c.fact["workload"], "throughput.inference")
         throughput = run.text(key, params)
-    formula = run.text("score.formula", {"score": c.score, "points": c.points, "basis": c.basis})
+    formula = "" if summary else run.text("score.formula", {"score": c.score, "points": c.points, "basis": c.basis})
     band, _ = band_of(c, run)
     perf = performance(s, c.fact["workload"] == "MEDIA_GENERATION", band)
     return build(
@@ -111,14 +113,15 @@ def candidate_of(c: Scored, run: Run) -> Candidate:
             purchase_source=s.purchase.source_in(run.locale) if s.purchase else "",
             purchase_as_of=s.purchase.as_of if s.purchase else "",
         ),
-        reasons=(build(Reason, rule_id="rank.score", text=formula),
-                 *ownership_reason(s, run, c.fact["utilization_given"]), *said_texts(c.reasons, c, run)),
-        caveats=said_texts(c.caveats, c, run) + risk_caveats(perf, band, run, c.fact),
+        reasons=() if summary else (build(Reason, rule_id="rank.score", text=formula),
+                                    *ownership_reason(s, run, c.fact["utilization_given"]),
+                                    *said_texts(c.reasons, c, run)),
+        caveats=() if summary else said_texts(c.caveats, c, run) + risk_caveats(perf, band, run, c.fact),
         interconnect=interconnect,
         throughput=throughput,
         score_breakdown=build(
             ScoreBreakdown, basis=c.basis_kind, cost=sig(c.basis), best_cost=sig(c.best),
-            cost_points=c.cost_points, rules=tuple(c.parts),
+            cost_points=c.cost_points, rules=() if summary else tuple(c.parts),
         ),
         performance=perf,
         placements=placements_of(s),

@@ -225,3 +225,5 @@ class AdviceRequest:
     include_trace: bool = False
     trace_fired_only: bool = False  # rule tests need which rules fired, not why the others did not
     as_of: date | None = None  # replay prices valid on this date; None = today
+    # VIEW_SUMMARY (wire/views.py): the answer given is the summary, so what it leaves out is not made
+    summary_view: bool = False

@@ -169,6 +169,7 @@ def request_from_proto(r: pb.RecommendRequest) -> AdviceRequest:
         # A summary drops the trace (wire/views.py): not made at all, it costs nothing.
         include_trace=r.include_trace and r.view != pb.VIEW_SUMMARY,
         as_of=parse_date(r.as_of),
+        summary_view=r.view == pb.VIEW_SUMMARY,
     )
 
 
@@ -233,6 +234,7 @@ def request_to_proto(r: AdviceRequest) -> pb.RecommendRequest:
                 for q in r.quotes],
         locale=r.locale, max_candidates=r.max_candidates, include_trace=r.include_trace,
         as_of=r.as_of.isoformat() if r.as_of else "",
+        view=pb.VIEW_SUMMARY if r.summary_view else pb.VIEW_UNSPECIFIED,
     )
 
 

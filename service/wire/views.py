@@ -4,6 +4,10 @@ VIEW_SUMMARY keeps the ranking, the costs and the headline and leaves out what e
 rationale, notes, the trace, the score's rule points), the placements beyond the first, and the benchmark plan and
 procurement checklist. It is cut from the full reply in this one place, so the two views never disagree on a
 figure: a summary is the full answer with fields cleared, byte for byte in what it keeps.
+
+A summary request's answer is made lean (`AdviceRequest.summary_view`, set from the view): the texts this cut
+would drop and the headline does not read are never made, and the cut below still runs on what is (cheap on
+fields already empty). tests/test_lean_summary.py holds that reply equal, byte for byte, to the full one cut.
 """
 
 from __future__ import annotations
