@@ -1,4 +1,4 @@
-"""A width's figures that no output length changes (inference._width: the step's floor and communication, the
+"""A width's figures that no output length changes (width._width: the step's floor and communication, the
 rates, its prompts' prefill times) are kept in the brief's prefill table, which the missed-target search shares
 across the lengths it tries: a GPU sized at one length after others, on that table, has the figures of a sizing
 from nothing."""
@@ -11,7 +11,7 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from service.decide.sizing import inference
+from service.decide.sizing import width
 from service.decide.sizing.common import Sizing, compute_tflops, tp_group_sizes
 from service.decide.sizing.shape import shape_of
 from service.domain.brief import Brief, Latency, Model, Traffic
@@ -32,9 +32,9 @@ def _sized(book, brief: Brief, arch, prefills: dict) -> list[tuple[str, str]]:  
         s.tflops = compute_tflops(gpu, shape.precision)
         for n in tp_group_sizes(gpu, a):
             try:
-                inference.serving_speed(s, brief, shape, a, n, memo)
-                g = inference._serving_gpu(s, brief, shape, a, memo, None)
-                got = repr(([getattr(s, f) for f in inference.SPEED_FIELDS], inference.serving_floor(g, n)))
+                width.serving_speed(s, brief, shape, a, n, memo)
+                g = width._serving_gpu(s, brief, shape, a, memo, None)
+                got = repr(([getattr(s, f) for f in width.SPEED_FIELDS], width.serving_floor(g, n)))
             except _ERRORS as e:
                 got = repr(e)
             out.append((f"{gpu.id}@{n}", got))
@@ -77,4 +77,4 @@ def test_a_gpu_with_no_compute_is_refused_by_the_step_as_before(book) -> None:  
     s = Sizing(gpu=book.catalog[0])
     s.tflops = 0.0
     with pytest.raises(ValueError, match="tflops"):
-        inference.serving_speed(s, brief, shape, a, 1, {})
+        width.serving_speed(s, brief, shape, a, 1, {})

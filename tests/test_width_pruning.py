@@ -1,4 +1,4 @@
-"""The serving width search passes over widths whose floor already loses (inference.pick_width's `prune`): it must
+"""The serving width search passes over widths whose floor already loses (width.pick_width's `prune`): it must
 pick the width the full search picks, with the same figures, and the floor must be below what sizing finds."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from service.decide.sizing import inference
+from service.decide.sizing import width
 from service.decide.sizing.common import Sizing, compute_tflops, tp_group_sizes
 from service.decide.sizing.shape import shape_of
 from service.domain.brief import PRECISIONS, Brief, Latency, Model, Traffic
@@ -72,12 +72,12 @@ def _search(book, brief: Brief, prune: bool, smallest_first: bool = True,  # noq
         sizes = tp_group_sizes(gpu, a)
         tried: dict[int, tuple[float, ...]] = {}
         try:
-            k = inference.pick_width(s, brief, shape, a, sizes[0], sizes, gpu, {}, tried, prune=prune,
+            k = width.pick_width(s, brief, shape, a, sizes[0], sizes, gpu, {}, tried, prune=prune,
                                      smallest_first=smallest_first)
         except (ValueError, ZeroDivisionError, OverflowError) as e:
             out.append((gpu.id, -1, repr(e), {}))
             continue
-        out.append((gpu.id, k, repr([getattr(s, f) for f in inference.SPEED_FIELDS]), tried))
+        out.append((gpu.id, k, repr([getattr(s, f) for f in width.SPEED_FIELDS]), tried))
     return out
 
 
@@ -104,11 +104,11 @@ def test_a_widths_floor_is_below_its_sized_latency(book, brief):  # noqa: ANN001
         memo: dict = {}
         for n in tp_group_sizes(gpu, a):
             try:
-                inference.serving_speed(s, brief, shape, a, n, memo)
+                width.serving_speed(s, brief, shape, a, n, memo)
             except (ValueError, ZeroDivisionError, OverflowError):
                 break
-            g = inference._serving_gpu(s, brief, shape, a, memo, None)
-            ttft, step = inference.serving_floor(g, n)
+            g = width._serving_gpu(s, brief, shape, a, memo, None)
+            ttft, step = width.serving_floor(g, n)
             assert step * 1000 <= s.step_ms * (1 + 1e-12), (gpu.id, n)
             assert ttft * 1000 <= s.est_ttft_ms * (1 + 1e-12), (gpu.id, n)
 

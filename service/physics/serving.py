@@ -120,7 +120,10 @@ def time_to_first_token(chunk_s: float, whole_s: float, sessions: int, prompt_to
 def wave_fits_one_step(sessions: int, prompt_tokens: int, budget_tokens: int) -> bool:
     """Whether time_to_first_token reads `whole_s` (every prompt of the wave in one step) rather than `chunk_s`:
     a caller need not work out the prefill it will not read."""
-    return max(1, sessions) * max(1, prompt_tokens) <= max(1, budget_tokens)
+    # max(1, x) written as the builtin picks (1 unless x is strictly greater; NaN included): asked by every width
+    # sized of every GPU, three times a width.
+    return ((sessions if sessions > 1 else 1) * (prompt_tokens if prompt_tokens > 1 else 1)
+            <= (budget_tokens if budget_tokens > 1 else 1))
 
 
 def lone_first_token(prefill_s: float, step_s: float, others: int, output_tokens: int, request_s: float = 0.0,
@@ -134,7 +137,7 @@ def lone_first_token(prefill_s: float, step_s: float, others: int, output_tokens
     if others <= 0 or prefill_s <= 0:
         return base
     ttft = base
-    decode = max(0, output_tokens) * step_s
+    decode = (output_tokens if output_tokens > 0 else 0) * step_s  # max(0, output_tokens), NaN included
     busy = others * prefill_s  # the same product each pass (the same float): sizing solves this per width tried
     for _ in range(iterations):
         cycle = ttft + decode
@@ -156,7 +159,8 @@ def blend_arrivals(alone_s: float, wave_s: float, synchrony: float) -> float:
     independently, 1 = all in step)."""
     if not 0 <= synchrony <= 1:
         raise ValueError(f"synchrony must be in [0, 1], got {synchrony!r}")
-    return alone_s + synchrony * max(0.0, wave_s - alone_s)
+    extra = wave_s - alone_s
+    return alone_s + synchrony * (extra if extra > 0.0 else 0.0)  # max(0.0, extra), NaN and signed zero included
 
 
 def last_first_token(chunk_s: float, whole_s: float, sessions: int, prompt_tokens: int, budget_tokens: int,

@@ -92,7 +92,7 @@ def latency_of(
     """`size(gpu, brief, ...)`'s `fits` and `est_latency_ms` (RequestSizer.fit_and_latency): what the missed-target
     suggestion asks of each output length it tries. No quotes: they set the price, never the speed. `needs`: the
     memory breakdowns of an earlier length whose shape sized the same context and sequences (see RequestSizer);
-    `prefills`: the prefill steps of earlier lengths (a prefill reads no output length; decide/sizing/inference.py)."""
+    `prefills`: the prefill steps of earlier lengths (a prefill reads no output length; decide/sizing/width.py)."""
     t = tb.tables(a)
     # No speeds table: the caller keeps each length's result (advisor's latencies), and a brief at a length tried
     # is rarely asked again, so keeping its widths' figures would cost a key (a hash over the whole brief) and a

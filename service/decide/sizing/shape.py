@@ -129,8 +129,12 @@ def shape_of(brief: Brief, a: Assumptions, arch: mem.Architecture | None = None)
         # dtype; FP8 checkpoints ship FP8 KV scales), and in 16 bits below it (INT8/INT4/FP4 weights).
         kv_precision = precision if precision in _KV_AS_WEIGHTS else "BF16"
     kv_table = a.values.get("kv_cache_bytes_by_precision", {})
-    kv_bytes = float(kv_table.get(kv_precision, a.num("kv_cache_bytes")))
-    return Shape(
+    kv_bytes = float(kv_table[kv_precision] if kv_precision in kv_table else a.num("kv_cache_bytes"))
+    # A frozen dataclass's __init__ sets each of its 22 fields through object.__setattr__: built here as the
+    # fields' dict instead (the same Shape: equal, same hash and repr), once per brief and per output length the
+    # missed-target search tries.
+    shape = object.__new__(Shape)
+    shape.__dict__.update(
         params_billion=m.params_billion,
         active_params_billion=active,
         precision=precision,
@@ -151,7 +155,9 @@ def shape_of(brief: Brief, a: Assumptions, arch: mem.Architecture | None = None)
         kv_bytes=kv_bytes,
         kv_precision_default=m.kv_cache_precision == "UNSPECIFIED",
         moe_estimated=not experts and active < m.params_billion,
+        denoiser=None,
     )
+    return shape
 
 
 _KV_AS_WEIGHTS = ("FP32", "BF16", "FP16", "FP8")
