@@ -1,4 +1,5 @@
-"""The optional response cache: identical answers, keyed on the rules revision (and the day), off by default."""
+"""The response cache: identical answers, keyed on the rules revision (and the day), on by default in a served
+process, emptied by a new revision, bounded by count and bytes, counted in the metrics."""
 
 from __future__ import annotations
 
@@ -94,3 +95,45 @@ def test_hits_misses_lru_and_the_key():
     assert ResponseCache.key("r", dated, today) == ResponseCache.key("r", dated, later)
     with pytest.raises(ValueError):
         ResponseCache(0)
+
+
+def test_a_new_revision_empties_the_cache_and_hits_and_misses_are_counted():
+    from service.serving import metrics
+
+    def counted(result: str) -> float:
+        return metrics.CACHE.labels(result=result)._value.get()
+
+    store = _Store()
+    cache = ResponseCache(8)
+    handler = cache.wrap(store, lambda r, _c: pb.RecommendResponse(summary=store.bundle.revision + r.locale))  # type: ignore[arg-type]
+    hits, misses = counted("hit"), counted("miss")
+    for locale in ("en", "zh-CN", "en"):
+        handler(pb.RecommendRequest(locale=locale), None)
+    assert (counted("hit") - hits, counted("miss") - misses) == (1, 2)
+    assert len(cache) == 2 and cache.bytes > 0
+    store.bundle = _Bundle("r2")
+    handler(pb.RecommendRequest(locale="en"), None)
+    assert len(cache) == 1  # the two answers of r1 went with it, not as they aged out
+    assert cache.bytes == len(pb.RecommendResponse(summary="r2en").SerializeToString())
+
+
+def test_the_cache_is_bounded_by_bytes():
+    store = _Store()
+    cache = ResponseCache(100, max_bytes=250)
+    handler = cache.wrap(store, lambda r, _c: pb.RecommendResponse(summary=r.locale * 100))  # type: ignore[arg-type]
+    for locale in ("a", "b", "c"):
+        handler(pb.RecommendRequest(locale=locale), None)
+    assert len(cache) == 2 and cache.bytes <= 250  # a third 100-byte answer would pass the bound
+    handler(pb.RecommendRequest(locale="z" * 3), None)  # 300 bytes: larger than the whole cache, never stored
+    assert len(cache) == 2 and cache.bytes <= 250
+
+
+def test_a_served_process_has_it_on_unless_turned_off(monkeypatch: pytest.MonkeyPatch):
+    from service.serving import cache, flags
+
+    monkeypatch.delenv(cache.ENV, raising=False)
+    args, _ = flags.parse_args([])
+    assert args.response_cache == cache.DEFAULT_SIZE > 0
+    monkeypatch.setenv(cache.ENV, "0")
+    args, _ = flags.parse_args([])
+    assert args.response_cache == 0

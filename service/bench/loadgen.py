@@ -81,7 +81,10 @@ class ServerProcess:
             cmd = [sys.executable, "-m", "service.bench.sync_server", self.addr, str(repo / "rules")]
         if processes > 1:
             cmd += ["--processes", str(processes)]
-        env = {**os.environ, "GPU_ADVISOR_LOG_LEVEL": "INFO", "PYTHONPATH": str(repo), **(env or {})}
+        # The response cache is on by default in a served process; the bench measures the answer, so it is off
+        # unless a measurement asks for it (the RPC floor fills it on purpose).
+        env = {**os.environ, "GPU_ADVISOR_LOG_LEVEL": "INFO", "PYTHONPATH": str(repo),
+               "GPU_ADVISOR_RESPONSE_CACHE": "0", **(env or {})}
         env.pop("GPU_ADVISOR_PROCESSES", None)
         self.proc = subprocess.Popen(cmd, cwd=repo, env=env, stdout=subprocess.DEVNULL, stderr=self.log)
         try:

@@ -209,8 +209,10 @@ def parse_args(argv: list[str] | None = None) -> tuple[argparse.Namespace, dict[
                         help=f"worker processes sharing the port (env {processes.ENV}, default 1)")
     parser.add_argument("--shared-port", action="store_true", help=argparse.SUPPRESS)  # set for the workers
     parser.add_argument(fanout.FLAG, type=int, default=None, help=argparse.SUPPRESS)  # the workers' channel
-    parser.add_argument("--response-cache", type=int, default=int(os.environ.get(cache.ENV, "0") or 0),
-                        help=f"cache this many Recommend answers for identical requests (env {cache.ENV}; 0 = off)")
+    parser.add_argument("--response-cache", type=int,
+                        default=int(os.environ.get(cache.ENV, str(cache.DEFAULT_SIZE)) or 0),
+                        help=f"cache this many Recommend answers for identical requests (env {cache.ENV}, default "
+                             f"{cache.DEFAULT_SIZE}; 0 = off)")
     args = parser.parse_args(argv)
     if args.processes < 1 or args.response_cache < 0:
         parser.error("--processes must be at least 1 and --response-cache at least 0")

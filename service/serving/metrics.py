@@ -15,6 +15,7 @@ ABANDONED = Counter(
     "gpu_advisor_abandoned_total", "calls stopped before a step because their deadline passed or the caller left",
     ["method", "stage"],
 )
+CACHE = Counter("gpu_advisor_response_cache_total", "Recommend calls looked up in the response cache", ["result"])
 ACTIVE = Gauge("gpu_advisor_rules_active_info", "the active rules version (value 1)", ["revision"])
 
 
@@ -25,6 +26,11 @@ def observe_rpc(method: str, code: str, seconds: float) -> None:
 
 def abandoned(method: str, stage: str) -> None:
     ABANDONED.labels(method=method, stage=stage).inc()
+
+
+def response_cache(result: str) -> None:
+    """`hit` or `miss`: the hit rate tells an operator whether --response-cache is worth its memory."""
+    CACHE.labels(result=result).inc()
 
 
 def rules_activated(revision: str) -> None:
