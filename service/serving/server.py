@@ -154,7 +154,8 @@ class Servicer(pb_grpc.GpuAdvisorServicer):
     def Recommend(self, request: pb.RecommendRequest, context: grpc.ServicerContext) -> pb.RecommendResponse:  # noqa: N802
         bundle = self._bundle(context)
         _stop_unless_wanted(context, "validate")
-        violations = validate(request, bundle.known_gpu_ids(), bundle.known_model_names(), bundle.model_windows())
+        violations = validate(request, bundle.known_gpu_ids(), bundle.known_model_names(), bundle.model_windows(),
+                              bundle.model_shapes(), bundle.scale_up_domains())
         if violations:
             _invalid(context, violations)
         try:
