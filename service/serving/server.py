@@ -128,7 +128,8 @@ def _too_large(context: grpc.ServicerContext, size: int, with_trace: bool, revis
     again unchanged gets the same answer), naming include_trace when the trace is what made it long."""
     log.warning("answer_too_large", bytes=size, limit=MAX_ANSWER_BYTES, revision=revision, trace=with_trace)
     if with_trace:
-        why = ("ask again without include_trace, or with trace_fired_only, for an answer within the limit")
+        # Only fields a caller can set: the trace is all or nothing on the wire (include_trace).
+        why = "ask again with include_trace false (the same answer without its trace) for an answer within the limit"
     else:
         why = f"the rules (revision {revision}) make answers too long; their maintainers must shorten them"
     context.abort_with_status(_Status(
@@ -158,7 +159,7 @@ class Servicer(pb_grpc.GpuAdvisorServicer):
         bundle = self._bundle(context)
         _stop_unless_wanted(context, "validate")
         violations = validate(request, bundle.known_gpu_ids(), bundle.known_model_names(), bundle.model_windows(),
-                              bundle.model_shapes(), bundle.scale_up_domains())
+                              bundle.model_shapes(), bundle.scale_up_domains(), bundle.model_ids())
         if violations:
             _invalid(context, violations)
         try:
