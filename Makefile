@@ -6,6 +6,11 @@ STAMP  := $(VENV)/.installed
 DEV    := $(VENV)/.dev-installed
 GEN    := service/gen/.stamp
 CLIENT := $(VENV)/.client-installed
+# The vetted copy of rules/ a server falls back to when the rules folder it is given is refused at start and no
+# other copy is (service/rulebook/builtin.py). Remade when rules/ changes; a rules/ that fails vetting leaves the
+# last vetted copy in place and does not stop the target that asked for it.
+BUILTIN := service/rulebook/builtin_rules.vetted.json
+BUILTIN_SRC := $(shell find rules -type f -not -name '.*' 2>/dev/null)
 CLIENT_SRC := client/pyproject.toml client/setup.py $(wildcard client/src/gpu_advisor_client/*.py)
 PROTOS := $(wildcard protos/gpuadvisor/v1/*.proto)
 RULES  ?= rules
@@ -15,7 +20,7 @@ K8S_OVERLAYS := dev production
 # `$(VENV)/bin/buf build --exclude-source-info -o protos/releases/vX.Y.Z.binpb` and point this at it.
 PROTO_RELEASE := protos/releases/v1.0.0.binpb
 
-.PHONY: all venv dev gen client run mcp-config test lint bench accuracy rules-check rules-test k8s deploy-check clean
+.PHONY: all venv dev gen client builtin-rules run mcp-config test lint bench accuracy rules-check rules-test k8s deploy-check clean
 
 all: test
 
@@ -34,7 +39,12 @@ $(DEV): $(STAMP)
 	$(PY) -m pip install --quiet -e '.[dev]'
 	touch $(DEV)
 
-dev: $(DEV)
+$(BUILTIN): $(GEN) $(BUILTIN_SRC)
+	-$(PY) -m service.rulebook.builtin --rules rules
+
+builtin-rules: $(BUILTIN)
+
+dev: $(DEV) $(BUILTIN)
 
 $(GEN): $(STAMP) $(PROTOS)
 	rm -rf service/gen && mkdir -p service/gen
@@ -54,7 +64,7 @@ $(CLIENT): $(STAMP) $(PROTOS) $(CLIENT_SRC)
 
 client: $(CLIENT)
 
-run: $(GEN)
+run: $(GEN) $(BUILTIN)
 	$(PY) -m service
 
 # The MCP config for a chat app, with this checkout's absolute path: the app starts the command from a folder of

@@ -10,7 +10,9 @@ import os
 import re
 import subprocess
 import sys
+import threading
 import time
+from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
@@ -92,3 +94,53 @@ def test_off_loopback_host_and_origin_are_checked_by_default(mcp_process):
     assert _post(port, INITIALIZE, headers={"host": "evil.example:8765"})[0] == 421
     assert _post(port, INITIALIZE, headers={"origin": "http://evil.example"})[0] == 403
     assert _post(port, INITIALIZE, headers={"origin": f"http://127.0.0.1:{port}"})[0] == 200
+
+
+def test_a_burst_of_initialize_requests_from_one_address_holds_at_most_its_share(mcp_process):
+    """300 initialize POSTs sent at once (issue 38): each is counted when admitted, so one address ends up holding
+    its share, not the 99 sessions it took when sessions were counted only once their answers started."""
+    _host, port = mcp_process("--listen", "127.0.0.1:0", "--max-sessions", "100", "--sessions-per-client", "10")
+    go = threading.Event()
+    statuses: list[int] = []
+
+    def one() -> None:
+        go.wait()
+        try:
+            statuses.append(_post(port, INITIALIZE)[0])
+        except OSError:  # a connection the backlog could not take: no session either
+            statuses.append(0)
+
+    threads = [threading.Thread(target=one) for _ in range(300)]
+    for t in threads:
+        t.start()
+    go.set()
+    for t in threads:
+        t.join(timeout=120)
+    ok = statuses.count(200)
+    assert len(statuses) == 300 and 1 <= ok <= 10, Counter(statuses)
+    assert set(statuses) <= {200, 429, 0}, Counter(statuses)
+    # another client still gets its sessions (before: 503 on 54 of 55 tries, the cap held by the first address)
+    assert [_open(port, source="127.0.0.2")[0] for _ in range(3)] == [200] * 3
+
+
+def test_x_forwarded_for_is_believed_only_from_configured_proxies(mcp_process):
+    def forwarded(port: int, n: int) -> list[int]:
+        return [_post(port, INITIALIZE, headers={"x-forwarded-for": f"10.9.0.{i}"})[0] for i in range(n)]
+
+    # Default: no proxy is trusted, so a loopback caller cannot mint client identities with the header.
+    _host, port = mcp_process("--listen", "127.0.0.1:0", "--sessions-per-client", "3")
+    assert forwarded(port, 5) == [200] * 3 + [429] * 2
+    # Behind a configured proxy each forwarded address is a client of its own.
+    _host, port = mcp_process("--listen", "127.0.0.1:0", "--sessions-per-client", "3", "--trusted-proxies",
+                              "127.0.0.1")
+    assert forwarded(port, 5) == [200] * 5
+    assert [_post(port, INITIALIZE, source="127.0.0.3")[0] for _ in range(4)] == [200] * 3 + [429]
+
+
+def test_a_trusted_proxy_that_is_not_an_address_refuses_to_start() -> None:
+    from service.frontends.mcp_http import HttpAccess, check_access
+    from service.serving.credentials import ConfigError
+
+    with pytest.raises(ConfigError, match="--trusted-proxies: 'proxy.local' is not an IP address"):
+        check_access("127.0.0.1", HttpAccess(trusted_proxies=("proxy.local",)))
+    check_access("127.0.0.1", HttpAccess(trusted_proxies=("10.0.0.5", "10.1.0.0/16", "::1")))

@@ -90,6 +90,23 @@ class ModelEntry:
         return (self.id, *self.aliases)
 
 
+def split_shape(e: ModelEntry) -> tuple[int, int, int]:
+    """(query heads, KV heads, layers) a parallel split of the model must respect; 0 = not known.
+
+    The registry keeps config.json's `num_key_value_heads` and `head_dim`, not `num_attention_heads`. MHA has as
+    many KV heads as query heads, and MLA models list their query heads as KV heads (DeepSeek-V3: 128 and 128). For
+    GQA the query heads are hidden_size / head_dim when that is a whole multiple of the KV heads (Llama, Qwen,
+    Mistral); where it is not (Gemma's heads are wider than hidden / heads), they are not known."""
+    kv, layers = max(e.kv_heads, 0), max(e.layers, 0)
+    if e.attention in ("MHA", "MLA"):
+        return kv, kv, layers
+    heads = 0
+    if e.hidden_size > 0 and e.head_dim > 0 and e.hidden_size % e.head_dim == 0:
+        guess = e.hidden_size // e.head_dim
+        heads = guess if kv > 0 and guess % kv == 0 else 0
+    return heads, kv, layers
+
+
 Registry = Mapping[str, ModelEntry]
 EMPTY: Registry = MappingProxyType({})
 

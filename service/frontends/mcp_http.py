@@ -9,7 +9,9 @@ initialize calls kept 2,000 sessions: 96 -> 174 MB). So there:
   machine's names and addresses (a request naming another host is a DNS-rebinding or misrouted one: 421/403);
 - sessions are capped (`--max-sessions`, 503 beyond), one client may hold `--sessions-per-client` of them (429
   beyond), a session that never called a tool is closed after `--unused-session-seconds` and any other after
-  `--session-idle-seconds` (service/frontends/mcp_sessions.py).
+  `--session-idle-seconds` (service/frontends/mcp_sessions.py);
+- a client is its connection's address: `X-Forwarded-For` is believed only from the proxies listed in
+  `--trusted-proxies` (none by default), so no caller names its own client identity.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ class HttpAccess:
     session_idle_seconds: float = DEFAULT_SESSION_IDLE_SECONDS
     sessions_per_client: int = DEFAULT_PER_CLIENT
     unused_session_seconds: float = DEFAULT_UNUSED_SECONDS
+    trusted_proxies: tuple[str, ...] = ()  # addresses (or networks) whose X-Forwarded-For names the client
 
 
 def is_loopback(host: str) -> bool:
@@ -72,6 +75,12 @@ def check_access(host: str, access: HttpAccess) -> None:
             or access.unused_session_seconds <= 0):
         raise ConfigError("--max-sessions and --sessions-per-client must be at least 1, --session-idle-seconds and "
                           "--unused-session-seconds above 0")
+    for proxy in access.trusted_proxies:
+        try:
+            ipaddress.ip_network(proxy.strip("[]"), strict=False)
+        except ValueError:
+            raise ConfigError(f"--trusted-proxies: {proxy!r} is not an IP address or network (e.g. 10.0.0.5 or "
+                              "10.1.0.0/16)") from None
 
 
 def machine_names(host: str) -> tuple[str, ...]:
@@ -137,6 +146,7 @@ def access_from_args(args: Any, env: Mapping[str, str] = os.environ) -> HttpAcce
         allowed_hosts=listed(args.allowed_hosts), allowed_origins=listed(args.allowed_origins),
         max_sessions=args.max_sessions, session_idle_seconds=args.session_idle_seconds,
         sessions_per_client=args.sessions_per_client, unused_session_seconds=args.unused_session_seconds,
+        trusted_proxies=listed(args.trusted_proxies),
     )
 
 
@@ -167,3 +177,7 @@ def add_flags(parser: Any) -> None:
                         default=float(env("GPU_ADVISOR_MCP_UNUSED_SESSION_SECONDS", str(DEFAULT_UNUSED_SECONDS))),
                         help="a session that never called a tool is closed after this long idle (env "
                              "GPU_ADVISOR_MCP_UNUSED_SESSION_SECONDS, default %(default)s)")
+    parser.add_argument("--trusted-proxies", metavar="LIST", default=env("GPU_ADVISOR_MCP_TRUSTED_PROXIES", ""),
+                        help="comma-separated addresses or networks of the proxies in front (e.g. 10.0.0.5,"
+                             "10.1.0.0/16) whose X-Forwarded-For names the client the session share counts; "
+                             "from anyone else it is ignored (env GPU_ADVISOR_MCP_TRUSTED_PROXIES; default none)")

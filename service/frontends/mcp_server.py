@@ -504,7 +504,7 @@ def http_app(addr: str, timeout: float, host: str, access: HttpAccess | None = N
         host=host, transport_security=transport_security(host, access), max_sessions=access.max_sessions,
         session_idle_timeout=access.session_idle_seconds)
     app = SessionGuard(app, min(access.sessions_per_client, access.max_sessions), access.unused_session_seconds,
-                       access.session_idle_seconds)
+                       access.session_idle_seconds, max_sessions=access.max_sessions)
     return BearerToken(app, access.token) if access.token else app
 
 
@@ -514,8 +514,11 @@ async def serve_http(addr: str, timeout: float, sock: socket.socket, access: Htt
     import uvicorn
 
     host = sock.getsockname()[0]
+    proxies = list((access or HttpAccess()).trusted_proxies)
+    # uvicorn believes X-Forwarded-For from loopback unless told otherwise: a local caller could then name any
+    # client address and take a share of the sessions per name. Only the configured proxies are believed.
     config = uvicorn.Config(http_app(addr, timeout, host, access, credentials), log_level="warning",
-                            lifespan="on")
+                            lifespan="on", proxy_headers=bool(proxies), forwarded_allow_ips=proxies or [])
     await uvicorn.Server(config).serve(sockets=[sock])
 
 

@@ -8,6 +8,11 @@ later client heard 503. `SessionGuard` sits in front of the SDK's app and adds:
 - a short life for sessions that never called a tool: one idle `unused_seconds` (tens of seconds) is closed,
   through the protocol itself (a DELETE for the session, as its client would send), before a new one is counted.
 Sessions that called a tool keep the SDK's idle time.
+
+A session counts from the moment its initialize is admitted, not from when its answer starts (issue 38): the SDK
+awaits before it answers, so 300 initialize POSTs sent at once all passed a check that only counted answered
+sessions, and one address held 99. The check and the reservation happen with no await between them (one event
+loop), and the reservation becomes the session when the answer names it, or is given back when it does not.
 """
 
 from __future__ import annotations
@@ -46,14 +51,18 @@ class SessionGuard:
     session it has closed is forgotten here too); `clock` is for tests."""
 
     def __init__(self, app: Asgi, per_client: int = DEFAULT_PER_CLIENT, unused_seconds: float = DEFAULT_UNUSED_SECONDS,
-                 idle_seconds: float = 600.0, clock: Callable[[], float] = time.monotonic):
+                 idle_seconds: float = 600.0, clock: Callable[[], float] = time.monotonic,
+                 max_sessions: int | None = None):
         self.app, self.per_client, self.clock = app, per_client, clock
         self.unused_seconds, self.idle_seconds = min(unused_seconds, idle_seconds), idle_seconds
+        self.max_sessions = max_sessions
         self.sessions: dict[str, _Session] = {}
+        self.admitting: dict[str, int] = {}  # client → initialize requests admitted, not yet answered
         self.closed_unused = 0
 
     def held_by(self, client: str) -> int:
-        return sum(1 for s in self.sessions.values() if s.client == client)
+        """Sessions the client holds, counting those admitted and not yet answered."""
+        return sum(1 for s in self.sessions.values() if s.client == client) + self.admitting.get(client, 0)
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -81,22 +90,47 @@ class SessionGuard:
                 self.sessions.pop(sent_id.decode("latin-1"), None)
 
     async def _open(self, scope: dict[str, Any], receive: Any, send: Any, client: str) -> None:
-        if scope.get("method") == "POST" and self.held_by(client) >= self.per_client:
+        if scope.get("method") != "POST":
+            await self.app(scope, receive, send)  # no session is opened but by a POST: the SDK answers
+            return
+        # From this check to the reservation below nothing awaits: no other request can pass in between.
+        if self.held_by(client) >= self.per_client:
             log.warning("mcp_session_share_full", client=client, sessions=self.per_client)
             await _refuse(send, 429, f"this client holds {self.per_client} MCP sessions already (the share of one "
                                      "client); close one (DELETE) or reuse it")
             return
+        if self.max_sessions is not None and len(self.sessions) + sum(self.admitting.values()) >= self.max_sessions:
+            log.warning("mcp_sessions_full", sessions=self.max_sessions)
+            await _refuse(send, 503, f"the server holds {self.max_sessions} MCP sessions already; try again later")
+            return
+        self.admitting[client] = self.admitting.get(client, 0) + 1
+        reserved = True
         headers = [(k, v) for k, v in scope.get("headers") or () if k in KEPT_HEADERS]
 
+        def release() -> None:
+            nonlocal reserved
+            if reserved:
+                reserved = False
+                left = self.admitting.get(client, 1) - 1
+                if left > 0:
+                    self.admitting[client] = left
+                else:
+                    self.admitting.pop(client, None)
+
         async def noting_send(message: dict[str, Any]) -> None:
-            if message["type"] == "http.response.start" and message.get("status", 500) < 300:
-                for key, value in message.get("headers") or ():
-                    if key.lower() == SESSION_HEADER:
-                        self.sessions[value.decode("latin-1")] = _Session(client, headers, self.clock(),
-                                                                           scope=dict(scope))
+            if message["type"] == "http.response.start":
+                if message.get("status", 500) < 300:
+                    for key, value in message.get("headers") or ():
+                        if key.lower() == SESSION_HEADER:
+                            self.sessions[value.decode("latin-1")] = _Session(client, headers, self.clock(),
+                                                                               scope=dict(scope))
+                release()  # the reservation is now the session, or there is none
             await send(message)
 
-        await self.app(scope, receive, noting_send)
+        try:
+            await self.app(scope, receive, noting_send)
+        finally:
+            release()
 
     async def _note_tool_calls(self, scope: dict[str, Any], receive: Any, session: _Session) -> Any:
         """Read the request body (small ones) to see whether it calls a tool; → a receive that replays it."""

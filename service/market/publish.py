@@ -118,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     namespace = args.namespace or (ACCOUNT / "namespace").read_text(encoding="utf-8").strip()
     opts = Options(args.skypilot_url, args.catalog_version, args.skypilot, args.gpuhunt_url, args.gpuhunt,
-                   args.timeout, args.as_of)
+                   args.timeout, args.as_of, args.accept)
     token = args.token_file.read_text(encoding="utf-8").strip()
     return publish(args.mount, opts, args.configmap, namespace, args.api_server, token, args.ca_file, sys.stdout)
 

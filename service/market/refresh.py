@@ -8,7 +8,9 @@ Sources (the only network access the product makes, and only when this command r
   one `<provider>.csv` per provider (`--gpuhunt-url`).
 HTTPS only (plain HTTP only to a loopback address, for tests and a local mirror). A provider whose download or import
 fails is reported and its table is left as it was; the others still update. The candidate tables are vetted in a
-staging copy of the rules folder (load, checks, rule tests); a provider whose new table the vetting refuses is
+staging copy of the rules folder (load, checks, rule tests), after the sanity gates (market/gates.py: a provider
+that lost too many rows or whose median price moved too far keeps its last good table unless the operator passes
+--accept-market-move for it); a provider whose new table the vetting refuses is
 dropped from the update and the rest vetted again. Tables are written with a temporary file and a rename, so the
 server watching the folder reads either the old table or the new one.
 """
@@ -38,6 +40,7 @@ from ..engine.load import Problem
 from ..rulebook.atomic import write_atomically
 from .accelerators import AcceleratorMap, read_accelerator_map
 from .diff import Diff, diff
+from .gates import Limits, Priced, check, read_limits
 from .importers.__main__ import catalog_memory
 from .importers.common import ImportReport, offers_csv_text
 from .importers.gpuhunt import import_gpuhunt_csv
@@ -107,6 +110,10 @@ class Options:
     gpuhunt: tuple[str, ...] = GPUHUNT_PROVIDERS
     timeout: float = TIMEOUT_S
     as_of: date | None = None
+    accept: tuple[str, ...] = ()  # providers whose table may pass the sanity gates' limits ("all": every one)
+
+    def accepts(self, provider: str) -> bool:
+        return provider in self.accept or "all" in self.accept
 
 
 def _decode(body: bytes, where: str) -> str:
@@ -236,6 +243,34 @@ def vet_tables(rules: Path, new: dict[str, str], day: date) -> tuple[dict[str, s
         return {}, refused, [str(e) for e in errors] + failed
 
 
+def _priced(rows: list[Offer]) -> list[Priced]:
+    # per GPU-hour, so the whole tables' medians compare 1-GPU and 8-GPU shapes alike
+    return [Priced((o.instance_type, o.region, o.tier, o.gpu), o.usd_per_hour / max(o.gpus_per_instance, 1))
+            for o in rows]
+
+
+def gate_tables(rules: Path, candidates: list[Candidate], opts: Options, failed: dict[str, str],
+                limits: Limits | None = None) -> dict[str, str]:
+    """The sanity gates (market/gates.py) on each new table against the provider's last good one: a table they
+    refuse goes into `failed` with why and how to accept it; returns provider → what was let through by the accept
+    flag."""
+    limits = limits or read_limits(rules)
+    accepted: dict[str, str] = {}
+    for c in candidates:
+        path = rules / "offers" / f"{c.provider}.csv"
+        old = read_offers(path.name, path.read_text(encoding="utf-8"))[0] if path.exists() else []
+        verdict = check(c.provider, _priced(old), _priced(c.rows), limits, " USD per GPU-hour")
+        if verdict.passed:
+            continue
+        why = "; ".join(verdict.reasons)
+        if opts.accepts(c.provider):
+            accepted[c.provider] = why
+        else:
+            failed[c.provider] = (f"refused by the sanity gates: {why}. If the market really moved, run again with "
+                                  f"--accept-market-move {c.provider}")
+    return accepted
+
+
 def refresh(rules: Path, opts: Options, out: TextIO, get: Callable[[str], bytes] | None = None) -> int:
     day = opts.as_of or date.today()
     get = get or (lambda url: fetch(url, opts.timeout))
@@ -249,8 +284,9 @@ def refresh(rules: Path, opts: Options, out: TextIO, get: Callable[[str], bytes]
     accel.catalog_gb = memory
     candidates = skypilot_tables(opts, accel, day, get) + gpuhunt_tables(opts, accel, day, get)
     failed = {c.provider: c.error for c in candidates if c.error}
-    new = {c.provider: offers_csv_text(c.rows) for c in candidates if not c.error}
-    passed, refused, still = vet_tables(rules, new, day)
+    accepted = gate_tables(rules, [c for c in candidates if not c.error], opts, failed)
+    new = {c.provider: offers_csv_text(c.rows) for c in candidates if c.provider not in failed}
+    passed, refused, still = vet_tables(rules, new, day) if new else ({}, {}, [])
     failed.update(refused)
     diffs: list[Diff] = []
     for prov, text in sorted(passed.items()):
@@ -264,6 +300,9 @@ def refresh(rules: Path, opts: Options, out: TextIO, get: Callable[[str], bytes]
             print("\n".join("  " + line for line in c.report.render().splitlines()[1:3]), file=out)
     for d in diffs:
         print("\n".join(d.lines()), file=out)
+    for prov, why in sorted(accepted.items()):
+        if prov in passed:
+            print(f"{prov}: updated past the sanity gates (--accept-market-move): {why}", file=out)
     for prov, why in sorted(failed.items()):
         print(f"{prov}: NOT updated, the last good table keeps serving: {why}", file=out)
     for line in still:
@@ -292,11 +331,14 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
                     help="providers taken from gpuhunt, comma-separated ('' for none; default %(default)s)")
     ap.add_argument("--timeout", type=float, default=TIMEOUT_S, help="seconds per download")
     ap.add_argument("--as-of", type=date.fromisoformat, default=None, help="the date stamped (default today)")
+    ap.add_argument("--accept-market-move", dest="accept", type=names, default=(), metavar="PROVIDERS",
+                    help="let these providers' tables (comma-separated, or 'all') past the sanity gates: more rows "
+                         "lost, or the median price moved further, than rules/assumptions.yaml allows one refresh")
 
 
 def run(args: argparse.Namespace) -> int:
     opts = Options(args.skypilot_url, args.catalog_version, args.skypilot, args.gpuhunt_url, args.gpuhunt,
-                   args.timeout, args.as_of)
+                   args.timeout, args.as_of, args.accept)
     if not (args.rules / "offers").is_dir():
         print(f"{args.rules}: no offers/ folder to refresh", file=sys.stderr)
         return EXIT_NOTHING

@@ -129,7 +129,8 @@ def run_case(bundle: Bundle, case: dict[str, Any]) -> tuple[list[str], frozenset
     except ParseError as exc:
         return [f"request does not parse: {exc}"], frozenset()
     request.include_trace = True
-    violations = validate(request, bundle.known_gpu_ids())
+    violations = validate(request, bundle.known_gpu_ids(), shapes=bundle.model_shapes(),
+                          scale_up=bundle.scale_up_domains())
     if violations:
         return check(case["expect"], "INVALID_ARGUMENT", None, [v[0] for v in violations]), frozenset()
     domain = api.request_from_proto(request)

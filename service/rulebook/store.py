@@ -25,6 +25,7 @@ import structlog
 from ..engine.load import Problem, RulesError
 from .files import read_folder, walk
 from .folder import content_hash, now
+from .settle import DEFAULT_MAX_LOST_SHARE, DEFAULT_SUSPECT_SECONDS, SUSPECT_ENV, Table, offer_tables, unfinished
 from .version import Bundle, Prepared, SelfTest, cap_problems, prepare
 from .vetting import DEFAULT_MEMORY_MB, MEMORY_ENV, Vetter
 
@@ -122,6 +123,7 @@ class RuleStore:
         vetter: Vetter | None = None,
         memory_mb: int | None = None,
         settle_seconds: float | None = None,
+        suspect_seconds: float | None = None,
     ):
         """`vetter`: check each version in a separate process first (its rule tests run there when `self_test`
         is set; a custom `self_test` callable only runs in-process, without a vetter). `memory_mb`: what that
@@ -134,6 +136,12 @@ class RuleStore:
         )
         self.settle_seconds = (settle_seconds if settle_seconds is not None
                                else float(os.environ.get(SETTLE_ENV) or DEFAULT_SETTLE_SECONDS))
+        # A change whose offer tables look half-written must hold still this long instead (rulebook/settle.py).
+        self.suspect_seconds = max(self.settle_seconds, suspect_seconds if suspect_seconds is not None
+                                   else float(os.environ.get(SUSPECT_ENV) or DEFAULT_SUSPECT_SECONDS))
+        self.suspects: list[list[str]] = []  # the reasons of each change held back, for logs and tests
+        self.suspect_seen = threading.Event()
+        self._tables: dict[str, Table] = {}  # the offer tables as last accepted by the watcher
         self.vetter = vetter
         self.memory_mb = memory_mb if memory_mb is not None else int(os.environ.get(MEMORY_ENV) or DEFAULT_MEMORY_MB)
         self._active: Bundle | None = None
@@ -319,6 +327,7 @@ class RuleStore:
         # The baseline is taken now, not when the thread first runs: an edit made right after this returns
         # (a busy machine may start the thread late) must count as a change.
         seen = self.fingerprint()
+        self._tables = offer_tables(self.rules_dir)
         self._watcher = threading.Thread(target=self._watch, args=(seen,), name="rules-watcher", daemon=True)
         self._watcher.start()
 
@@ -336,9 +345,55 @@ class RuleStore:
             settled = self._settled(current)
             if settled is None:
                 return  # stopped
+            settled = self._finished(settled)
+            if settled is None:
+                return
             seen = settled
             result = self.reload()
             log.info("rules_change_seen", ok=result.ok, changed=result.changed, revision=result.revision)
+
+    def _finished(self, settled: tuple) -> tuple | None:
+        """A settled change whose offer tables look half-written (an unfinished last line, most rows gone) must
+        hold still for `suspect_seconds` more before it is loaded; a writer still writing moves it meanwhile and
+        the whole wait starts again. → the fingerprint to load, or None when stopped."""
+        while True:
+            tables = offer_tables(self.rules_dir)
+            active = self._active
+            share = DEFAULT_MAX_LOST_SHARE
+            if active is not None:
+                value = active.book.assumptions.values.get("refresh_max_rows_lost_share", share)
+                share = float(value) if isinstance(value, int | float) and value > 0 else share
+            reasons = unfinished(self._tables, tables, share)
+            if not reasons:
+                self._tables = tables
+                return settled
+            self.suspects.append(reasons)
+            self.suspect_seen.set()
+            log.warning("rules_change_held", reasons=reasons, hold_seconds=self.suspect_seconds,
+                        hint="the folder must hold still this long before a table that looks half-written is "
+                             "loaded; publish with one rename to skip the wait")
+            again = self._moved(settled, self.suspect_seconds)
+            if again is None:
+                return None
+            if again == settled:  # held still the whole time: a real change, loaded (and vetted) as any other
+                self._tables = tables
+                return settled
+            settled = self._settled(again)  # the writer went on: settle again, then look again
+            if settled is None:
+                return None
+
+    def _moved(self, current: tuple, hold: float) -> tuple | None:
+        """Watch the folder for up to `hold` seconds. → the fingerprint it changed to, `current` when it held
+        still throughout, None when stopped."""
+        step = max(min(self.poll_seconds, self.settle_seconds / 4), 0.01)
+        end = time.monotonic() + hold
+        while time.monotonic() < end:
+            if self._stop.wait(step):
+                return None
+            again = self.fingerprint()
+            if again != current:
+                return again
+        return current
 
     def _settled(self, current: tuple) -> tuple | None:
         """Wait until the folder held still for `settle_seconds`: an editor, `kubectl` or an importer writes

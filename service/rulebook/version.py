@@ -17,7 +17,7 @@ from ..decide.cancel import StillWanted
 from ..domain.advice import Advice
 from ..domain.brief import AdviceRequest
 from ..domain.catalog import Gpu
-from ..domain.models import ModelEntry
+from ..domain.models import ModelEntry, name_index, split_shape
 from ..engine.durable import DurableEngine
 from .folder import load_rulebook
 
@@ -35,6 +35,11 @@ class Bundle:
         self._model_names = frozenset(n for e in book.models.values() for n in e.names())
         self._windows = MappingProxyType({n.lower(): e.context_window_tokens for e in book.models.values()
                                           for n in e.names() if e.context_window_tokens > 0})
+        self._ids = name_index(book.models)
+        self._shapes = MappingProxyType({n.lower(): (e.id, *split_shape(e)) for e in book.models.values()
+                                         for n in e.names() if any(split_shape(e))})
+        # tensor parallelism stays within one scale-up domain: an NVLink domain, or one node's PCIe GPUs
+        self._scale_up = MappingProxyType({g.id: max(g.nvlink_domain, g.gpus_per_node, 1) for g in self.catalog})
         self.loaded_at = loaded_at
         self.engine = DurableEngine(book.program.rules)
         self._lock = threading.Lock()
@@ -53,6 +58,19 @@ class Bundle:
     def model_windows(self) -> Mapping[str, int]:
         """Each lower-cased id and alias's context window (tokens), for models whose window the registry knows."""
         return self._windows
+
+    def model_ids(self) -> Mapping[str, str]:
+        """Each lower-cased id and alias -> the registry id (what messages quote)."""
+        return self._ids
+
+    def model_shapes(self) -> Mapping[str, tuple[str, int, int, int]]:
+        """Each lower-cased id and alias's (registry id, query heads, KV heads, layers) for a parallel split (0 =
+        not known)."""
+        return self._shapes
+
+    def scale_up_domains(self) -> Mapping[str, int]:
+        """GPU id -> the most GPUs one tensor-parallel group of it may span."""
+        return self._scale_up
 
     def models(self) -> tuple[ModelEntry, ...]:
         return tuple(self.book.models.values())

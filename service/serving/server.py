@@ -26,6 +26,7 @@ from grpc_reflection.v1alpha import reflection
 
 from ..decide.cancel import Cancelled
 from ..rulebook import vetting
+from ..rulebook.builtin import BUILTIN_COPY, describe
 from ..rulebook.last_good import BUILTIN_RULES, LastGood
 from ..rulebook.ruletests import self_test
 from ..rulebook.store import RulesetStatus, RuleStore
@@ -92,6 +93,8 @@ def _status_to_proto(st: RulesetStatus, full_path: bool = True) -> pb.RulesetInf
         last_attempted_revision=st.last_attempted_revision,
         last_attempted_at=st.last_attempted_at.isoformat() if st.last_attempted_at else "",
         source_dir=_shown_dir(st.source_dir, full_path),
+        fallback=st.fallback and f"serving {st.fallback}, because the rules folder's version was refused at start "
+                                 "(last_error says why)",
     )
 
 
@@ -125,7 +128,8 @@ def _too_large(context: grpc.ServicerContext, size: int, with_trace: bool, revis
     again unchanged gets the same answer), naming include_trace when the trace is what made it long."""
     log.warning("answer_too_large", bytes=size, limit=MAX_ANSWER_BYTES, revision=revision, trace=with_trace)
     if with_trace:
-        why = ("ask again without include_trace, or with trace_fired_only, for an answer within the limit")
+        # Only fields a caller can set: the trace is all or nothing on the wire (include_trace).
+        why = "ask again with include_trace false (the same answer without its trace) for an answer within the limit"
     else:
         why = f"the rules (revision {revision}) make answers too long; their maintainers must shorten them"
     context.abort_with_status(_Status(
@@ -154,7 +158,8 @@ class Servicer(pb_grpc.GpuAdvisorServicer):
     def Recommend(self, request: pb.RecommendRequest, context: grpc.ServicerContext) -> pb.RecommendResponse:  # noqa: N802
         bundle = self._bundle(context)
         _stop_unless_wanted(context, "validate")
-        violations = validate(request, bundle.known_gpu_ids(), bundle.known_model_names(), bundle.model_windows())
+        violations = validate(request, bundle.known_gpu_ids(), bundle.known_model_names(), bundle.model_windows(),
+                              bundle.model_shapes(), bundle.scale_up_domains(), bundle.model_ids())
         if violations:
             _invalid(context, violations)
         try:
@@ -342,6 +347,7 @@ def serve(
     max_reflection_streams: int = DEFAULT_MAX_REFLECTION_STREAMS, reflection_on: bool = True,
     probe_stale_seconds: float = STALE_SECONDS, reset_protection: bool = True, state_dir: str = "",
     builtin_rules: str | Path = BUILTIN_RULES, settle_seconds: float | None = None,
+    builtin_copy: str | Path = BUILTIN_COPY,
 ) -> tuple[AdvisorServer, int, RuleStore]:
     """Start serving and return (server, bound port, store). Health stays NOT_SERVING until rules load.
 
@@ -361,7 +367,8 @@ def serve(
     `reflection_on`: False leaves server reflection out. `reset_protection`: Core refuses a connection's streams
     beyond `max_streams` until the ended ones are freed (HTTP/2 rapid reset).
     `state_dir`: every version activated is saved there, and a start whose rules folder is refused serves the
-    last saved one, flagged; with none saved (or no state folder), `builtin_rules`, flagged (rulebook/last_good.py).
+    last saved one, flagged; with none saved (or no state folder), `builtin_rules`, flagged (rulebook/last_good.py);
+    when that is the refused folder itself, `builtin_copy`, the vetted copy made at install (rulebook/builtin.py).
     `settle_seconds`: the watched folder must hold still that long before a change is loaded (None: the default).
     """
     # The rules-checking helper is spawned before gRPC starts its threads (service/rulebook/vetting.py).
@@ -414,7 +421,7 @@ def serve(
     result = store.reload()
     if not result.ok:
         log.error("rules_invalid_at_start", problems=list(result.problems)[:50], rules=rules_dir)
-        _start_on_fallback(store, saved, Path(builtin_rules))
+        _start_on_fallback(store, saved, Path(builtin_rules), Path(builtin_copy))
     runner.run(server.start())
     if watch:
         store.start_watching()
@@ -428,14 +435,20 @@ def serve(
                          on_stopped=beat.close if beat else None), port, store
 
 
-def _start_on_fallback(store: RuleStore, saved: LastGood | None, builtin: Path) -> None:
+def _start_on_fallback(store: RuleStore, saved: LastGood | None, builtin: Path, copy: Path) -> None:
     """The rules folder's version was refused at start: serve the last version saved in the state folder, or
-    the rules shipped with the server, rather than nothing (answers say newer rules were rejected)."""
+    the rules shipped with the server, or (when the refused folder is the shipped one: `make run`, a container's
+    rules mounted over /app/rules) the vetted copy made at install, rather than nothing (answers say newer rules
+    were rejected; GetRuleset's `fallback` says which)."""
     last = saved.latest() if saved is not None else None
     if last is not None and store.start_on_fallback(last, f"the last good version saved in {saved.root}"):
         return
-    if builtin.is_dir() and builtin.resolve() != store.rules_dir.resolve():
-        store.start_on_fallback(builtin, f"the rules shipped with the server ({builtin})")
+    for folder, kind in ((builtin, f"the rules shipped with the server ({builtin})"), (copy, describe(copy))):
+        if folder.is_dir() and folder.resolve() != store.rules_dir.resolve() and store.start_on_fallback(folder, kind):
+            return
+    log.error("rules_no_fallback", rules=str(store.rules_dir), builtin_copy=str(copy),
+              hint="no saved, shipped or built-in copy of the rules could be served: run `python -m "
+                   "service.rulebook.builtin` (make dev) to make the built-in copy")
 
 
 def _wait_for(stop: threading.Event) -> None:

@@ -16,6 +16,7 @@ from google.protobuf.message import Message
 
 from ..domain.brief import LOCALES
 from ..domain.models import nearest
+from .parallelism import check_parallelism
 
 Violation = tuple[str, str]
 
@@ -205,16 +206,20 @@ def _model_name(name: str, known_models: Iterable[str] | None) -> list[Violation
     return [("brief.model.name", f"unknown model '{_echo(name)}'{hint} (ListModels lists the registry)")]
 
 
-def _beyond_window(brief: Any, windows: Mapping[str, int] | None) -> list[Violation]:  # noqa: ANN401
+def _beyond_window(brief: Any, windows: Mapping[str, int] | None,  # noqa: ANN401
+                   ids: Mapping[str, str] | None = None) -> list[Violation]:
     """Input the model cannot take: a context beyond the named model's window (`windows`: lower-cased registry id
     or alias -> context_window_tokens, 0 = not known), and a prompt longer than the context (the brief's, else
-    the named model's window)."""
+    the named model's window). The model is named by its registry id (`ids`: lower-cased id or alias -> id),
+    never by the caller's spelling of it."""
     m, t = brief.model, brief.traffic
-    window = windows.get(m.name.strip().lower(), 0) if windows and m.name else 0
+    name = m.name.strip().lower()
+    window = windows.get(name, 0) if windows and name else 0
     out: list[Violation] = []
     if window > 0 and m.context_tokens > window:
+        model = (ids or {}).get(name) or _echo(m.name.strip())
         out.append(("brief.model.context_tokens",
-                    f"{m.context_tokens:,} tokens is beyond {_echo(m.name)}'s context window of {window:,} tokens"))
+                    f"{m.context_tokens:,} tokens is beyond the context window of {model} ({window:,} tokens)"))
     limit, what = (m.context_tokens, "context_tokens") if m.context_tokens > 0 else (window, "the model's window")
     if limit <= 0:
         return out
@@ -227,16 +232,20 @@ def _beyond_window(brief: Any, windows: Mapping[str, int] | None) -> list[Violat
 
 def validate(
     request: Any, known_gpus: Iterable[str] = (), known_models: Iterable[str] | None = None,  # noqa: ANN401
-    windows: Mapping[str, int] | None = None,
+    windows: Mapping[str, int] | None = None, shapes: Mapping[str, tuple[str, int, int, int]] | None = None,
+    scale_up: Mapping[str, int] | None = None, ids: Mapping[str, str] | None = None,
 ) -> list[Violation]:
     """Every structural problem of a RecommendRequest, as (field path, description). `known_models`: the registry's
     ids and aliases (a brief's model.name must be one); None leaves names unchecked. `windows`: each lower-cased
-    id and alias's context window, so a context or a prompt the named model cannot take is refused."""
+    id and alias's context window, so a context or a prompt the named model cannot take is refused. `shapes`
+    (lower-cased id or alias -> registry id, query heads, KV heads, layers) and `scale_up` (GPU id -> most GPUs in one
+    tensor-parallel group) refuse a parallel split that cannot run (service/wire/parallelism.py). `ids`: each
+    lower-cased id and alias's registry id, which descriptions quote."""
     out: list[Violation] = []
     brief = request.brief
     _check_message(brief, "brief", out)
     out += _model_name(brief.model.name, known_models)
-    out += _beyond_window(brief, windows)
+    out += _beyond_window(brief, windows, ids)
     lat = brief.latency
     if lat.p95_ms > 0 and lat.p99_ms > 0 and lat.p99_ms < lat.p95_ms:
         out.append(("brief.latency.p99_ms",
@@ -274,6 +283,7 @@ def validate(
     _check_placement(brief.placement, out)
     known = set(known_gpus)
     _check_shape(brief, known, out)
+    out += check_parallelism(brief, shapes, scale_up)
     if len(request.quotes) > MAX_QUOTES:
         out.append(("quotes", f"at most {MAX_QUOTES} quotes"))
     for i, q in enumerate(request.quotes[:MAX_QUOTES]):
@@ -320,6 +330,14 @@ def _check_shape(brief: Any, known: set[str], out: list[Violation]) -> None:  # 
             close = nearest(sorted(known), gpu)
             hint = f"; nearest: {', '.join(close)}" if close else ""
             out.append(("brief.gpus", f"unknown GPU id '{_echo(gpu)}'{hint} (ListGpus lists the catalog)"))
+    # Refused, not quietly de-duplicated: a repeated id is most often a slip for another GPU (h100-sxm twice
+    # where h100-pcie was meant), which the caller should see.
+    counts: dict[str, int] = {}
+    for gpu in brief.gpus[:MAX_GPU_IDS]:
+        counts[gpu] = counts.get(gpu, 0) + 1
+    for gpu, n in counts.items():
+        if n > 1:
+            out.append(("brief.gpus", f"'{_echo(gpu)}' is listed {n} times; name each GPU once"))
     p = brief.parallelism
     width = max(1, p.tensor_parallel) * max(1, p.pipeline_parallel)
     if p.expert_parallel > 0 and (p.tensor_parallel > 0 or p.pipeline_parallel > 0) and p.expert_parallel > width:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import csv
 import io
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
@@ -183,3 +183,39 @@ def parse_price(text: str) -> float | None:
     """A catalog price, or None when it is empty, NaN or not a number (the caller drops the row and says why)."""
     x = parse_number(text)
     return x if x is not None and x == x and x not in (float("inf"), float("-inf")) else None
+
+
+MALFORMED = "malformed CSV row (an unterminated or stray quote): dropped, the next line read as a row of its own"
+
+
+@dataclass
+class Line:
+    """One physical line of a catalog CSV: its cells, or why it is not one row (`error`)."""
+
+    number: int
+    cells: list[str]
+    error: str = ""
+
+
+def csv_lines(text: str) -> Iterator[Line]:
+    """Each non-blank physical line of a catalog CSV parsed as one row on its own, strictly.
+
+    The catalogs never hold a value spanning lines, so a quote left open is a broken row, not the start of a long
+    value: read as a whole file, one unterminated quote swallows the rows after it up to the next quote (a real
+    row was once merged into a broken one and counted as superseded). Parsed line by line, the broken line alone
+    is refused (`error` set, `cells` its best-effort split so the caller can still name it) and the next line is
+    a row again."""
+    for number, raw in enumerate(text.split("\n"), start=1):
+        line = raw.removesuffix("\r")
+        if not line.strip():
+            continue
+        try:
+            rows = list(csv.reader([line], strict=True))
+        except csv.Error as exc:
+            try:
+                cells = next(csv.reader([line]))
+            except csv.Error:
+                cells = line.split(",")
+            yield Line(number, cells, f"{exc}")
+            continue
+        yield Line(number, rows[0] if rows else [])

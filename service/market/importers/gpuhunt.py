@@ -9,15 +9,13 @@ GCP locations are zones: collapsed to their region (on-demand the first zone's, 
 
 from __future__ import annotations
 
-import csv
-import io
 import re
 from datetime import date
 from pathlib import Path
 
 from ...domain.offers import Offer
 from ..accelerators import AcceleratorMap
-from .common import ImportReport, parse_number, parse_price
+from .common import MALFORMED, ImportReport, csv_lines, parse_number, parse_price
 from .regions import country_of
 
 DEFAULT_SOURCE = "dstack gpuhunt catalog, {provider}.csv, read {read}"
@@ -38,8 +36,9 @@ def import_gpuhunt_csv(
 ) -> tuple[list[Offer], ImportReport]:
     """Offers from one gpuhunt CSV text; `provider` names the file's provider when it has no provider column."""
     report = ImportReport(label)
-    reader = csv.DictReader(io.StringIO(text, newline=""))
-    fields = [f.strip() for f in reader.fieldnames or []]
+    lines = csv_lines(text)
+    first = next(lines, None)
+    fields = [f.strip() for f in first.cells] if first is not None and not first.error else []
     missing = [c for c in _REQUIRED if c not in fields]
     if missing:
         report.notes.append("not a gpuhunt catalog: no column " + ", ".join(missing))
@@ -49,12 +48,17 @@ def import_gpuhunt_csv(
         return [], report
     best: dict[tuple[str, str, str, str], tuple[float, int, dict[str, str]]] = {}
     rows_of: dict[tuple[str, str, str, str], int] = {}
-    for row in reader:
-        line = reader.line_num
-        r = {k.strip(): (v or "").strip() for k, v in row.items() if k is not None}
+    for row in lines:
+        line = row.number
+        r = dict(zip(fields, (v.strip() for v in row.cells), strict=False))
+        for name in fields[len(row.cells):]:  # a short row reads its missing cells as empty, as DictReader did
+            r[name] = ""
         raw_provider = (r.get("provider") or provider or "").lower()
         prov = _PROVIDERS.get(raw_provider, raw_provider)
         report.read(prov)
+        if row.error:
+            report.drop(MALFORMED, f"{label}:{line} ({row.error})", 1, prov)
+            continue
         if providers and prov not in providers:
             report.drop("provider not selected", f"{label}:{line} {prov}", 1, prov)
             continue

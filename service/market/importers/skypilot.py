@@ -25,8 +25,6 @@ What the catalog does that an offer must not:
 
 from __future__ import annotations
 
-import csv
-import io
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -35,7 +33,7 @@ from pathlib import Path
 
 from ...domain.offers import Offer
 from ..accelerators import AcceleratorMap
-from .common import ImportReport, parse_number, parse_price
+from .common import MALFORMED, ImportReport, csv_lines, parse_number, parse_price
 from .regions import country_of
 
 DEFAULT_SOURCE = "SkyPilot catalog {version}, {provider}/vms.csv, read {read}"
@@ -142,12 +140,13 @@ def import_vms_csv(
     """Offers from one vms.csv text. `provider` is the catalog folder's name when the file has no provider column;
     `source` is stamped on every row (default: `SkyPilot catalog vN, <provider>/vms.csv, read <as_of>`)."""
     report = ImportReport(label)
-    reader = csv.reader(io.StringIO(text, newline=""))
-    try:
-        header = [h.strip() for h in next(reader)]
-    except (StopIteration, csv.Error):
-        report.notes.append("empty file")
+    lines = csv_lines(text)
+    first = next(lines, None)
+    if first is None or first.error:
+        report.notes.append("empty file" if first is None else f"{label}:{first.number}: the header is not CSV "
+                            f"({first.error})")
         return [], report
+    header = [h.strip() for h in first.cells]
     col: dict[str, int] = {}
     for key, names in _ALIASES.items():
         for name in names:
@@ -166,15 +165,15 @@ def import_vms_csv(
     hosts: dict[tuple[str, str], tuple[float | None, float | None, float | None, float | None]] = {}
     groups: dict[tuple[str, str, str], _Group] = {}
     no_region: dict[str, int] = {}
-    line = 1
-    try:
-        for cells in reader:
-            start, line = line + 1, reader.line_num
-            if not cells:
-                continue
-            _row(cells, start, label, col, provider, providers, report, hosts, groups, no_region)
-    except csv.Error as exc:
-        report.notes.append(f"{label}:{line + 1}: not valid CSV from here on ({exc}); the rows before it are kept")
+    for row in lines:
+        if row.error:
+            i = col.get("provider")
+            named = row.cells[i].strip().lower() if i is not None and i < len(row.cells) else ""
+            prov = named or (provider or "").lower()
+            report.read(prov)
+            report.drop(MALFORMED, f"{label}:{row.number} ({row.error})", 1, prov)
+            continue
+        _row(row.cells, row.number, label, col, provider, providers, report, hosts, groups, no_region)
     for prov, n in sorted(no_region.items()):
         report.notes.append(f"{prov}: {n} rows list no region; kept as region '{NO_REGION}', country unknown "
                             "(a country or region filter leaves them out)")
