@@ -134,6 +134,10 @@ CANDIDATE_FIELDS: dict[str, FieldSpec] = {
     "nodes": FieldSpec("int", "nodes the configuration spans"),
     "multi_gpu": FieldSpec("bool", "count > 1"),
     "multi_node": FieldSpec("bool", "nodes > 1"),
+    "gpus_talk": FieldSpec("bool", "its GPUs exchange data: a model copy split over several, or training's "
+                                   "data parallelism (independent copies exchange nothing)"),
+    "talk_across_nodes": FieldSpec("bool", "that exchange crosses nodes: a copy wider than a node, or training "
+                                           "over nodes"),
     "fits": FieldSpec("bool", "the work fits in memory at this count with the safety headroom"),
     "fits_single": FieldSpec("bool", "one GPU holds one copy of the model"),
     "need_gb": FieldSpec("number", "memory need of the whole configuration, GB"),
@@ -200,6 +204,8 @@ PLAN_FIELDS: dict[str, FieldSpec] = {
     "top_multi_gpu": FieldSpec("bool", "first candidate uses more than one GPU"),
     "top_multi_node": FieldSpec("bool", "first candidate spans nodes"),
     "top_fast_interconnect": FieldSpec("bool", "first candidate has NVLink/xGMI"),
+    "top_gpus_talk": FieldSpec("bool", "first candidate's GPUs exchange data (gpus_talk)"),
+    "top_talk_across_nodes": FieldSpec("bool", "first candidate's GPUs exchange data across nodes (talk_across_nodes)"),
     "top_headroom": FieldSpec("number", "first candidate's memory headroom"),
     "top_usd_per_hour": FieldSpec("number", "first candidate's $/h"),
     "top_break_even_months": FieldSpec("number", "first candidate's break-even months (-1 = never)"),
@@ -406,6 +412,17 @@ def tests_shown_only(rules: Sequence[Rule]) -> bool:
 fills_later: IdentityMemo[tuple[Rule, ...], bool] = IdentityMemo(lambda rules: not tests_shown_only(rules), limit=8)
 
 
+_SILENT = {"gpus_talk": False, "talk_across_nodes": False}
+
+
+def _talk(s: Sizing, training: bool) -> dict[str, bool]:
+    """Whether the configuration's GPUs exchange data, and across nodes (issue 37: independent image copies on two
+    nodes exchange nothing, so no interconnect warning applies to them)."""
+    per_node = s.gpu.gpus_per_node if s.gpu.gpus_per_node > 0 else 1
+    return {"gpus_talk": s.count > 1 and (training or s.per_replica > 1),
+            "talk_across_nodes": s.nodes > 1 and (training or s.per_replica > per_node)}
+
+
 def candidate_fact(base: dict[str, Any], s: Sizing, later: bool = False) -> dict[str, Any]:
     """`later`: the SHOWN_ONLY fields hold None, in their places, until `shown_fields` fills them in."""
     budget = base["budget_usd_per_hour"]
@@ -418,6 +435,7 @@ def candidate_fact(base: dict[str, Any], s: Sizing, later: bool = False) -> dict
         "nodes": int(s.nodes),
         "multi_gpu": count > 1,
         "multi_node": s.nodes > 1,
+        **_talk(s, base["is_training"]),
         "fits": bool(fits),
         "fits_single": s.memory_count == 1 and fits,
         "need_gb": None,
@@ -516,6 +534,7 @@ def plan_fact(
         "top_multi_gpu": bool(top and top.count > 1),
         "top_multi_node": bool(top and top.nodes > 1),
         "top_fast_interconnect": bool(top and top.gpu.fast_interconnect),
+        **{f"top_{k}": v for k, v in (_talk(top, base["is_training"]) if top else _SILENT).items()},
         "top_headroom": round(top.headroom, 4) if top else 0.0,
         "top_usd_per_hour": round(top.usd_per_hour, 4) if top else 0.0,
         "top_break_even_months": round(be, 2),
