@@ -40,3 +40,4 @@ def test_latency_quantile_by_hand_and_as_load_grows():
     p95s = [latency_quantile_s(7.0, 0.5, c) for c in (4, 5, 6, 8)]
     assert p95s == sorted(p95s, reverse=True) and p95s[-1] >= 7.0
     assert latency_quantile_s(7.0, 0.5, 3) == math.inf  # 3.5 Erlangs on 3 copies
+

@@ -154,6 +154,8 @@ CANDIDATE_FIELDS: dict[str, FieldSpec] = {
     "cost_computable": FieldSpec("bool", "cost per accepted unit could be computed"),
     "latency_target": FieldSpec("bool", "the brief sets a latency target"),
     "meets_latency": FieldSpec("bool", "estimated latency meets the target (true when there is none)"),
+    "latency_near_miss": FieldSpec("bool", "every latency target missed is missed by no more than the class's "
+                                           "measured error (kept, at risk)"),
     "est_latency_ms": FieldSpec("number", "estimated end-to-end latency at the average request, ms"),
     "latency_vs_best": FieldSpec("number", "est_latency_ms / best_latency_ms (1 = the fastest; 0 = no target)"),
     "break_even_months": FieldSpec("number", "months until buying beats renting (-1 = never)"),
@@ -450,6 +452,7 @@ def candidate_fact(base: dict[str, Any], s: Sizing, later: bool = False) -> dict
         "cost_computable": s.usd_per_unit > 0,
         "latency_target": s.latency_target,
         "meets_latency": bool(s.meets_latency),
+        "latency_near_miss": False,  # set with the class's measured error (decide/accuracy.mark_near_misses)
         "est_latency_ms": None,
         "latency_vs_best": round(s.est_latency_ms / best_ms, 3) if s.latency_target and best_ms > 0 else 0.0,
         "break_even_months": None,
