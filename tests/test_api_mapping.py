@@ -34,14 +34,16 @@ FULL_BRIEF = {
               "kv_cache_precision": "PRECISION_FP8"},
     "traffic": {"concurrent_sessions": 64, "batch_size": 16, "avg_input_tokens": 2000,
                 "p95_input_tokens": 9000, "avg_output_tokens": 400, "requests_per_second": 7.5},
-    "latency": {"p95_ms": 2000, "p99_ms": 3500, "ttft_ms": 400},
+    # The "none" answers are set beside targets only to map every field (validate.py refuses them together).
+    "latency": {"p95_ms": 2000, "p99_ms": 3500, "ttft_ms": 400, "no_latency_target": True},
     "run_cycle": "RUN_CYCLE_ALWAYS_ON",
     "boundary": "BOUNDARY_DATA_RESIDENCY",
     "success_unit": "SUCCESS_UNIT_TOKEN",
     "toolchain": ["vllm", "kubernetes"],
     "training": {"tokens_billion": 1.5, "target_days": 3, "global_batch_tokens": 4194304},
     "economics": {"hours_per_month": 730, "horizon_months": 24, "utilization": 0.65,
-                  "budget_usd_per_hour": 80, "electricity_usd_per_kwh": 0.12, "needs_hardware_control": False,
+                  "budget_usd_per_hour": 80, "no_budget_cap": True, "electricity_usd_per_kwh": 0.12,
+                  "needs_hardware_control": False,
                   "demand": "DEMAND_STEADY", "has_platform_team": True, "acceptance_rate": 0.93,
                   "price_tier": "PRICE_TIER_MARKETPLACE"},
     "placement": {"providers": ["aws", "Lambda"], "regions": ["eu-central-1"], "countries": ["EU", "ch"],
@@ -79,12 +81,13 @@ def test_full_request_to_domain():
                               1.6, "FP8")
     assert b.parallelism == B.Parallelism(4, 2, 8) and b.gpus == ("h100-sxm", "h200")
     assert b.traffic == B.Traffic(64, 16, 2000, 9000, 400, 7.5)
-    assert b.latency == B.Latency(2000, 3500, 400)
+    assert b.latency == B.Latency(2000, 3500, 400, True)
     assert b.training == B.Training(1.5, 3, 4194304)
     assert b.media == B.Media(30, 1344, 768, 5.5, 121)
     assert b.toolchain == ("vllm", "kubernetes")
     e = b.economics
     assert (e.hours_per_month, e.horizon_months, e.utilization, e.budget_usd_per_hour) == (730, 24, 0.65, 80)
+    assert e.no_budget_cap is True and r.brief.latency.no_target is True
     assert (e.electricity_usd_per_kwh, e.demand, e.acceptance_rate) == (0.12, "STEADY", 0.93)
     assert e.needs_hardware_control is False and e.has_platform_team is True
     assert e.price_tier == "MARKETPLACE"

@@ -62,3 +62,15 @@ def test_the_cli_reports_it_in_one_line_and_exits_2(tmp_path: Path, capsys: pyte
     assert cli.main(["recommend", str(f), "--addr", "127.0.0.1:1", "--timeout", "1"]) == cli.EXIT_INPUT
     err = capsys.readouterr().err
     assert err.startswith(f"error: {f}:2: brief.model.precision: 'fp9' is not a choice (did you mean 'fp8'?)")
+
+
+def test_none_answers_read_from_a_brief_file(tmp_path: Path):
+    """Issue 37: "no cap" and "no latency target" are written in the CLI's YAML as the proto names them."""
+    f = tmp_path / "brief.yaml"
+    f.write_text("workload: realtime_inference\nlatency: {no_latency_target: true}\n"
+                 "economics: {no_budget_cap: true}\n", encoding="utf-8")
+    brief = load_request(f).brief
+    assert brief.economics.no_budget_cap is True and brief.latency.no_latency_target is True
+    f.write_text("economics: {no_budget_cap: yes please}\n", encoding="utf-8")
+    with pytest.raises(InputError, match="no_budget_cap"):
+        load_request(f)

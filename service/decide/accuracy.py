@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..domain.accuracy import Band, classes_of
+from ..domain.accuracy import Band, classes_of, margins
 from ..domain.advice import Candidate, Reason
 from ..render.accuracy import margins_of, risk_params
 from .run import Run, Scored
@@ -23,8 +23,28 @@ def band_of(c: Scored, run: Run) -> tuple[Band | None, str]:
 
 
 def risk_caveats(perf: Any, band: Band | None, run: Run, brief: dict[str, Any]) -> tuple[Reason, ...]:  # noqa: ANN401
-    return tuple(Reason("accuracy.at_risk", run.text("caveat.accuracy_at_risk", risk_params(m, band, run.text)))
-                 for m in margins_of(perf, band, brief) if m.at_risk and band is not None)
+    if band is None:
+        return ()
+    return tuple(Reason("accuracy.at_risk", run.text(
+        "caveat.accuracy_at_risk" if m.at_risk else "caveat.accuracy_near_miss", risk_params(m, band, run.text)))
+        for m in margins_of(perf, band, brief) if m.at_risk or m.near_miss)
+
+
+def mark_near_misses(scored: list[Scored], run: Run) -> None:
+    """Sets each candidate fact's `latency_near_miss` before the candidate rules run: every latency target it
+    misses, it misses by no more than its class's measured error (issue 37: 1,082 ms against a 1,000 ms TTFT
+    target with a ±15% error is at risk, as 6.7% under is, not excluded)."""
+    for c in scored:
+        s, f = c.sizing, c.fact
+        if not s.latency_target or s.meets_latency:
+            continue
+        band, _ = band_of(c, run)
+        found = {m.target_field: m for m in margins(band, f["p95_ms"], f["ttft_ms"], 0.0, s.est_latency_ms,
+                                                     s.est_ttft_ms, 0.0)}
+        missed = [path for path, target, figure in (("latency.p95_ms", f["p95_ms"], s.est_latency_ms),
+                                                     ("latency.ttft_ms", f["ttft_ms"], s.est_ttft_ms))
+                  if target > 0 and figure > target]
+        f["latency_near_miss"] = bool(missed) and all(p in found and found[p].near_miss for p in missed)
 
 
 def unmeasured_note(shown: list[Scored], candidates: tuple[Candidate, ...], run: Run) -> Reason | None:

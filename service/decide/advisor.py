@@ -31,7 +31,7 @@ from ..render.messages import compact, unit_key
 from ..render.summary import render_summary
 from . import facts as F
 from . import tables as tb
-from .accuracy import unmeasured_note
+from .accuracy import mark_near_misses, unmeasured_note
 from .answer import benchmark, build, candidate_of, checklist, dedupe_warnings, once, said_texts
 from .book import Rulebook
 from .cancel import StillWanted, checkpoint
@@ -373,6 +373,7 @@ def _candidate_rules(run: Run, base: dict[str, Any], sizings: list[Sizing]) -> l
     """Stage 2, candidate rules: eligibility, the workload matrix, scoring; one fact per sized GPU."""
     later = F.fills_later(run.book.program.for_fact("candidate"))
     scored = [Scored(s, F.candidate_fact(base, s, later)) for s in sizings]
+    mark_near_misses(scored, run)
     fired = run.fire("candidate", [c.fact for c in scored])
     for c in scored:
         said, c.points, exclusions, parts, reasons, caveats = run.effects(fired[c.fact["id"]])

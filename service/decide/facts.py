@@ -82,13 +82,15 @@ BRIEF_FIELDS: dict[str, FieldSpec] = {
     "p95_ms": FieldSpec("number", "p95 latency target (0 = none)"),
     "p99_ms": FieldSpec("number", "p99 latency target (0 = none)"),
     "ttft_ms": FieldSpec("number", "time-to-first-token target (0 = none)"),
+    "no_latency_target": FieldSpec("bool", "the brief answered the latency question: no target"),
     "tokens_billion": FieldSpec("number", "training tokens, billions"),
     "target_days": FieldSpec("number", "training deadline, days"),
     "hours_per_month": FieldSpec("number", "GPU hours needed per month (0 = not given)"),
     "horizon_months": FieldSpec("number", "how long the capacity is needed (0 = not given)"),
     "utilization": FieldSpec("number", "expected busy fraction (the default when not given)"),
     "utilization_given": FieldSpec("bool", "the brief gave a utilization"),
-    "budget_usd_per_hour": FieldSpec("number", "cap for the whole configuration (0 = none)"),
+    "budget_usd_per_hour": FieldSpec("number", "cap for the whole configuration (0 = none or not given)"),
+    "no_budget_cap": FieldSpec("bool", "the brief answered the budget question: no cap"),
     "acceptance_rate": FieldSpec("number", "share of outputs that pass quality filters (0 = not given)"),
     "acceptance_given": FieldSpec("bool", "the brief gave an acceptance rate"),
     "toolchain_given": FieldSpec("bool", "the brief named its toolchain"),
@@ -132,6 +134,10 @@ CANDIDATE_FIELDS: dict[str, FieldSpec] = {
     "nodes": FieldSpec("int", "nodes the configuration spans"),
     "multi_gpu": FieldSpec("bool", "count > 1"),
     "multi_node": FieldSpec("bool", "nodes > 1"),
+    "gpus_talk": FieldSpec("bool", "its GPUs exchange data: a model copy split over several, or training's "
+                                   "data parallelism (independent copies exchange nothing)"),
+    "talk_across_nodes": FieldSpec("bool", "that exchange crosses nodes: a copy wider than a node, or training "
+                                           "over nodes"),
     "fits": FieldSpec("bool", "the work fits in memory at this count with the safety headroom"),
     "fits_single": FieldSpec("bool", "one GPU holds one copy of the model"),
     "need_gb": FieldSpec("number", "memory need of the whole configuration, GB"),
@@ -148,6 +154,8 @@ CANDIDATE_FIELDS: dict[str, FieldSpec] = {
     "cost_computable": FieldSpec("bool", "cost per accepted unit could be computed"),
     "latency_target": FieldSpec("bool", "the brief sets a latency target"),
     "meets_latency": FieldSpec("bool", "estimated latency meets the target (true when there is none)"),
+    "latency_near_miss": FieldSpec("bool", "every latency target missed is missed by no more than the class's "
+                                           "measured error (kept, at risk)"),
     "est_latency_ms": FieldSpec("number", "estimated end-to-end latency at the average request, ms"),
     "latency_vs_best": FieldSpec("number", "est_latency_ms / best_latency_ms (1 = the fastest; 0 = no target)"),
     "break_even_months": FieldSpec("number", "months until buying beats renting (-1 = never)"),
@@ -198,6 +206,8 @@ PLAN_FIELDS: dict[str, FieldSpec] = {
     "top_multi_gpu": FieldSpec("bool", "first candidate uses more than one GPU"),
     "top_multi_node": FieldSpec("bool", "first candidate spans nodes"),
     "top_fast_interconnect": FieldSpec("bool", "first candidate has NVLink/xGMI"),
+    "top_gpus_talk": FieldSpec("bool", "first candidate's GPUs exchange data (gpus_talk)"),
+    "top_talk_across_nodes": FieldSpec("bool", "first candidate's GPUs exchange data across nodes (talk_across_nodes)"),
     "top_headroom": FieldSpec("number", "first candidate's memory headroom"),
     "top_usd_per_hour": FieldSpec("number", "first candidate's $/h"),
     "top_break_even_months": FieldSpec("number", "first candidate's break-even months (-1 = never)"),
@@ -306,6 +316,7 @@ def brief_fact(
         "p95_ms": float(lat.p95_ms),
         "p99_ms": float(lat.p99_ms),
         "ttft_ms": float(lat.ttft_ms),
+        "no_latency_target": bool(lat.no_target),
         "tokens_billion": float(tr.tokens_billion),
         "target_days": float(tr.target_days),
         "hours_per_month": float(e.hours_per_month),
@@ -313,6 +324,7 @@ def brief_fact(
         "utilization": float(e.utilization or default_utilization),
         "utilization_given": e.utilization > 0,
         "budget_usd_per_hour": float(e.budget_usd_per_hour),
+        "no_budget_cap": bool(e.no_budget_cap),
         "acceptance_rate": float(e.acceptance_rate),
         "acceptance_given": e.acceptance_rate > 0,
         "toolchain_given": bool(tools),
@@ -402,6 +414,17 @@ def tests_shown_only(rules: Sequence[Rule]) -> bool:
 fills_later: IdentityMemo[tuple[Rule, ...], bool] = IdentityMemo(lambda rules: not tests_shown_only(rules), limit=8)
 
 
+_SILENT = {"gpus_talk": False, "talk_across_nodes": False}
+
+
+def _talk(s: Sizing, training: bool) -> dict[str, bool]:
+    """Whether the configuration's GPUs exchange data, and across nodes (issue 37: independent image copies on two
+    nodes exchange nothing, so no interconnect warning applies to them)."""
+    per_node = s.gpu.gpus_per_node if s.gpu.gpus_per_node > 0 else 1
+    return {"gpus_talk": s.count > 1 and (training or s.per_replica > 1),
+            "talk_across_nodes": s.nodes > 1 and (training or s.per_replica > per_node)}
+
+
 def candidate_fact(base: dict[str, Any], s: Sizing, later: bool = False) -> dict[str, Any]:
     """`later`: the SHOWN_ONLY fields hold None, in their places, until `shown_fields` fills them in."""
     budget = base["budget_usd_per_hour"]
@@ -414,6 +437,7 @@ def candidate_fact(base: dict[str, Any], s: Sizing, later: bool = False) -> dict
         "nodes": int(s.nodes),
         "multi_gpu": count > 1,
         "multi_node": s.nodes > 1,
+        **_talk(s, base["is_training"]),
         "fits": bool(fits),
         "fits_single": s.memory_count == 1 and fits,
         "need_gb": None,
@@ -428,6 +452,7 @@ def candidate_fact(base: dict[str, Any], s: Sizing, later: bool = False) -> dict
         "cost_computable": s.usd_per_unit > 0,
         "latency_target": s.latency_target,
         "meets_latency": bool(s.meets_latency),
+        "latency_near_miss": False,  # set with the class's measured error (decide/accuracy.mark_near_misses)
         "est_latency_ms": None,
         "latency_vs_best": round(s.est_latency_ms / best_ms, 3) if s.latency_target and best_ms > 0 else 0.0,
         "break_even_months": None,
@@ -512,6 +537,7 @@ def plan_fact(
         "top_multi_gpu": bool(top and top.count > 1),
         "top_multi_node": bool(top and top.nodes > 1),
         "top_fast_interconnect": bool(top and top.gpu.fast_interconnect),
+        **{f"top_{k}": v for k, v in (_talk(top, base["is_training"]) if top else _SILENT).items()},
         "top_headroom": round(top.headroom, 4) if top else 0.0,
         "top_usd_per_hour": round(top.usd_per_hour, 4) if top else 0.0,
         "top_break_even_months": round(be, 2),

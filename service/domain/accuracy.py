@@ -107,6 +107,12 @@ class Margin:
         """Met, but by less than the measured error: an estimate as far off as the class's median misses it."""
         return self.figure <= self.target < self.figure * (1 + self.band_pct / 100)
 
+    @property
+    def near_miss(self) -> bool:
+        """Missed, but by no more than the measured error: an estimate as far off the other way meets it (issue 37:
+        a near miss is kept and marked at risk, as a near hit is)."""
+        return self.target < self.figure <= self.target * (1 + self.band_pct / 100)
+
 
 def margins(band: Band | None, p95_target: float, ttft_target: float, days_target: float, e2e_ms: float,
             ttft_ms: float, training_days: float) -> tuple[Margin, ...]:

@@ -118,6 +118,7 @@ class Latency:
     p95_ms: float = 0.0
     p99_ms: float = 0.0
     ttft_ms: float = 0.0
+    no_target: bool = False  # the latency question answered "no target"
 
 
 @dataclass(frozen=True)
@@ -139,6 +140,7 @@ class Economics:
     has_platform_team: bool | None = None
     acceptance_rate: float = 0.0
     price_tier: str = UNSPECIFIED  # compare at this tier's prices; UNSPECIFIED = on-demand
+    no_budget_cap: bool = False  # the budget question answered "no cap"
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,7 @@ def risk_params(m: Margin, band: Band, text: Text) -> dict[str, Any]:
             "figure": figure_text(m.target_field, m.figure, text),
             "target": figure_text(m.target_field, m.target, text),
             "margin_pct": (m.target / m.figure - 1) * 100, "band_pct": m.band_pct,
+            "over_pct": (m.figure / m.target - 1) * 100,  # a near miss: by how much the figure is over
             "class_name": text(f"accuracy.class.{band.of}", {})}
 
 
@@ -52,4 +53,6 @@ def band_lines(perf: Any, brief: Mapping[str, Any], text: Text) -> list[str]:  #
         out.append(text("summary.accuracy_band", params))
         if m.at_risk:
             out.append(text("summary.accuracy_at_risk", params))
+        elif m.near_miss:
+            out.append(text("summary.accuracy_near_miss", params))
     return out

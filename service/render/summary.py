@@ -15,7 +15,6 @@ from .messages import Messages
 from .offer_lines import no_offer_line, reserved_line, unplaced, where
 
 MAX_ALTERNATIVES = 2
-MAX_WARNINGS = 3
 MAX_QUESTIONS = 5
 TINY_UNIT_COST = 0.01  # below a cent per item, the summary prices a million of them
 PER_ITEM_UNITS = ("RESPONSE", "TASK", "IMAGE", "VIDEO_SECOND", "RECORD")
@@ -113,7 +112,9 @@ def render_summary(advice: Advice, msgs: Messages, locale: str, brief: dict[str,
             lines.append(t("summary.route_provisional", fields=fields))
     if advice.warnings:
         lines.append(t("summary.warnings_header"))
-        for w in advice.warnings[:MAX_WARNINGS]:
+        # Every warning, one line each (issue 37: a cut at three hid a rule author's new warning from the CLI and
+        # from MCP hosts, which pass only this text to their model). Warnings are deduplicated per code upstream.
+        for w in advice.warnings:
             lines.append(t("summary.warning", title=w.title, text=w.text) if w.title else f"- {w.text}")
     if advice.questions:
         lines.append(t("summary.questions_header"))

@@ -80,6 +80,8 @@ CODE_MESSAGE_KEYS = (
     "summary.accuracy_at_risk",
     "summary.accuracy_unmeasured",
     "caveat.accuracy_at_risk",
+    "summary.accuracy_near_miss",
+    "caveat.accuracy_near_miss",
     "note.accuracy_none_class",
     "note.accuracy_none_any",
     "latency.target_p95",

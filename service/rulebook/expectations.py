@@ -60,6 +60,8 @@ KEYS = (
     # issue 25:
     "questions_exclude",
     "warnings_critical_exclude",
+    # issue 37:
+    "no_questions",
 )
 CJK = re.compile(r"[\u4e00-\u9fff]")
 EXPONENT = re.compile(r"\d[eE][+-]?\d")
@@ -212,6 +214,8 @@ def check(
             fails.append(f"warning {code} is CRITICAL")
     if expect.get("questions_nonempty") and not fields:
         fails.append("no questions")
+    if expect.get("no_questions") and fields:
+        fails.append(f"questions left open: {fields}")
     for key, attr in (
         ("cost_per_hour", ("cost", "usd_per_hour")),
         ("break_even_hours", ("ownership", "break_even_hours")),

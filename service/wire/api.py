@@ -129,7 +129,7 @@ def request_from_proto(r: pb.RecommendRequest) -> AdviceRequest:
             avg_output_tokens=t.avg_output_tokens,
             requests_per_second=t.requests_per_second,
         ),
-        latency=Latency(p95_ms=lat.p95_ms, p99_ms=lat.p99_ms, ttft_ms=lat.ttft_ms),
+        latency=Latency(p95_ms=lat.p95_ms, p99_ms=lat.p99_ms, ttft_ms=lat.ttft_ms, no_target=lat.no_latency_target),
         run_cycle=enum_name("RunCycle", b.run_cycle),
         boundary=enum_name("Boundary", b.boundary),
         success_unit=enum_name("SuccessUnit", b.success_unit),
@@ -147,6 +147,7 @@ def request_from_proto(r: pb.RecommendRequest) -> AdviceRequest:
             has_platform_team=_opt(e, "has_platform_team"),
             acceptance_rate=e.acceptance_rate,
             price_tier=enum_name("PriceTier", e.price_tier),
+            no_budget_cap=e.no_budget_cap,
         ),
         placement=PlacementPolicy(
             providers=tuple(pl.providers), regions=tuple(pl.regions),
@@ -181,7 +182,7 @@ def request_to_proto(r: AdviceRequest) -> pb.RecommendRequest:
         hours_per_month=e.hours_per_month, horizon_months=e.horizon_months, utilization=e.utilization,
         budget_usd_per_hour=e.budget_usd_per_hour, electricity_usd_per_kwh=e.electricity_usd_per_kwh,
         demand=enum_number("Demand", e.demand), acceptance_rate=e.acceptance_rate,
-        price_tier=enum_number("PriceTier", e.price_tier),
+        price_tier=enum_number("PriceTier", e.price_tier), no_budget_cap=e.no_budget_cap,
     )
     if e.needs_hardware_control is not None:
         econ.needs_hardware_control = e.needs_hardware_control
@@ -204,7 +205,8 @@ def request_to_proto(r: AdviceRequest) -> pb.RecommendRequest:
             avg_input_tokens=t.avg_input_tokens, p95_input_tokens=t.p95_input_tokens,
             avg_output_tokens=t.avg_output_tokens, requests_per_second=t.requests_per_second,
         ),
-        latency=pb.Latency(p95_ms=lat.p95_ms, p99_ms=lat.p99_ms, ttft_ms=lat.ttft_ms),
+        latency=pb.Latency(p95_ms=lat.p95_ms, p99_ms=lat.p99_ms, ttft_ms=lat.ttft_ms,
+                           no_latency_target=lat.no_target),
         run_cycle=enum_number("RunCycle", b.run_cycle),
         boundary=enum_number("Boundary", b.boundary),
         success_unit=enum_number("SuccessUnit", b.success_unit),

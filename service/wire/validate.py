@@ -254,6 +254,11 @@ def validate(
         # The first token is part of the end-to-end time: a TTFT target above it can never bind.
         out.append(("brief.latency.ttft_ms",
                     f"time to first token ({lat.ttft_ms:g} ms) cannot exceed the end-to-end p95 ({lat.p95_ms:g} ms)"))
+    if lat.no_latency_target and (lat.p95_ms > 0 or lat.p99_ms > 0 or lat.ttft_ms > 0):
+        out.append(("brief.latency.no_latency_target", "says there is no latency target, but a target is given"))
+    if brief.economics.no_budget_cap and brief.economics.budget_usd_per_hour > 0:
+        out.append(("brief.economics.no_budget_cap",
+                     f"says there is no cap, but budget_usd_per_hour is {brief.economics.budget_usd_per_hour:g}"))
     m = brief.model
     if m.active_params_billion > 0 and m.params_billion > 0 and m.active_params_billion > m.params_billion:
         out.append(("brief.model.active_params_billion", "active parameters cannot exceed total parameters"))

@@ -24,6 +24,7 @@ from .common import (
     usable_gb,
 )
 from .media import media_need, outputs_per_second
+from .media_latency import check_latency
 from .shape import Shape
 from .width import SPEED_FIELDS, pick_width, serving_speed
 
@@ -113,6 +114,7 @@ def size_inference(
     if s.latency_target and brief.workload == "REALTIME_INFERENCE":
         s.meets_latency = meets_latency(s, lat)
     replicate_for_load(s, n, brief.workload, shape, brief.traffic.requests_per_second, need(n))
+    check_latency(s, brief, need(n))  # media: per image or clip, queueing at the offered rate (issue 37)
 
 
 GENERATION = ("REALTIME_INFERENCE", "BATCH_INFERENCE", "EVALUATION", "NOTEBOOK")

@@ -24,6 +24,7 @@ from .inference import (
     replicate_for_load,
     size_inference,
 )
+from .media_latency import check_latency
 from .shape import Shape
 from .training import full_training_need, size_adapter, size_full_training
 
@@ -187,6 +188,7 @@ class RequestSizer:
         s.latency_target = self.latency_target
         inference_speed(s, self.brief, self.shape, self.a, n, self.memo)
         replicate_for_load(s, n, self.workload, self.shape, self.brief.traffic.requests_per_second, self._need(gt, n))
+        check_latency(s, self.brief, self._need(gt, n))
 
     def _decode_speed(self, s: Sizing, gt: tb.GpuTable, lean: bool = False) -> None:
         """size_inference, or the fields it set on an earlier blank Sizing of this GPU for this brief and shape
