@@ -209,7 +209,10 @@ def test_every_violation_is_reported_at_once(stub):
 
 def test_missing_input_is_not_an_error(stub):
     resp = stub.Recommend(pb.RecommendRequest(), timeout=30)
-    assert resp.questions  # an empty brief becomes questions, not INVALID_ARGUMENT
+    # An empty brief becomes questions, not INVALID_ARGUMENT: first what the work is and how big the model.
+    fields = [q.field for q in resp.questions]
+    assert fields[:2] == ["workload", "model.params_billion"], fields
+    assert {"model.precision", "model.context_tokens", "economics.hours_per_month"} <= set(fields), fields
 
 
 def test_known_quote_is_accepted(stub):
