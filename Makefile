@@ -73,6 +73,8 @@ mcp-config: $(GEN)
 	@printf '{"mcpServers": {"gpu-advisor": {"command": "%s", "args": ["mcp", "--addr", "%s"]}}}\n' \
 		"$(CURDIR)/$(VENV)/bin/gpu-advisor" "$${GPU_ADVISOR_ADDR:-127.0.0.1:50051}"
 
+# In a random order (pytest-randomly): the seed is printed at the end; --randomly-seed=N replays an order,
+# -p no:randomly runs the files' own order.
 test: $(GEN) $(CLIENT) $(DEV)
 	$(PY) -m pytest
 

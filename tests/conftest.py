@@ -37,6 +37,15 @@ configure()
 # (a local run drew the 5e-324 requests/s that validate now refuses).
 settings.register_profile("ci", derandomize=True, database=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+# pytest-randomly (a dev dependency) shuffles the order of modules and tests and reseeds `random` per test; it
+# leaves Hypothesis alone, so the ci profile above still replays the same examples whatever the order.
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    """The random order's seed, printed even under -q (which hides pytest-randomly's own header line)."""
+    seed = getattr(config.option, "randomly_seed", None)
+    if isinstance(seed, int) and config.pluginmanager.hasplugin("randomly"):
+        terminalreporter.write_line(f"random test order: seed {seed}; the same order again: --randomly-seed={seed}")
 
 
 # As the gpu-advisor client does: gRPC's own retries on UNAVAILABLE. With the stream cap on, Core refuses a

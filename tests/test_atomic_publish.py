@@ -1,6 +1,7 @@
 """Half-written files are never served (issue 26): the watcher loads a folder only once it held still for its
 settle time, the project's writers replace files in one rename, and a version published by one symlink swap (as
-Kubernetes ConfigMaps do) is picked up whole. Real server processes watching a private rules copy."""
+Kubernetes ConfigMaps do) is picked up whole. The settle wait runs on a clock the test drives; the symlink swap
+against a real server process watching a private rules copy."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import grpc
 
 from service.frontends.cli import main as cli
 from service.rulebook.atomic import write_atomically
+from service.rulebook.store import RuleStore
 from service.wire.api import pb, pb_grpc
 from tests.conftest import RULES
 from tests.test_hostile_clients import stop
@@ -44,29 +46,50 @@ def _wait(predicate, timeout: float = 60) -> bool:  # noqa: ANN001
     return predicate()
 
 
-def test_a_writer_that_pauses_mid_file_is_not_served_half_written(tmp_path: Path):
+class _PausedWriter:
+    """The watcher's clock and pause, driven here: a writer that wrote half of a file finishes it `after_s`
+    seconds later on this clock. No sleep races the settle time on a busy machine."""
+
+    def __init__(self, path: Path, text: str, after_s: float):
+        self.now, self.path, self.rest, self.after_s = 0.0, path, text[len(text) // 2:], after_s
+
+    def clock(self) -> float:
+        return self.now
+
+    def pause(self, seconds: float) -> bool:
+        self.now += seconds
+        if self.rest and self.now >= self.after_s:
+            with self.path.open("a") as f:
+                f.write(self.rest)
+            self.rest = ""
+        return False  # not stopped
+
+
+def _settle_after_a_paused_write(tmp_path: Path, after_s: float) -> tuple[RuleStore, _PausedWriter, tuple, tuple]:
     rules = tmp_path / "rules"
     shutil.copytree(RULES, rules)
     text = (rules / "README.md").read_text() + "\n## Local notes\n\n" + "A line of notes written slowly.\n" * 40
-    half = text[: len(text) // 2]
-    # The folder as it stood mid-write: a valid version of its own, which the server must never activate.
-    mid = tmp_path / "mid" / "rules"
-    shutil.copytree(rules, mid)
-    (mid / "README.md").write_text(half)
-    mid_hash, final_hash = folder_hash(mid), None
-    proc, addr, log = _start(tmp_path, rules)
-    try:
-        with (rules / "README.md").open("w") as f:  # in place, as `offers import --out` did
-            f.write(half)
-            f.flush()
-            time.sleep(0.6)  # paused, within the settle time (1 s): 0.25 s of quiet was enough for the watcher before
-            f.write(text[len(half):])
-        final_hash = folder_hash(rules)
-        assert _wait(lambda: _served_hash(addr) == final_hash)
-        activated = {e["revision"] for e in log_events(log) if e.get("event") == "rules_activated"}
-        assert mid_hash[:12] not in activated, "the half-written version was served"
-    finally:
-        stop(proc)
+    store = RuleStore(rules, settle_seconds=1.0, poll_seconds=0.5)
+    (rules / "README.md").write_text(text[: len(text) // 2])  # in place, as `offers import --out` did
+    writer = _PausedWriter(rules / "README.md", text, after_s)
+    store.clock, store.pause = writer.clock, writer.pause
+    half = store.fingerprint()
+    return store, writer, half, store._settled(half)
+
+
+def test_a_writer_that_pauses_mid_file_within_the_settle_time_is_not_read_half_written(tmp_path: Path):
+    store, writer, half, settled = _settle_after_a_paused_write(tmp_path, after_s=0.6)  # within 1 s
+    assert not writer.rest and settled != half and settled == store.fingerprint(), "settled on the half file"
+    assert writer.now >= 0.6 + store.settle_seconds  # held still for the settle time after the last write
+    assert store.reload().ok and store.status().content_hash == folder_hash(store.rules_dir)  # the whole file
+    store.close()
+
+
+def test_a_pause_beyond_the_settle_time_is_read_half_written(tmp_path: Path):
+    # Why the project's writers publish in one rename (write_atomically, below): the settle time only narrows it.
+    store, writer, half, settled = _settle_after_a_paused_write(tmp_path, after_s=1.5)
+    assert settled == half and writer.now < 1.5
+    store.close()
 
 
 def test_a_version_published_by_one_symlink_swap_is_served(tmp_path: Path):

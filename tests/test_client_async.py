@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import itertools
 import socket
-import time
 from pathlib import Path
 
 import grpc
@@ -102,11 +101,10 @@ def test_async_unavailable_for_a_closed_port():
         async with AsyncClient(f"127.0.0.1:{closed_port()}", retry=None, timeout=10) as advisor:
             await advisor.list_gpus()
 
-    started = time.monotonic()
-    with pytest.raises(gac.Unavailable) as caught:
+    with pytest.raises(gac.Unavailable) as caught:  # refused, not waited out: that would be DeadlineExceeded
         asyncio.run(main())
     assert caught.value.code == grpc.StatusCode.UNAVAILABLE and not caught.value.violations
-    assert time.monotonic() - started < 5, "refused, not waited out"
+    assert not isinstance(caught.value, gac.DeadlineExceeded)
 
 
 def test_async_retries_then_unavailable_for_a_closed_port():

@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import shutil
 import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -152,9 +151,8 @@ def test_a_hostile_rules_folder_is_refused_while_the_last_good_rules_serve(case,
     good = running.store.status().revision
     assert good and h100_price(running.stub) == pytest.approx(3.15)
     where, *words = HOSTILE[case](rules_copy)
-    took = wait_for(lambda: bool(_error(running)), timeout=15)
+    wait_for(lambda: bool(_error(running)), timeout=60)  # a bound on the wait, not a speed claim
     error = _error(running)
-    assert took < 10, f"refused only after {took:.1f} s"
     hits = [line for line in error.splitlines() if line.startswith(where) and all(w in line for w in words)]
     assert hits, error
     _assert_clean(error, tmp_path)
@@ -185,17 +183,16 @@ def test_a_hanging_load_times_out_and_the_last_good_rules_keep_serving(rules_cop
     try:
         set_h100_rent(rules_copy, 3.33)
         wait_for(lambda: "longer than 1 s" in _error(running), timeout=10)
-        # The watcher gave up waiting; requests and health never waited at all.
-        started = time.monotonic()
+        # The watcher gave up waiting; requests and health never waited at all: they are answered while the
+        # load is still stuck (it cannot finish before `release` is set below).
         assert h100_price(running.stub) == pytest.approx(3.15)
         assert _health(running) == health_pb2.HealthCheckResponse.SERVING
-        assert time.monotonic() - started < 2
         assert store.status().revision == good
-        # While the stuck load lives on, another attempt is refused at once instead of piling up threads.
-        started = time.monotonic()
+        # While the stuck load lives on, another attempt is refused at once instead of piling up threads: it
+        # returns while the load it is refused for is still running, so it did not wait for it.
         result = store.reload()
         assert not result.ok and "has not finished" in result.problems[0]
-        assert time.monotonic() - started < 1
+        assert store._load is not None and store._load.running() and not release.is_set()
     finally:
         release.set()
     # The abandoned load finishes late and is thrown away; the next change loads normally.
@@ -281,13 +278,29 @@ def test_read_regular_refuses_a_fifo_without_blocking(tmp_path):
     assert doc is None and "FIFO" in problems[0].message
 
 
-def test_the_watcher_fingerprint_opens_nothing(rules_copy):
+def test_the_watcher_fingerprint_opens_nothing(rules_copy, monkeypatch):
     os.mkfifo(rules_copy / "pipe.yaml")
     (rules_copy / "zero.yaml").symlink_to("/dev/zero")
     (rules_copy / "root").symlink_to("/")  # walking it would take minutes
-    started = time.monotonic()
-    RuleStore(rules_copy).fingerprint()
-    assert time.monotonic() - started < 2
+    listed: list[str] = []
+    real_scandir = os.scandir
+
+    def scandir(path):  # noqa: ANN001, ANN202
+        listed.append(os.path.realpath(path))
+        return real_scandir(path)
+
+    def no_open(*args, **kw):  # noqa: ANN002, ANN003, ANN202
+        raise AssertionError(f"the fingerprint opened {args[0]!r}")
+
+    monkeypatch.setattr(rulefiles.os, "scandir", scandir)
+    monkeypatch.setattr(rulefiles.os, "open", no_open)
+    monkeypatch.setattr("builtins.open", no_open)
+    _, entries, refused = RuleStore(rules_copy).fingerprint()
+    monkeypatch.undo()
+    inside = os.path.realpath(rules_copy)
+    assert listed and all(p == inside or p.startswith(inside + os.sep) for p in listed), listed  # "/" not walked
+    assert {rel for rel, *_ in refused} >= {"pipe.yaml", "zero.yaml", "root"}
+    assert not any(rel in ("pipe.yaml", "zero.yaml") or rel.startswith("root/") for rel, *_ in entries)
 
 
 @pytest.mark.parametrize(

@@ -9,12 +9,15 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from google.rpc import code_pb2, status_pb2
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from ruamel.yaml import YAML
 
 from service.bench.oracle import fuzzer
 from service.frontends.brief_file import load_request
 from service.rulebook.version import Bundle
+from service.serving.errors import invalid_status
 from service.wire import views
 from service.wire.api import advice_to_proto, pb, request_from_proto, request_to_proto
 from service.wire.validate import validate
@@ -30,31 +33,46 @@ def _files(folders: tuple[Path, ...]) -> list[Path]:
     return [f for folder in folders for f in sorted(folder.glob("*.yaml"))]
 
 
-def _replies(bundle: Bundle, request: pb.RecommendRequest) -> Iterator[tuple[str, bytes, bytes]]:
-    """Per locale and trace: the summary as the server makes it (the lean answer, cut) and the full answer cut."""
+def _mixes(request: pb.RecommendRequest) -> Iterator[tuple[str, pb.RecommendRequest, pb.RecommendRequest]]:
+    """Per locale and trace: the request asked for the full view and for the summary."""
     for locale, trace in MIXES:
-        r = pb.RecommendRequest()
-        r.CopyFrom(request)
-        r.locale, r.include_trace = locale, trace
-        r.view = pb.VIEW_FULL
-        full = views.summarize(advice_to_proto(bundle.advise(request_from_proto(r))))
-        r.view = pb.VIEW_SUMMARY
-        lean = views.summarize(advice_to_proto(bundle.advise(request_from_proto(r))))
-        yield f"{locale}, trace {trace}", lean.SerializeToString(), full.SerializeToString()
+        full, summary = pb.RecommendRequest(), pb.RecommendRequest()
+        for r, view in ((full, pb.VIEW_FULL), (summary, pb.VIEW_SUMMARY)):
+            r.CopyFrom(request)
+            r.locale, r.include_trace, r.view = locale, trace, view
+        yield f"{locale}, trace {trace}", full, summary
+
+
+def _refusal(bundle: Bundle, request: pb.RecommendRequest) -> bytes:
+    """The INVALID_ARGUMENT status (BadRequest details) the server sends for `request`, b"" when it is valid."""
+    violations = validate(request, bundle.known_gpu_ids(), bundle.known_model_names(), bundle.model_windows())
+    return invalid_status(violations).SerializeToString() if violations else b""
 
 
 def _same(bundle: Bundle, request: pb.RecommendRequest) -> bool:
-    """Whether the request was answered (validation passed) and its summaries matched; a mismatch fails."""
-    if validate(request, bundle.known_gpu_ids(), bundle.known_model_names(), bundle.model_windows()):
-        return False
-    for mix, lean, full in _replies(bundle, request):
-        assert lean == full, (mix, request)
-    return True
+    """Whether the request was answered. A valid one: the summary as the server makes it (the lean answer, cut)
+    is byte for byte the full answer cut. A refused one: the summary request is refused with the same status
+    and details as the full one. Every locale and trace; a mismatch fails."""
+    answered = None
+    for mix, full, summary in _mixes(request):
+        refused = _refusal(bundle, full)
+        assert _refusal(bundle, summary) == refused, (mix, request)
+        assert answered is None or answered == (not refused), (mix, request)  # locale and trace refuse nothing
+        answered = not refused
+        if refused:
+            assert status_pb2.Status.FromString(refused).code == code_pb2.INVALID_ARGUMENT
+            continue
+        lean = views.summarize(advice_to_proto(bundle.advise(request_from_proto(summary))))
+        whole = views.summarize(advice_to_proto(bundle.advise(request_from_proto(full))))
+        assert lean.SerializeToString() == whole.SerializeToString(), (mix, request)
+    return bool(answered)
 
 
 @pytest.mark.parametrize("path", _files(FOLDERS), ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_a_lean_summary_is_the_full_answer_cut_on_every_golden_case(bundle: Bundle, path: Path):
-    _same(bundle, load_request(path))
+    # An example is answered; a golden case is answered unless it expects a status other than OK.
+    expect = (YAML(typ="safe", pure=True).load(path.read_text(encoding="utf-8")) or {}).get("expect") or {}
+    assert _same(bundle, load_request(path)) == (expect.get("status", "OK") == "OK")
 
 
 @pytest.mark.skipif(not SHARED.is_dir(), reason="the shared golden cases are not beside this checkout")
@@ -79,7 +97,12 @@ def test_a_lean_summary_is_the_full_answer_cut_on_seeded_briefs(bundle: Bundle, 
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.integers(min_value=0, max_value=2**63))
 def test_a_lean_summary_is_the_full_answer_cut_on_hostile_requests(bundle: Bundle, seed: int):
-    _same(bundle, request_from_seed(seed))
+    _same(bundle, request_from_seed(seed))  # answered or refused, compared either way
+
+
+def test_hostile_requests_are_compared_both_answered_and_refused(bundle: Bundle):
+    answered = [_same(bundle, request_from_seed(seed * 7919 + 5)) for seed in range(40)]
+    assert 0 < sum(answered) < len(answered), sum(answered)  # both sides of _same are exercised
 
 
 def test_a_summary_request_makes_no_reason_caveat_plan_or_note_it_would_cut(bundle: Bundle):

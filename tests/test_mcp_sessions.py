@@ -8,6 +8,7 @@ import http.client
 import json
 import os
 import re
+import socket
 import subprocess
 import sys
 import threading
@@ -68,19 +69,56 @@ def _open(port: int, source: str = "127.0.0.1") -> tuple[int, str]:
     return status, sid
 
 
-def test_one_client_cannot_take_every_session_and_its_unused_ones_expire(mcp_process):
+def test_one_client_cannot_take_every_session(mcp_process):
+    # Unused sessions live far longer than this test: a slow machine cannot expire one between the opens.
     _host, port = mcp_process("--listen", "127.0.0.1:0", "--max-sessions", "20", "--sessions-per-client", "5",
-                              "--unused-session-seconds", "2")
+                              "--unused-session-seconds", "600")
     greedy = [_open(port) for _ in range(8)]
     assert [s for s, _ in greedy] == [200] * 5 + [429] * 3, "a client's share is 5 sessions"
     # Another client still gets in (before: every later client heard 503 for 600 s).
     assert _open(port, source="127.0.0.2")[0] == 200
 
-    # A session that called a tool outlives the unused ones.
+
+@pytest.fixture
+def mcp_on_a_clock(server: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[int, list[float]]]:
+    """The MCP HTTP app (the SDK's, behind the session guard) served in this process by uvicorn, its guard on a
+    clock the test moves: → (port, [now])."""
+    import functools
+
+    import uvicorn
+
+    from service.frontends import mcp_server
+    from service.frontends.mcp_http import HttpAccess
+
+    now = [1000.0]
+    monkeypatch.setattr(mcp_server, "SessionGuard", functools.partial(mcp_server.SessionGuard, clock=lambda: now[0]))
+    access = HttpAccess(token=TOKEN, max_sessions=20, sessions_per_client=5, unused_session_seconds=2)
+    app = mcp_server.http_app(server.addr, 30, "127.0.0.1", access)
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    web = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
+    thread = threading.Thread(target=web.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 60  # a bound on the wait for it to listen, not a speed claim
+    while not web.started:
+        assert thread.is_alive() and time.monotonic() < deadline, "the MCP app did not start"
+        time.sleep(0.02)
+    yield sock.getsockname()[1], now
+    web.should_exit = True
+    thread.join(30)
+    sock.close()
+
+
+def test_unused_sessions_expire_and_a_used_one_stays(mcp_on_a_clock):
+    port, now = mcp_on_a_clock
+    greedy = [_open(port) for _ in range(6)]
+    assert [s for s, _ in greedy] == [200] * 5 + [429], "a client's share is 5 sessions"
     worker = greedy[0][1]
     call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "list_gpus", "arguments": {}}}
     assert _post(port, call, session=worker)[0] == 200
-    time.sleep(3)  # beyond the unused sessions' 2 s
+    now[0] += 2.0
+    assert _open(port)[0] == 429, "idle for the unused time, not beyond it: still counted"
+    now[0] += 0.5  # beyond the unused sessions' 2 s
     again = [_open(port)[0] for _ in range(4)]
     assert again == [200] * 4, "the four unused sessions were closed, giving the client its share back"
     assert _open(port)[0] == 429, "the session that called a tool still counts"

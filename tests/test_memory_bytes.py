@@ -78,7 +78,7 @@ def test_qlora_of_llama_33_70b_fits_one_48gb_card_as_unsloth_measured(bundle):
     assert c["l40s"].count == 1
     weights = dict(c["l40s"].memory.breakdown)["weights"]
     assert weights == pytest.approx(70.6 * 4.127 / 8, rel=0.01)  # NF4 + double quantization, not 4.5 bits
-    assert c["rtx-4090"].count > 1  # 36 GB of frozen base alone is beyond a 24 GB card
+    assert c["rtx-4090"].count == 2  # 36 GB of frozen base alone is beyond a 24 GB card; 44 GB in all fits two
 
 
 def test_qlora_of_an_8b_model_fits_a_24gb_card_and_4bit_serving_keeps_its_group_scales(bundle):

@@ -209,7 +209,10 @@ def test_every_violation_is_reported_at_once(stub):
 
 def test_missing_input_is_not_an_error(stub):
     resp = stub.Recommend(pb.RecommendRequest(), timeout=30)
-    assert resp.questions  # an empty brief becomes questions, not INVALID_ARGUMENT
+    # An empty brief becomes questions, not INVALID_ARGUMENT: first what the work is and how big the model.
+    fields = [q.field for q in resp.questions]
+    assert fields[:2] == ["workload", "model.params_billion"], fields
+    assert {"model.precision", "model.context_tokens", "economics.hours_per_month"} <= set(fields), fields
 
 
 def test_known_quote_is_accepted(stub):
@@ -331,9 +334,7 @@ def test_reload_needs_the_token_and_keeps_the_last_good_version(rules_copy: Path
 def test_stop_without_signals(rules_copy: Path):
     running = Running(rules_copy, watch=False)
     assert running.stub.Recommend(good_request(), timeout=30).candidates
-    started = time.monotonic()
-    assert running.server.stop(grace=2).wait(timeout=10)
-    assert time.monotonic() - started < 10
+    assert running.server.stop(grace=2).wait(timeout=60)  # stopped (a bound on the wait, not a speed claim)
     running.store.close()
     after = call(running.stub.GetRuleset, pb.GetRulesetRequest(), timeout=2)
     assert after.code == grpc.StatusCode.UNAVAILABLE

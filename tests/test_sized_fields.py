@@ -33,6 +33,7 @@ def test_a_generation_sizing_sets_only_the_fields_kept(book, brief: Brief) -> No
     a = book.assumptions
     shape = shape_of(brief, a)
     assert shape is not None
+    compared = 0
     for gpu in book.catalog:
         s = _blank(gpu, shape)
         before = dict(s.__dict__)
@@ -40,8 +41,10 @@ def test_a_generation_sizing_sets_only_the_fields_kept(book, brief: Brief) -> No
             inference.size_inference(s, brief, shape, a, {})
         except _ERRORS:
             continue
+        compared += 1
         changed = {k for k, v in s.__dict__.items() if k not in before or (before[k] is not v and before[k] != v)}
         assert changed <= set(inference.GENERATION_SIZED), (gpu.id, changed - set(inference.GENERATION_SIZED))
+    assert compared, "every GPU's sizing raised: nothing was compared"
 
 
 @SETTINGS
@@ -58,6 +61,7 @@ def test_a_sizing_from_the_kept_fields_is_the_full_sizing(book, brief: Brief) ->
     other = replace(brief, economics=Economics(budget_usd_per_hour=7.0))
     again = RequestSizer(other, shape, a, t.constants, (), DAY, speeds=speeds)
     plain = RequestSizer(brief, shape, a, t.constants, (), DAY)
+    compared = 0
     for gpu in book.catalog:
         gt = t.gpu(gpu)
         full = _blank(gpu, shape)
@@ -65,8 +69,10 @@ def test_a_sizing_from_the_kept_fields_is_the_full_sizing(book, brief: Brief) ->
             plain.size_inference(full, gt)
         except _ERRORS:
             continue
+        compared += 1
         sized, kept = _blank(gpu, shape), _blank(gpu, shape)
         first.size_inference(sized, gt)
         again.size_inference(kept, gt)
         assert repr(sized) == repr(full) == repr(kept), gpu.id
+    assert compared, "every GPU's sizing raised: nothing was compared"
     assert list(speeds) == [(replace(brief, economics=NO_ECONOMICS), shape)]

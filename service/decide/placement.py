@@ -27,7 +27,7 @@ from typing import Any
 
 from ..domain.brief import TRAINING_WORKLOADS, UNSPECIFIED, Brief
 from ..domain.catalog import tier_preference
-from ..domain.offers import EU_MEMBERS, Offer, OfferTable, expand_countries, offer_filter
+from ..domain.offers import EU_MEMBERS, Offer, OfferTable, expand_countries
 from ..memo import keep, keep_held
 from ..money import cost as money
 from ..money import ownership as own
@@ -88,12 +88,6 @@ def reserve_term(brief: Brief, a: Any, tier: str | None = None) -> int:  # noqa:
     if (brief.economics.price_tier if tier is None else tier) == "RESERVED":
         return int(a.values.get("reserve_term_months_default", 12))
     return 0
-
-
-def allow_list(brief: Brief) -> Callable[[Offer], bool]:
-    """The brief's own filters: providers (any case), regions, countries ("EU" = the member states)."""
-    p = brief.placement
-    return offer_filter(providers=p.providers, regions=p.regions, countries=p.countries)
 
 
 def instances_needed(s: Sizing, gpi: int, training: bool) -> int | None:
@@ -178,7 +172,7 @@ def by_scope(table: OfferTable, day: date, host_ok: Callable[[Offer], bool]) -> 
 
 def allowed_ids(rows: ByScope, scopes: frozenset[Scope], term: int, brief: Brief) -> set[int]:
     """Ids of the offers a brief may use: in a scope no placement rule excludes, on a reserved term its horizon
-    covers (none without one), and through the brief's own allow-lists (`allow_list`'s filters: providers in any
+    covers (none without one), and through the brief's own allow-lists (providers in any
     case and countries, "EU" the member states, decided once per scope; regions per offer)."""
     p = brief.placement
     providers = {x.lower() for x in p.providers} if p.providers else None

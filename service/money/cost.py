@@ -37,8 +37,3 @@ def usd_per_million_tokens(usd_per_hour: float, tokens_per_second: float) -> flo
     if tokens_per_second <= 0:
         raise ValueError("tokens_per_second must be positive")
     return usd_per_hour / (tokens_per_second * 3600) * 1e6
-
-
-def monthly_usd(usd_per_hour: float, hours_per_month: float) -> float:
-    _nonneg(usd_per_hour=usd_per_hour, hours_per_month=hours_per_month)
-    return usd_per_hour * hours_per_month

@@ -163,15 +163,6 @@ def blend_arrivals(alone_s: float, wave_s: float, synchrony: float) -> float:
     return alone_s + synchrony * (extra if extra > 0.0 else 0.0)  # max(0.0, extra), NaN and signed zero included
 
 
-def last_first_token(chunk_s: float, whole_s: float, sessions: int, prompt_tokens: int, budget_tokens: int,
-                     step_s: float, request_s: float = 0.0) -> float:
-    """TTFT of the last prompt of the wave (all its chunks before it): the wave's prefill takes this long."""
-    c, s, b = max(1, sessions), max(1, prompt_tokens), max(1, budget_tokens)
-    if c * s <= b:
-        return request_s + whole_s + step_s
-    return request_s + chunk_s * math.ceil(c * s / b) + step_s
-
-
 def grouped_gemm_tile_use(tokens: float, experts: int, experts_per_token: int, tile_rows: int) -> float:
     """Share of an MoE expert GEMM's tensor-core work that is useful when `tokens` tokens are routed top-k over E
     experts: each expert sees M = tokens x k / E rows, padded up to whole tiles of `tile_rows` (CUTLASS / DeepGEMM

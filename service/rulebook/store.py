@@ -150,6 +150,9 @@ class RuleStore:
         self._load: _Load | None = None
         self._watcher: threading.Thread | None = None
         self._stop = threading.Event()
+        # The settle wait's clock and pause (True once stopped): a test drives both instead of sleeping.
+        self.clock: Callable[[], float] = time.monotonic
+        self.pause: Callable[[float], bool] = self._stop.wait
         self.reloads = 0
         self.on_activate: list[Callable[[Bundle], None]] = []
         self.on_reject: list[Callable[[str], None]] = []  # called with the error text
@@ -399,13 +402,13 @@ class RuleStore:
         """Wait until the folder held still for `settle_seconds`: an editor, `kubectl` or an importer writes
         several files, or one file in several writes. → its fingerprint then, or None when stopped."""
         step = max(min(self.poll_seconds, self.settle_seconds / 4), 0.01)
-        still_since = time.monotonic()
-        while time.monotonic() - still_since < self.settle_seconds:
-            if self._stop.wait(step):
+        still_since = self.clock()
+        while self.clock() - still_since < self.settle_seconds:
+            if self.pause(step):
                 return None
             again = self.fingerprint()
             if again != current:
-                current, still_since = again, time.monotonic()
+                current, still_since = again, self.clock()
         return current
 
     def close(self) -> None:

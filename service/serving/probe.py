@@ -114,11 +114,12 @@ class ProbeProcess:
 class _Mirror:
     """The statuses last heard from the server, and NOT_SERVING for all of them once it has gone quiet."""
 
-    def __init__(self, servicer: health.HealthServicer, stale_seconds: float, services: tuple[str, ...] = ("",)):
-        self.servicer, self.stale_seconds = servicer, stale_seconds
+    def __init__(self, servicer: health.HealthServicer, stale_seconds: float, services: tuple[str, ...] = ("",),
+                 clock: Callable[[], float] = time.monotonic):
+        self.servicer, self.stale_seconds, self.clock = servicer, stale_seconds, clock  # clock: for tests
         # Known from the start, so a probe before the first line gets NOT_SERVING rather than NOT_FOUND.
         self.heard: dict[str, int] = dict.fromkeys(("", *services), NOT_SERVING)
-        self.last = time.monotonic()
+        self.last = clock()
         self.stale = False
         self._lock = threading.Lock()
         for service in self.heard:
@@ -126,7 +127,7 @@ class _Mirror:
 
     def update(self, statuses: dict[str, int]) -> None:
         with self._lock:
-            self.heard, self.last = {**self.heard, **statuses}, time.monotonic()
+            self.heard, self.last = {**self.heard, **statuses}, self.clock()
             if self.stale:
                 log.warning("probe_server_heard_again")
                 self.stale = False
@@ -135,7 +136,7 @@ class _Mirror:
 
     def check_stale(self) -> None:
         with self._lock:
-            if not self.stale and time.monotonic() - self.last > self.stale_seconds:
+            if not self.stale and self.clock() - self.last > self.stale_seconds:
                 self.stale = True
                 log.warning("probe_server_silent", seconds=self.stale_seconds)
                 for service in self.heard:

@@ -1,0 +1,129 @@
+"""Each memory term from first principles, and the model-size bands on both sides of every boundary (issue 42):
+what rules/accuracy/results.yaml's byte-for-byte comparison alone used to catch (a term dropped or scaled, a
+band boundary moved) fails here with the term named. GB = 1e9 bytes, as physics/memory.py says."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from service.decide import tables
+from service.decide.sizing.shape import shape_of
+from service.domain.brief import Brief, Model
+from service.physics import memory as mem
+from service.rulebook.version import Bundle
+
+_ARCH = mem.Architecture(layers=32, kv_heads=8, head_dim=128, hidden_size=4096, attention_heads=32,
+                         vocab_size=128256, exact=True)
+
+
+def test_full_recompute_keeps_each_layers_input_and_one_layers_working_set():
+    # Korthikanti et al. 2022: full recompute saves 2 bytes x s x b x h per layer (the 16-bit layer input) and
+    # holds one layer's 34 x s x b x h while it is recomputed. s 2048, b 1, h 4096, 32 layers:
+    # 32 x 2 x 8,388,608 = 536,870,912 B saved + 34 x 8,388,608 = 285,212,672 B working = 0.822083584 GB.
+    assert mem.activation_gb(2048, 1, 4096, 32, 32, "full") == pytest.approx(0.822083584, rel=1e-12)
+    # One more layer adds only its saved input; the working set is one layer's whatever the depth.
+    sbh = 2048 * 1 * 4096
+    assert (mem.activation_gb(2048, 1, 4096, 33, 32, "full") - mem.activation_gb(2048, 1, 4096, 32, 32, "full")
+            ) == pytest.approx(2 * sbh / 1e9, rel=1e-9)
+    assert mem.activation_gb(2048, 1, 4096, 0, 32, "full") == pytest.approx(34 * sbh / 1e9, rel=1e-12)
+
+
+def test_selective_and_no_recompute_are_per_layer_and_split_by_tensor_parallelism():
+    s, b, h, a, layers = 1024, 2, 4096, 32, 10
+    sbh = s * b * h
+    assert mem.activation_gb(s, b, h, layers, a, "selective") == pytest.approx(layers * sbh * 34 / 1e9, rel=1e-12)
+    assert mem.activation_gb(s, b, h, layers, a, "none") == pytest.approx(
+        layers * sbh * (34 + 5 * a * s / h) / 1e9, rel=1e-12)
+    for recompute in ("none", "selective", "full"):
+        one = mem.activation_gb(s, b, h, layers, a, recompute)
+        assert mem.activation_gb(s, b, h, layers, a, recompute, tensor_parallel=4) == pytest.approx(one / 4)
+
+
+def test_logits_are_four_bytes_per_vocabulary_entry_per_token():
+    # fp32 logits for the loss: 4 x 2 sequences x 1,024 tokens x 128,256 entries = 1,050,673,152 B.
+    assert mem.logits_gb(1024, 2, 128256) == pytest.approx(1.050673152, rel=1e-12)
+
+
+def test_the_sampler_holds_its_bytes_per_vocabulary_entry_for_every_running_sequence_unsplit():
+    # No step tokens: only the sampler's copies, 64 sequences x 128,256 entries x 12 B = 98,500,608 B on each GPU
+    # (each tensor-parallel rank samples the whole vocabulary).
+    for tp in (1, 2, 8):
+        assert mem.serving_activation_gb(0, 64, 4096, 128256, 40.0, 12.0, tp) == pytest.approx(0.098500608)
+    # The forward's share is split: 8,192 tokens x 4,096 hidden x 40 B = 1,342,177,280 B, over TP 4.
+    forward = mem.serving_activation_gb(8192, 0, 4096, 128256, 40.0, 12.0, 4)
+    assert forward == pytest.approx(1.34217728 / 4)
+    both = mem.serving_activation_gb(8192, 64, 4096, 128256, 40.0, 12.0, 4)
+    assert both == pytest.approx(forward + 0.098500608)
+
+
+def test_a_copy_over_tp_gpus_holds_the_per_gpu_workspace_and_engine_on_each():
+    one = mem.inference_memory(8, 2.0, _ARCH, 4096, 4, 2.0, activation_peak_gb=1.5, engine_overhead_gb=2.0)
+    four = mem.inference_memory(8, 2.0, _ARCH, 4096, 4, 2.0, activation_peak_gb=1.5, engine_overhead_gb=2.0,
+                                tensor_parallel=4)
+    assert dict(one.components)["activations"] == 1.5 and dict(four.components)["activations"] == 6.0
+    assert dict(one.components)["engine"] == 2.0 and dict(four.components)["engine"] == 8.0
+    assert dict(four.components)["weights"] == dict(one.components)["weights"] == 16.0  # sharded, summed
+    # KV: 2 x 32 layers x 8 heads x 128 x 2 B = 131,072 B per token; x 4,096 tokens x 4 sequences.
+    assert dict(one.components)["kv_cache"] == pytest.approx(131072 * 4096 * 4 / 1e9)
+
+
+def test_lora_adapter_states_are_sixteen_bytes_per_trainable_parameter():
+    # r x 2h per targeted h x h projection: 32 layers x 4 targets x 16 x 2 x 4,096 = 16,777,216 parameters,
+    # AdamW mixed precision 16 B each (2 weights + 2 gradients + 12 fp32 master and moments) = 268,435,456 B.
+    assert mem.lora_trainable_params_billion(_ARCH, 16, 4) == pytest.approx(0.016777216)
+    got = dict(mem.adapter_training_memory(8, 0.5, _ARCH, 1024, 1, 16, 4, "full", 1.0).components)
+    assert got["adapter_states"] == pytest.approx(0.268435456, rel=1e-12)
+    assert got["weights"] == pytest.approx(4.0)  # the frozen base at 0.5 B/param
+    assert got["logits"] == pytest.approx(mem.logits_gb(1024, 1, 128256))
+    assert got["activations"] == pytest.approx(mem.activation_gb(1024, 1, 4096, 32, 32, "full"))
+    assert got["engine"] == 1.0
+
+
+def test_full_training_states_are_sixteen_bytes_per_parameter_with_adamw():
+    got = dict(mem.full_training_memory(1.0, _ARCH, 2048, 1, 16.0, "full", 1.5, gpus=4).components)
+    assert (got["weights"], got["gradients"], got["optimizer"]) == (2.0, 2.0, 12.0)
+    assert got["engine"] == 6.0  # per GPU
+    assert got["logits"] == pytest.approx(4 * 2048 * 128256 / 1e9)
+
+
+# -- model-size bands ----------------------------------------------------------------------------------------
+
+
+def test_every_band_covers_its_upper_bound_and_the_next_one_starts_just_above(bundle: Bundle):
+    bands = tables.bands(bundle.book.assumptions)
+    assert len(bands) >= 2
+    for band, above in zip(bands, bands[1:], strict=False):
+        at = mem.estimate_architecture(band.max_params_billion, bands)
+        over = mem.estimate_architecture(band.max_params_billion * 1.0001, bands)
+        assert (at.layers, at.hidden_size, at.vocab_size) == (band.layers, band.hidden_size, band.vocab_size)
+        assert (over.layers, over.hidden_size, over.vocab_size) == (above.layers, above.hidden_size,
+                                                                    above.vocab_size)
+    beyond = mem.estimate_architecture(bands[-1].max_params_billion * 10, bands)
+    assert beyond.layers == bands[-1].layers and not beyond.exact
+
+
+@settings(max_examples=200, deadline=None)
+@given(params=st.floats(0.01, 1e6, allow_nan=False))
+def test_the_band_is_the_smallest_that_covers_the_model(params: float):
+    bands = [mem.ArchitectureBand(m, layers, 8, 128, 4096, 32, 1000) for m, layers in
+             ((2.0, 16), (20.0, 40), (40.0, 64), (1e5, 126))]
+    got = mem.estimate_architecture(params, list(reversed(bands))).layers  # given in any order
+    covering = [b for b in bands if b.max_params_billion >= params]
+    assert got == (covering[0].layers if covering else 126)
+
+
+def test_a_20b_model_with_no_shape_given_is_sized_with_the_20b_bands_layers(bundle: Bundle):
+    a = bundle.book.assumptions
+    bands = {b.max_params_billion: b for b in tables.bands(a)}
+    assert 20.0 in bands and bands[20.0].layers == 40  # rules/assumptions.yaml: the Llama-2-13B shape, GQA 8
+    at = shape_of(Brief(workload="REALTIME_INFERENCE", model=Model(params_billion=20.0, precision="BF16",
+                                                                      context_tokens=8192)), a)
+    over = shape_of(Brief(workload="REALTIME_INFERENCE", model=Model(params_billion=20.5, precision="BF16",
+                                                                        context_tokens=8192)), a)
+    assert at is not None and over is not None
+    assert at.arch.layers == 40 and not at.arch.exact
+    assert over.arch.layers == next(b for m, b in sorted(bands.items()) if m > 20.0).layers == 64
+    # KV per token follows the band: 2 x 40 x 8 x 128 x 2 B = 163,840 B at 20B; 64 layers would be 60% more.
+    assert mem.kv_bytes_per_token(at.arch) == 163840.0
