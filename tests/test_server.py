@@ -283,9 +283,10 @@ def test_unexpected_exception_is_internal_without_details(server: Running, monke
 def test_not_serving_until_rules_load(tmp_path: Path, start_server):
     empty = tmp_path / "no-rules"
     empty.mkdir()
-    # Nothing to fall back on either (no state folder, no shipped rules): a refused folder alone starts on the
-    # rules shipped with the server (tests/test_last_good.py).
-    running = start_server(empty, watch=False, builtin_rules=tmp_path / "nothing-shipped")
+    # Nothing to fall back on either (no state folder, no shipped rules, no built-in copy): a refused folder alone
+    # starts on the rules shipped with the server (tests/test_last_good.py) or the copy (tests/test_builtin_rules.py).
+    running = start_server(empty, watch=False, builtin_rules=tmp_path / "nothing-shipped",
+                           builtin_copy=tmp_path / "no-built-in-copy")
     health = health_pb2_grpc.HealthStub(running.channel)
     for service in ("", SERVICE_NAME):
         resp = health.Check(health_pb2.HealthCheckRequest(service=service), timeout=5)
