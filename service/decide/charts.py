@@ -121,8 +121,8 @@ def break_even(advice: Advice, run: Run) -> Chart | None:
         crossing = own.break_even_months if is_reference else (
             own.purchase_usd / ((rate - running) * busy) if rate > running else math.inf)
         if 0 < crossing <= months[-1]:
-            marks.append(ChartMark(round(crossing, 2), run.text("chart.mark.pays_back",
-                                                                {"months": crossing, "tier": tier_name})))
+            marks.append(ChartMark(round(crossing, 2), run.text("chart.mark.pays_back", {
+                "months": crossing, "tier": tier_name, "usd_per_hour": rate})))
     api = api_series(advice, run, months)
     if api is not None:
         series.append(api)
