@@ -12,6 +12,7 @@ from __future__ import annotations
 import io
 import math
 import re
+import threading
 import warnings
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -29,6 +30,9 @@ CJK_TEXT = re.compile(r"[\u3000-\u30ff\u3400-\u9fff\uff00-\uffef]")
 FORMATS = {".png": "png", ".svg": "svg"}
 LINE_STYLES = (("-", "s"), ("-", "o"), ("--", "^"), ("-.", "v"), (":", "D"), ("--", "x"), ("-.", "+"))
 DPI = 120
+# rc_context sets matplotlib's process-wide settings for the drawing: one drawing at a time (the MCP server draws
+# on worker threads).
+_DRAWING = threading.Lock()
 
 
 class ChartError(Exception):
@@ -185,7 +189,7 @@ def render(charts: Sequence[pb.Chart], fmt: str = "png", candidates: Sequence[An
             family = [cjk, "DejaVu Sans"]
         else:
             notes.append("no_cjk_font")
-    with rc_context({"font.family": family, "axes.unicode_minus": False,
+    with _DRAWING, rc_context({"font.family": family, "axes.unicode_minus": False,
                      "text.parse_math": False,  # "$64,000 ... $1.02/h" is money, not two dollar-delimited formulas
                      "svg.hashsalt": "gpu-advisor",
                      "svg.fonttype": "path"}):
