@@ -79,10 +79,12 @@ CHARTED = [p for p in CASES + EXAMPLES if p.stem in {
     "pretrain-70b", "batch-inference-13b", "chinese-answer", "lora-7b"}]
 
 
-@pytest.mark.parametrize("path", CHARTED, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", CASES + EXAMPLES, ids=lambda p: f"{p.parent.name}/{p.stem}")
 def test_break_even_crosses_where_the_answer_says(stub, path: Path):
     resp = _answer(stub, _request(path), charts=True)
-    assert resp is not None and resp.candidates
+    if resp is None or not resp.candidates:
+        assert resp is None or not resp.charts  # refused, or nothing ranked: nothing to draw
+        return
     top = resp.candidates[0]
     chart = _chart(resp, pb.CHART_KIND_BREAK_EVEN)
     if top.ownership.purchase_usd <= 0:
@@ -95,15 +97,17 @@ def test_break_even_crosses_where_the_answer_says(stub, path: Path):
     assert buy.points[0].y == pytest.approx(top.ownership.purchase_usd)
     assert reference.points[0].y == 0
     be = top.ownership.break_even_months
-    if be > 0:
+    if 0 < be <= months[-1]:
         # The answer's break-even month is marked, and there the buy line meets the break-even's rent line.
         assert be in [m.x for m in chart.marks], (be, list(chart.marks))
         assert _at(buy, be) == pytest.approx(_at(reference, be), rel=2e-3)
         before, after = math.floor(be), math.ceil(be) if math.ceil(be) > be else be + 1
         assert _at(buy, before) > _at(reference, before)  # owning costs more before it pays back...
         assert _at(buy, min(after, months[-1])) <= _at(reference, min(after, months[-1])) * (1 + 1e-9)  # ...then less
-    horizon = request_horizon = _request(path).brief.economics.horizon_months
-    if request_horizon:
+    if 0 < be <= 100:  # drawn up to ten years: any break-even within about eight is on the chart
+        assert months[-1] >= be
+    horizon = _request(path).brief.economics.horizon_months
+    if horizon:
         assert float(horizon) in [m.x for m in chart.marks]
         assert months[-1] >= horizon
 

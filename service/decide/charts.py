@@ -62,7 +62,7 @@ def _rent_lines(c: Candidate, compared: str, reference: float) -> list[tuple[str
     placement per tier and reserved term that is not that same rate."""
     lines: list[tuple[str, int, float, bool]] = []
     if reference > 0:
-        lines.append((compared if compared in RENT_TIERS else "ON_DEMAND", 0, reference, True))
+        lines.append((compared or "ON_DEMAND", 0, reference, True))
     cheapest: dict[tuple[str, int], float] = {}
     for p in c.placements:
         tier = p.offer.tier.upper()
