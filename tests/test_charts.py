@@ -159,7 +159,8 @@ def test_cost_latency_holds_each_shown_candidate_once(stub, path: Path):
     if not drawn:
         assert chart is None
         return
-    assert chart is not None
+    assert chart is not None and len(chart.series) == 3  # placed, unplaced, top pick: clients style by place
+    assert chart.series[0].name.startswith("an offer in scope") and chart.series[1].name.startswith("no offer")
     placed = [s for s in chart.series if s.name.startswith("an offer in scope")]
     unplaced = [s for s in chart.series if s.name.startswith("no offer in scope")]
     got = sorted((p.x, p.y) for s in placed + unplaced for p in s.points)
@@ -167,9 +168,12 @@ def test_cost_latency_holds_each_shown_candidate_once(stub, path: Path):
     assert sorted((p.x, p.y) for s in placed for p in s.points) == sorted(
         (x_of(c), c.cost.usd_per_unit) for c in drawn if c.placements)
     tops = [s for s in chart.series if s.name.startswith("top pick")]
-    if drawn[0] is top or drawn[0] == top:
+    assert tops == [chart.series[2]]
+    if drawn[0] == top:
         assert [(p.x, p.y) for p in tops[0].points] == [(x_of(top), top.cost.usd_per_unit)]
         assert top.name in tops[0].name
+    else:
+        assert not tops[0].points
     target = request.brief.training.target_days if training else request.brief.latency.p95_ms
     assert [m.x for m in chart.marks] == ([float(target)] if target else [])
     assert top.cost.unit in chart.y_label

@@ -90,3 +90,22 @@ def test_importers_count_every_row_in_batches(monkeypatch: pytest.MonkeyPatch):
     _, report = import_gpuhunt_csv("x.csv", header + rows, AcceleratorMap([]), date(2026, 12, 1),
                                    progress=Spy())  # type: ignore[arg-type]
     assert seen == [3, 3, 1] and report.rows_read == 7
+
+
+def test_refresh_counts_each_provider_done_also_when_its_download_fails():
+    from service.market.accelerators import AcceleratorMap
+    from service.market.refresh import FetchError, Options, gpuhunt_tables, skypilot_tables
+
+    opts = Options(skypilot=("aws", "lambda"), gpuhunt=("vast", "cudo"))
+
+    def offline(url: str) -> bytes:
+        raise FetchError(f"{url}: offline")
+
+    out = io.StringIO()
+    p = P.Progress("offers refresh", "providers done", 4, stream=out, clock=Clock())
+    got = skypilot_tables(opts, AcceleratorMap([]), date(2026, 12, 1), offline, p)
+    assert p.count == 2
+    got += gpuhunt_tables(opts, AcceleratorMap([]), date(2026, 12, 1), offline, p)
+    assert p.count == 4 and all(c.error for c in got)
+    p.close()
+    assert out.getvalue() == "offers refresh: 4 of 4 (100%) providers done, now the gpuhunt catalog, done\n"

@@ -161,9 +161,8 @@ def cost_latency(advice: Advice, run: Run) -> Chart | None:
         ChartSeries(run.name("chart.series.placed"), points([c for c in drawn if c.placements])),
         ChartSeries(run.name("chart.series.unplaced"), points([c for c in drawn if not c.placements])),
     ]
-    if drawn[0] is top:
-        series.append(ChartSeries(run.text("chart.series.top", {"count": top.count, "name": top.name}),
-                                  points([top])))
+    series.append(ChartSeries(run.text("chart.series.top", {"count": top.count, "name": top.name}),
+                              points([top] if drawn[0] is top else [])))
     brief = run.req.brief
     marks: list[ChartMark] = []
     if training and brief.training.target_days > 0:
@@ -178,6 +177,6 @@ def cost_latency(advice: Advice, run: Run) -> Chart | None:
                        {"unit": unit, "count": len(drawn)}),
         x_label=run.name("chart.cost_latency.x_training" if training else "chart.cost_latency.x"),
         y_label=run.text("chart.cost_latency.y", {"unit": unit}),
-        series=tuple(s for s in series if s.points),
+        series=tuple(series),  # placed, unplaced, top pick: always this order (one may be empty), styled by place
         marks=tuple(marks),
     )

@@ -130,6 +130,8 @@ def _cost_latency(ax: Any, chart: pb.Chart, candidates: Sequence[Any]) -> None: 
               {"marker": "x", "s": 55, "color": "tab:grey"},
               {"marker": "*", "s": 320, "color": "tab:orange", "edgecolors": "black", "zorder": 5})
     for i, s in enumerate(chart.series):
+        if not s.points:  # styled by place: placed, unplaced, top pick
+            continue
         ax.scatter([p.x for p in s.points], [p.y for p in s.points], label=s.name, **styles[min(i, 2)])
     named: dict[tuple[float, float], list[str]] = {}
     for c in candidates:

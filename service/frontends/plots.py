@@ -47,7 +47,9 @@ def _canvas(chart: pb.Chart, width: int) -> tuple[str, list[tuple[str, str]]]:
     xs = [p.x for s in chart.series for p in s.points] + [m.x for m in chart.marks]
     ys = [p.y for s in chart.series for p in s.points]
     for i, s in enumerate(chart.series):
-        marker = markers[i % len(markers)]
+        marker = markers[i % len(markers)]  # by place: a cost/latency chart's series are placed, unplaced, top
+        if not s.points:
+            continue
         x, y = [p.x for p in s.points], [p.y for p in s.points]
         (plt.scatter if scatter else plt.plot)(x, y, marker=marker)
         key.append((marker, s.name))
@@ -90,10 +92,13 @@ def _points(chart: pb.Chart, candidates: Sequence[Any]) -> list[str]:
         for p in s.points:
             where[(p.x, p.y)] = POINT_MARKERS[i]
     out = []
-    for c in candidates:
+    top = len(chart.series) > 2 and len(chart.series[2].points) == 1  # the first candidate drawn as the top pick
+    for i, c in enumerate(candidates):
         perf = c.performance
         for x in (perf.e2e_p95_ms, perf.training_days):
             marker = where.get((x, c.cost.usd_per_unit)) if x > 0 else None
+            if marker and top and i == 0:
+                marker = POINT_MARKERS[2]
             if marker:
                 out.append(f"  {marker}  {c.count}x {c.gpu}: {x:,.4g}, ${c.cost.usd_per_unit:.4g}")
                 break
