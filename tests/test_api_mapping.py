@@ -61,6 +61,7 @@ FULL_REQUEST = {
     "include_trace": True,
     "as_of": "2026-06-30",
     "view": "VIEW_FULL",  # the reply's shape: wire/views.py, not the domain request
+    "include_charts": True,
 }
 
 # proto enum → the domain's tuple of names (brief.py); the two must never drift apart.
@@ -94,6 +95,7 @@ def test_full_request_to_domain():
     assert r.quotes == (B.Quote("h200", 3.1, "acme", "2026-11-01", "RESERVED"),)
     assert b.placement == B.PlacementPolicy(("aws", "Lambda"), ("eu-central-1",), ("EU", "ch"), True)
     assert (r.locale, r.max_candidates, r.include_trace, r.as_of) == ("zh-CN", 7, True, date(2026, 6, 30))
+    assert r.include_charts is True
     # Integers stay integers: the engine's facts are typed.
     assert isinstance(b.model.context_tokens, int) and isinstance(b.traffic.concurrent_sessions, int)
 

@@ -342,3 +342,30 @@ def test_mcp_reaches_a_tls_only_service_with_the_tls_settings(start_server, tmp_
                                    env={**os.environ, "GPU_ADVISOR_TLS_CA": pki.ca}, cwd=str(ROOT))
     result = run(params, lambda c: c.call_tool("list_gpus", {}))
     assert not result.is_error and result.structured_content["gpus"]
+
+
+def test_recommend_with_charts_returns_the_break_even_as_a_png_image(mcp: Any, stub: Any) -> None:
+    """Issue 43: asked for charts, the tool returns the break-even chart as an image block beside its text; it
+    decodes to the PNG `--chart` draws from the same answer. Without include_charts there is no image."""
+    import base64
+
+    from service.frontends.chart_files import render
+
+    async def both(c: Client) -> tuple[Any, Any]:
+        return (await c.call_tool("recommend_gpus", {**brief_args(), "include_charts": True}),
+                await c.call_tool("recommend_gpus", brief_args()))
+
+    charted, plain = run(mcp, both, mode="legacy")
+    assert not charted.is_error
+    images = [c for c in charted.content if c.type == "image"]
+    assert len(images) == 1 and images[0].mime_type == "image/png"
+    png = base64.b64decode(images[0].data)
+    assert png.startswith(b"\x89PNG\r\n\x1a\n")
+    request = load_request(BRIEF)
+    request.include_charts = True
+    resp = stub.Recommend(request, timeout=60)
+    expected, _ = render([c for c in resp.charts if c.kind == pb.CHART_KIND_BREAK_EVEN], "png", list(resp.candidates))
+    assert png == expected
+    assert text_of(charted) == text_of(plain)  # the text is the same answer's
+    assert charted.structured_content["charts"][0]["kind"] == "CHART_KIND_BREAK_EVEN"
+    assert not [c for c in plain.content if c.type == "image"] and "charts" not in plain.structured_content

@@ -21,6 +21,7 @@ from ..domain.accuracy import classes_of
 from ..domain.brief import AdviceRequest, Brief
 from ..domain.catalog import Gpu
 from ..domain.models import name_index
+from ..market.progress import Progress
 from ..rulebook.version import Bundle
 from .datasets import AICONFIGURATOR, ARRIVALS, PUBLISHED, Row, Skipped, read_aiconfigurator, read_published
 
@@ -58,12 +59,18 @@ def read_rows(bundle: Bundle, folder: Path) -> tuple[list[Row], list[Skipped]]:
     return rows + read_published(folder / PUBLISHED), skipped
 
 
-def evaluate(bundle: Bundle, folder: Path, day: date) -> tuple[list[Point], list[Skipped]]:
-    """Every row of the datasets in `folder` (rules/accuracy) answered by `bundle`'s rules on `day`."""
+def evaluate(bundle: Bundle, folder: Path, day: date,
+             progress: Progress | None = None) -> tuple[list[Point], list[Skipped]]:
+    """Every row of the datasets in `folder` (rules/accuracy) answered by `bundle`'s rules on `day` (each row
+    counted on `progress` as it is done)."""
     rows, skipped = read_rows(bundle, folder)
     points: list[Point] = []
     seen: dict[tuple[str, int, str, tuple[tuple[str, float], ...]], str] = {}
+    if progress is not None:
+        progress.set_total(len(rows))
     for row in rows:
+        if progress is not None:
+            progress.update(1)
         # The same measurement filed twice under two ids (DeepSeek-R1 and -V3 share one shape) counts once.
         key = (row.gpu, row.gpus, row.dataset, tuple(sorted(row.measured.items())))
         if key in seen:

@@ -11,6 +11,7 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
+from ..market.progress import Progress
 from ..rulebook.folder import load_rulebook
 from ..rulebook.version import Bundle
 from .datasets import AICONFIGURATOR, PUBLISHED
@@ -34,7 +35,10 @@ def catalog_bundle(rules: Path, work: Path) -> Bundle:
 def produce(bundle: Bundle, folder: Path, day: date | None = None) -> dict[str, Any]:
     """The results document for the datasets in `folder` (rules/accuracy) as `bundle` answers them on `day` (prices
     only: no estimate depends on it)."""
-    points, skipped = evaluate(bundle, folder, day or datetime.now(UTC).date())
+    # Progress on stderr (a bar on a terminal, a line every few seconds otherwise): the table stays on stdout.
+    with Progress("make accuracy", "dataset rows evaluated") as progress:
+        points, skipped = evaluate(bundle, folder, day or datetime.now(UTC).date(), progress)
+        progress.note(f"{len(points):,} points compared")
     counts = {"aiconfigurator": _rows(folder / AICONFIGURATOR), "published": _rows(folder / PUBLISHED)}
     return results(points, skipped, counts)
 

@@ -35,6 +35,7 @@ from .accuracy import mark_near_misses, unmeasured_note
 from .answer import benchmark, build, candidate_of, checklist, dedupe_warnings, once, said_texts
 from .book import Rulebook
 from .cancel import StillWanted, checkpoint
+from .charts import charts_of
 from .freshness import freshness
 from .host_ram import host_ram_ok
 from .models import filled_fields, resolve
@@ -490,6 +491,8 @@ def _render(
     # The summary is rendered from the otherwise finished answer, which nobody else holds yet: set in place
     # rather than copied field by field through the frozen constructor.
     advice.__dict__["summary"] = render_summary(advice, run.msgs, run.locale, base, shape is not None)
+    if run.req.include_charts:  # pictures of the finished answer's own figures (decide/charts.py)
+        advice.__dict__["charts"] = charts_of(advice, run)
     return advice
 
 

@@ -205,6 +205,30 @@ class RulesetRef:
 
 
 @dataclass(frozen=True)
+class ChartSeries:
+    name: str  # in the request's locale
+    points: tuple[tuple[float, float], ...]  # (x, y)
+
+
+@dataclass(frozen=True)
+class ChartMark:
+    x: float
+    label: str
+
+
+@dataclass(frozen=True)
+class Chart:
+    """A picture of figures the answer already gives, as data (RecommendRequest.include_charts)."""
+
+    kind: str  # BREAK_EVEN | COST_LATENCY (ChartKind without its prefix)
+    title: str
+    x_label: str
+    y_label: str
+    series: tuple[ChartSeries, ...] = ()
+    marks: tuple[ChartMark, ...] = ()
+
+
+@dataclass(frozen=True)
 class Advice:
     candidates: tuple[Candidate, ...] = ()
     excluded: tuple[Exclusion, ...] = ()
@@ -224,3 +248,4 @@ class Advice:
     assumed: tuple[tuple[str, str], ...] = ()  # (brief path, assumed value as printed) the sizing depends on
     unmet: tuple[UnmetTarget, ...] = ()  # targets no candidate meets, most important first
     offers_loaded: bool = False  # the rules have offer tables: a candidate without placements has none in scope
+    charts: tuple[Chart, ...] = ()  # only with AdviceRequest.include_charts (decide/charts.py)

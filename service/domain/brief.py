@@ -229,3 +229,4 @@ class AdviceRequest:
     as_of: date | None = None  # replay prices valid on this date; None = today
     # VIEW_SUMMARY (wire/views.py): the answer given is the summary, so what it leaves out is not made
     summary_view: bool = False
+    include_charts: bool = False  # RecommendRequest.include_charts: Advice.charts is made (decide/charts.py)

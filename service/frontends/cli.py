@@ -1,6 +1,7 @@
 """`gpu-advisor`: a terminal client for a running GPU Advisor server.
 
     gpu-advisor recommend BRIEF.yaml [--json] [--locale zh-CN] [--trace] [--max N] [--view summary]
+                                     [--plot] [--chart FILE.png|FILE.svg]   # the break-even and cost/latency charts
     gpu-advisor explain BRIEF.yaml [--rule GLOB] [--gpu ID] [--fired | --not-fired]
                                          # the answer, each candidate's score, which rules fired (file:line)
     gpu-advisor gpus                     # the catalog with dated prices
@@ -31,10 +32,12 @@ from grpc_status import rpc_status
 from ..serving.credentials import ConfigError, admin_token, channel_credentials
 from ..wire.api import enum_name, pb, pb_grpc
 from .brief_file import InputError, load_request
+from .chart_files import ChartError, format_of, write_chart
 from .cli_text import words
 from .explain import Filters, print_explanation
 from .models_cli import add_parser as add_models_parser
 from .offers_cli import add_parser as add_offers_parser
+from .plots import print_plots
 
 DEFAULT_ADDR = "127.0.0.1:50051"
 EXIT_OK, EXIT_FAIL, EXIT_INPUT = 0, 1, 2
@@ -274,6 +277,10 @@ def _recommend(args: argparse.Namespace, explain: bool) -> int:
         request.view = pb.VIEW_FULL  # an explanation is the trace and the reasons a summary leaves out
     if explain or getattr(args, "trace", False):
         request.include_trace = True
+    if getattr(args, "plot", False) or getattr(args, "chart", None):
+        if args.chart:
+            format_of(args.chart)  # a wrong extension is refused before the server is asked
+        request.include_charts = True
     if explain and args.gpu and not request.max_candidates:
         request.max_candidates = MAX_EXPLAIN_CANDIDATES  # the GPU asked about is shown wherever it ranks
     channel, stub = _stub(args)
@@ -289,6 +296,29 @@ def _recommend(args: argparse.Namespace, explain: bool) -> int:
         if request.include_trace:
             print()
             print_trace(resp)
+    if not explain:
+        return _pictures(args, resp, request.locale or "en")
+    return EXIT_OK
+
+
+def _pictures(args: argparse.Namespace, resp: pb.RecommendResponse, locale: str) -> int:
+    """--plot (the terminal) and --chart FILE (a picture); either missing its library says what to install."""
+    w = words(locale)
+    if args.plot and not args.json:
+        try:
+            print_plots(resp, locale)
+        except ImportError:
+            print(w["plot.missing"], file=sys.stderr)
+            return EXIT_FAIL
+    if args.chart:
+        try:
+            notes = write_chart(resp, args.chart)
+        except ImportError:
+            print(w["chart.missing"], file=sys.stderr)
+            return EXIT_FAIL
+        for note in notes:
+            print(w[f"chart.{note}"], file=sys.stderr)
+        print(w["chart.written"].format(path=args.chart), file=sys.stderr)
     return EXIT_OK
 
 
@@ -374,6 +404,10 @@ def build_parser() -> argparse.ArgumentParser:
     rec.add_argument("--max", type=int, help="at most N candidates")
     rec.add_argument("--view", choices=("full", "summary"),
                      help="summary: the ranking, costs and headline only (no reasons, trace or extra placements)")
+    rec.add_argument("--plot", action="store_true",
+                     help="also draw the break-even and cost/latency charts in the terminal (plotext)")
+    rec.add_argument("--chart", metavar="FILE",
+                     help="write the charts to FILE, PNG or SVG by its extension (matplotlib)")
     rec.set_defaults(run=lambda a: _recommend(a, explain=False))
 
     exp = sub.add_parser("explain", parents=[common],
@@ -436,7 +470,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # `gpu-advisor explain x.yaml | head`: the reader left; stop quietly instead of a traceback.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK
-    except (InputError, ConfigError) as exc:
+    except (InputError, ConfigError, ChartError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_INPUT
     except grpc.RpcError as err:

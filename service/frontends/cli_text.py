@@ -47,6 +47,16 @@ TEXT: dict[str, dict[str, str]] = {
         "col.where": "where (provider instance, region, tier)",
         "no_offer": "no offer in scope",
         "term": "{months} mo",
+        # issue 43 (--plot, --chart):
+        "plot.x": "x: {label}",
+        "plot.y": "y: {label}",
+        "plot.marks": "marked (|):",
+        "plot.no_charts": "No chart to draw: the answer has no candidate with the figures a chart needs.",
+        "plot.missing": "--plot needs plotext: pip install 'gpu-advisor[charts]'",
+        "chart.missing": "--chart needs matplotlib: pip install 'gpu-advisor[charts]'",
+        "chart.written": "Chart written to {path}",
+        "chart.no_cjk_font": ("note: no CJK font found (install fonts-noto-cjk, or any Noto Sans CJK / Source Han Sans "
+                              "/ WenQuanYi font); Chinese labels may show as boxes"),
     },
     "zh-CN": {
         "candidates": "候选配置：",
@@ -87,6 +97,16 @@ TEXT: dict[str, dict[str, str]] = {
         "col.where": "租用位置（提供商 实例，区域，层级）",
         "no_offer": "范围内无报价",
         "term": "{months} 个月",
+        # issue 43 (--plot, --chart):
+        "plot.x": "横轴：{label}",
+        "plot.y": "纵轴：{label}",
+        "plot.marks": "标记（|）：",
+        "plot.no_charts": "没有可画的图表：答案中没有带图表所需数据的候选配置。",
+        "plot.missing": "--plot 需要 plotext：pip install 'gpu-advisor[charts]'",
+        "chart.missing": "--chart 需要 matplotlib：pip install 'gpu-advisor[charts]'",
+        "chart.written": "图表已写入 {path}",
+        "chart.no_cjk_font": ("注意：未找到中日韩字体（请安装 fonts-noto-cjk，或任一 Noto Sans CJK / "
+                              "思源黑体 / 文泉驿字体）；中文标签可能显示为方框"),
     },
 }
 

@@ -16,6 +16,7 @@ and turns the service's refusals (INVALID_ARGUMENT with the fields) into tool er
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import functools
 import json
@@ -25,6 +26,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+import anyio
+import anyio.to_thread
 import grpc
 import jsonschema
 import mcp_types as types
@@ -39,6 +42,7 @@ from ..serving.credentials import ConfigError
 from ..wire import validate
 from ..wire.api import pb, pb_grpc
 from ..wire.proto_schema import message_schema
+from .chart_files import render
 from .mcp_http import BearerToken, HttpAccess, check_access, transport_security
 from .mcp_sessions import SessionGuard
 from .mcp_text import with_all_questions
@@ -128,7 +132,9 @@ def tools() -> list[types.Tool]:
                 "capacity, $/h, cost per accepted unit, buy-vs-rent, the route, warnings, and the questions the "
                 "brief leaves open (each with its field path, type, unit, allowed values, what the answer "
                 "assumes meanwhile, and a priority: ask the highest first, then call again with the answers). "
-                "Send what you know; leave out what you do not (missing is a question, never an error)."
+                "Send what you know; leave out what you do not (missing is a question, never an error). "
+                "With include_charts: the break-even and cost/latency charts as data, and the break-even chart "
+                "as a PNG image."
             ),
             input_schema=request_schema(),
             output_schema=response_schema(),
@@ -370,7 +376,27 @@ async def _recommend(b: Backend, args: dict[str, Any]) -> types.CallToolResult:
     _check(args, request_schema())
     request = _parse(args, pb.RecommendRequest())
     resp = await _call(b.stub.Recommend, request, b.timeout)
-    return _result(recommendation_markdown(resp, request.locale or "en"), _structured(resp))
+    result = _result(recommendation_markdown(resp, request.locale or "en"), _structured(resp))
+    if request.include_charts:
+        # Drawing takes a CPU-bound ~second: off the event loop, so other sessions' calls go on meanwhile.
+        image = await anyio.to_thread.run_sync(break_even_png, resp)
+        if image is not None:
+            result.content.append(types.ImageContent(type="image", data=base64.b64encode(image).decode("ascii"),
+                                                     mime_type="image/png"))
+    return result
+
+
+def break_even_png(resp: Any) -> bytes | None:  # noqa: ANN401 - a RecommendResponse
+    """The answer's break-even chart as PNG bytes (chart_files.render, as `--chart` draws it); None when the
+    answer has none or matplotlib (the charts extra) is not installed: the chart stays in the structured answer."""
+    charts = [c for c in resp.charts if c.kind == pb.CHART_KIND_BREAK_EVEN]
+    if not charts:
+        return None
+    try:
+        data, _ = render(charts, "png", list(resp.candidates))
+    except ImportError:
+        return None
+    return data
 
 
 async def _explain(b: Backend, args: dict[str, Any]) -> types.CallToolResult:

@@ -46,6 +46,7 @@ from .importers.common import ImportReport, offers_csv_text
 from .importers.gpuhunt import import_gpuhunt_csv
 from .importers.skypilot import import_vms_csv
 from .offer_files import read_offers
+from .progress import Progress
 
 SKYPILOT_URL = "https://raw.githubusercontent.com/skypilot-org/skypilot-catalog/master/catalogs"
 GPUHUNT_URL = "https://dstack-gpu-pricing.s3.eu-west-1.amazonaws.com/v1"
@@ -132,9 +133,11 @@ def _usable(c: Candidate) -> Candidate:
 
 
 def skypilot_tables(opts: Options, accel: AcceleratorMap, day: date,
-                    get: Callable[[str], bytes]) -> list[Candidate]:
+                    get: Callable[[str], bytes], progress: Progress | None = None) -> list[Candidate]:
     out = []
     for prov in opts.skypilot:
+        if progress is not None:
+            progress.note(f"now {prov} (SkyPilot)")
         c = Candidate(prov)
         errors = []
         for version in opts.versions:
@@ -151,13 +154,17 @@ def skypilot_tables(opts: Options, accel: AcceleratorMap, day: date,
         else:
             c.error = "; ".join(errors)
         out.append(_usable(c))
+        if progress is not None:
+            progress.update(1)
     return out
 
 
 def gpuhunt_tables(opts: Options, accel: AcceleratorMap, day: date,
-                   get: Callable[[str], bytes]) -> list[Candidate]:
+                   get: Callable[[str], bytes], progress: Progress | None = None) -> list[Candidate]:
     if not opts.gpuhunt:
         return []
+    if progress is not None:
+        progress.note("now the gpuhunt catalog")
     base = opts.gpuhunt_url.rstrip("/")
     try:
         build = _decode(get(f"{base}/version"), f"{base}/version").strip()
@@ -167,6 +174,8 @@ def gpuhunt_tables(opts: Options, accel: AcceleratorMap, day: date,
         archive = zipfile.ZipFile(io.BytesIO(get(url)))
     except (FetchError, zipfile.BadZipFile) as exc:
         why = str(exc) if isinstance(exc, FetchError) else f"{base}: catalog.zip is not a zip archive"
+        if progress is not None:
+            progress.update(len(opts.gpuhunt))
         return [Candidate(p, error=why) for p in opts.gpuhunt]
     names = {Path(n).name: n for n in archive.namelist()}
     out = []
@@ -185,6 +194,8 @@ def gpuhunt_tables(opts: Options, accel: AcceleratorMap, day: date,
             except (FetchError, zipfile.BadZipFile, OSError) as exc:
                 c.error = str(exc)
         out.append(_usable(c))
+        if progress is not None:
+            progress.update(1)
     return out
 
 
@@ -282,11 +293,16 @@ def refresh(rules: Path, opts: Options, out: TextIO, get: Callable[[str], bytes]
             print(p, file=out)
         return EXIT_NOTHING
     accel.catalog_gb = memory
-    candidates = skypilot_tables(opts, accel, day, get) + gpuhunt_tables(opts, accel, day, get)
-    failed = {c.provider: c.error for c in candidates if c.error}
-    accepted = gate_tables(rules, [c for c in candidates if not c.error], opts, failed)
-    new = {c.provider: offers_csv_text(c.rows) for c in candidates if c.provider not in failed}
-    passed, refused, still = vet_tables(rules, new, day) if new else ({}, {}, [])
+    # Downloads and vetting take minutes: progress on stderr (a bar on a terminal, a line every few seconds
+    # otherwise), providers done of those asked for; the report stays on `out`.
+    with Progress("offers refresh", "providers done", len(opts.skypilot) + len(opts.gpuhunt)) as progress:
+        candidates = (skypilot_tables(opts, accel, day, get, progress)
+                      + gpuhunt_tables(opts, accel, day, get, progress))
+        failed = {c.provider: c.error for c in candidates if c.error}
+        accepted = gate_tables(rules, [c for c in candidates if not c.error], opts, failed)
+        new = {c.provider: offers_csv_text(c.rows) for c in candidates if c.provider not in failed}
+        progress.note("vetting the new tables with the rule tests")
+        passed, refused, still = vet_tables(rules, new, day) if new else ({}, {}, [])
     failed.update(refused)
     diffs: list[Diff] = []
     for prov, text in sorted(passed.items()):

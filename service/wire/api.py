@@ -68,6 +68,7 @@ _PREFIX = {
     "CostUnit": "COST_UNIT_",
     "MetricKind": "METRIC_KIND_",
     "ModelKind": "MODEL_KIND_",
+    "ChartKind": "CHART_KIND_",
 }
 
 
@@ -171,6 +172,7 @@ def request_from_proto(r: pb.RecommendRequest) -> AdviceRequest:
         include_trace=r.include_trace and r.view != pb.VIEW_SUMMARY,
         as_of=parse_date(r.as_of),
         summary_view=r.view == pb.VIEW_SUMMARY,
+        include_charts=r.include_charts,
     )
 
 
@@ -236,7 +238,7 @@ def request_to_proto(r: AdviceRequest) -> pb.RecommendRequest:
                 for q in r.quotes],
         locale=r.locale, max_candidates=r.max_candidates, include_trace=r.include_trace,
         as_of=r.as_of.isoformat() if r.as_of else "",
-        view=pb.VIEW_SUMMARY if r.summary_view else pb.VIEW_UNSPECIFIED,
+        view=pb.VIEW_SUMMARY if r.summary_view else pb.VIEW_UNSPECIFIED, include_charts=r.include_charts,
     )
 
 
@@ -346,6 +348,11 @@ def advice_to_proto(a: Advice) -> pb.RecommendResponse:
         out.trace.add(rule_id=t.rule_id, location=t.location, fact=t.fact, fired=t.fired, detail=t.detail)
     for x in a.notes:
         out.notes.add(rule_id=x.rule_id, text=x.text)
+    for ch in a.charts:
+        out.charts.add(kind=enum_number("ChartKind", ch.kind), title=ch.title, x_label=ch.x_label,
+                       y_label=ch.y_label, marks=[{"x": m.x, "label": m.label} for m in ch.marks],
+                       series=[{"name": se.name, "points": [{"x": x, "y": y} for x, y in se.points]}
+                               for se in ch.series])
     return out
 
 

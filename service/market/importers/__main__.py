@@ -17,6 +17,7 @@ from ruamel.yaml import YAML
 
 from ...domain.offers import Offer
 from ..accelerators import read_accelerator_map
+from ..progress import Progress
 from .common import write_offers_csv
 from .gpuhunt import import_gpuhunt
 from .skypilot import import_skypilot
@@ -82,10 +83,12 @@ def run(args: argparse.Namespace) -> int:
         return 1
     as_of = args.as_of or date.today()
     providers = {p.lower() for p in args.provider} or None
-    if args.kind == "skypilot":
-        offers, report = import_skypilot(args.path, accel, as_of, providers, args.source)
-    else:
-        offers, report = import_gpuhunt(args.path, accel, as_of, providers, args.source)
+    # Progress on stderr (a bar on a terminal, a line every few seconds otherwise); the report stays on stdout.
+    with Progress(f"offers import ({args.kind})", "rows read") as progress:
+        if args.kind == "skypilot":
+            offers, report = import_skypilot(args.path, accel, as_of, providers, args.source, progress=progress)
+        else:
+            offers, report = import_gpuhunt(args.path, accel, as_of, providers, args.source, progress)
     if args.out.is_dir():
         by_provider: dict[str, list[Offer]] = {}
         for o in offers:

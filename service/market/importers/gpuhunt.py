@@ -15,6 +15,7 @@ from pathlib import Path
 
 from ...domain.offers import Offer
 from ..accelerators import AcceleratorMap
+from ..progress import BATCH, Progress
 from .common import MALFORMED, ImportReport, csv_lines, parse_number, parse_price
 from .regions import country_of
 
@@ -33,8 +34,10 @@ def import_gpuhunt_csv(
     provider: str | None = None,
     source: str | None = None,
     providers: set[str] | None = None,
+    progress: Progress | None = None,
 ) -> tuple[list[Offer], ImportReport]:
-    """Offers from one gpuhunt CSV text; `provider` names the file's provider when it has no provider column."""
+    """Offers from one gpuhunt CSV text; `provider` names the file's provider when it has no provider column (rows
+    counted on `progress`, in batches)."""
     report = ImportReport(label)
     lines = csv_lines(text)
     first = next(lines, None)
@@ -48,8 +51,13 @@ def import_gpuhunt_csv(
         return [], report
     best: dict[tuple[str, str, str, str], tuple[float, int, dict[str, str]]] = {}
     rows_of: dict[tuple[str, str, str, str], int] = {}
+    counted = 0
     for row in lines:
         line = row.number
+        counted += 1
+        if progress is not None and counted == BATCH:
+            progress.update(counted)
+            counted = 0
         r = dict(zip(fields, (v.strip() for v in row.cells), strict=False))
         for name in fields[len(row.cells):]:  # a short row reads its missing cells as empty, as DictReader did
             r[name] = ""
@@ -88,6 +96,8 @@ def import_gpuhunt_csv(
         elif not spot and price != old[0]:
             report.notes.append(f"{where}: on-demand {price:g} differs from {old[0]:g} on line {old[1]}; "
                                 "kept the first")
+    if progress is not None:
+        progress.update(counted)
     offers: list[Offer] = []
     for (prov, instance, region, tier), (price, line, r) in best.items():
         mem = parse_number(r.get("gpu_memory", ""))  # GB per GPU as gpuhunt lists it (80 for an 80 GB A100)
@@ -110,8 +120,9 @@ def import_gpuhunt_csv(
 
 
 def import_gpuhunt(
-    path: Path, accel: AcceleratorMap, as_of: date, providers: set[str] | None = None, source: str | None = None
+    path: Path, accel: AcceleratorMap, as_of: date, providers: set[str] | None = None, source: str | None = None,
+    progress: Progress | None = None,
 ) -> tuple[list[Offer], ImportReport]:
     """A gpuhunt CSV file (provider from its `provider` column, else from the file name: `aws.csv`)."""
     return import_gpuhunt_csv(path.name, path.read_text(encoding="utf-8"), accel, as_of, path.stem, source,
-                              providers)
+                              providers, progress)

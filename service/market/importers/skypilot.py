@@ -33,6 +33,7 @@ from pathlib import Path
 
 from ...domain.offers import Offer
 from ..accelerators import AcceleratorMap
+from ..progress import BATCH, Progress
 from .common import MALFORMED, ImportReport, csv_lines, parse_number, parse_price
 from .regions import country_of
 
@@ -136,8 +137,10 @@ def import_vms_csv(
     provider: str | None = None,
     source: str | None = None,
     providers: set[str] | None = None,
+    progress: Progress | None = None,
 ) -> tuple[list[Offer], ImportReport]:
-    """Offers from one vms.csv text. `provider` is the catalog folder's name when the file has no provider column;
+    """Offers from one vms.csv text (rows counted on `progress`, in batches). `provider` is the catalog folder's
+    name when the file has no provider column;
     `source` is stamped on every row (default: `SkyPilot catalog vN, <provider>/vms.csv, read <as_of>`)."""
     report = ImportReport(label)
     lines = csv_lines(text)
@@ -165,6 +168,7 @@ def import_vms_csv(
     hosts: dict[tuple[str, str], tuple[float | None, float | None, float | None, float | None]] = {}
     groups: dict[tuple[str, str, str], _Group] = {}
     no_region: dict[str, int] = {}
+    counted = 0
     for row in lines:
         if row.error:
             i = col.get("provider")
@@ -174,6 +178,12 @@ def import_vms_csv(
             report.drop(MALFORMED, f"{label}:{row.number} ({row.error})", 1, prov)
             continue
         _row(row.cells, row.number, label, col, provider, providers, report, hosts, groups, no_region)
+        counted += 1
+        if progress is not None and counted == BATCH:
+            progress.update(counted)
+            counted = 0
+    if progress is not None:
+        progress.update(counted)
     for prov, n in sorted(no_region.items()):
         report.notes.append(f"{prov}: {n} rows list no region; kept as region '{NO_REGION}', country unknown "
                             "(a country or region filter leaves them out)")
@@ -343,6 +353,7 @@ def import_skypilot(
     providers: set[str] | None = None,
     source: str | None = None,
     label: str | None = None,
+    progress: Progress | None = None,
 ) -> tuple[list[Offer], ImportReport]:
     """Every provider file under `root`; when one provider has files of several schema versions, the newest
     version's file is imported and the older files' rows are counted as superseded (said in a note)."""
@@ -353,7 +364,11 @@ def import_skypilot(
         rel = Path(_shown(root, path, prov))
         by_provider.setdefault(prov.lower(), []).append((_version_number(_version(rel)), path))
     offers: list[Offer] = []
+    done = 0
     for prov, files in sorted(by_provider.items()):
+        if progress is not None:
+            progress.note(f"{done} of {len(by_provider)} providers done, now {prov}")
+        done += 1
         files.sort(key=lambda vp: vp[0])
         _, newest = files[-1]
         shown = _shown(root, newest, prov)
@@ -365,7 +380,10 @@ def import_skypilot(
             report.supersede(prov, n)
             report.notes.append(f"{prov}: {shown} supersedes {_shown(root, older, prov)} ({n} rows, the older "
                                 "schema)")
-        rows, sub = import_vms_csv(shown, newest.read_text(encoding="utf-8"), accel, as_of, prov, source, providers)
+        rows, sub = import_vms_csv(shown, newest.read_text(encoding="utf-8"), accel, as_of, prov, source, providers,
+                                   progress)
         offers.extend(rows)
         report.merge(sub)
+    if progress is not None:
+        progress.note(f"{len(by_provider)} providers")
     return offers, report
