@@ -179,6 +179,7 @@ def _finish(s: Sizing, brief: Brief, a: Assumptions, count: int, rate: Rate, mem
         s.train_hours = all_in_hours(tokens, count, speed, a)
         compute_h = tokens * 1e9 / (count * speed.tokens_per_s) / 3600 if speed.tokens_per_s > 0 else 0.0
         s.restart_overhead_days = max(0.0, s.train_hours - compute_h - a.num("training_startup_hours")) / 24
+        s.fixed_hours = a.num("training_startup_hours")
     s.formulas.append(
         f"training FLOPs per token = {speed.flops_per_token:.3g} (method and attention at the sequence length);"
         f" {speed.tokens_per_s:,.0f} tokens/s per GPU at {count} GPUs ({speed.model_tflops:,.0f} model TFLOPS);"
