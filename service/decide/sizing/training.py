@@ -73,6 +73,12 @@ def run_speed(gpu: Gpu, shape: Shape, a: Assumptions, method: str, gpus: int, mo
     replicas = max(1.0, gpus / max(1, model_gpus))
     trained = shape.params_billion if method == "full" else adapters
     traffic = tr.data_parallel_bytes(trained / max(1, model_gpus), math.ceil(replicas), 2.0) if replicas > 1 else 0.0
+    if method != "full" and model_gpus > 1:
+        # The frozen base sharded over the ranks (FSDP) is gathered for every micro-batch, in the forward, the
+        # backward and the recomputed forward: traffic per micro-batch, not per optimizer step.
+        passes = 3 if a.text("recompute_adapter") == "full" else 2
+        traffic += tr.data_parallel_bytes(shape.params_billion, model_gpus, passes, shape.bytes_per_param) * (
+            step_tokens / max(1, micro_tokens))
     comm_s = _comm_seconds(gpu, gpus, traffic) if traffic > 0 else 0.0
     step = tr.step_seconds(compute_s, comm_s, a.num("gradient_comm_overlap"))
     tps = step_tokens / step if step > 0 else 0.0
