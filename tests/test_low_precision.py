@@ -105,4 +105,7 @@ def test_fp8_training_is_faster_than_bf16_by_its_measured_speedup_not_its_peak(b
 def test_an_moe_run_costs_more_gpu_hours_per_active_parameter_than_a_dense_one(bundle):
     dense = _candidates(bundle, _pretrain(37, 0, "BF16", 1000, 30))["h100-sxm"].performance.gpu_hours
     moe = _candidates(bundle, _pretrain(671, 37, "BF16", 1000, 30))["h100-sxm"].performance.gpu_hours
-    assert 1.3 <= moe / dense <= 1.8  # expert all-to-all and grouped GEMMs: 1 / 0.64 = 1.56
+    # Expert all-to-all and grouped GEMMs (1 / moe_training_efficiency = 1.8), and issue 41: the 671B model's
+    # states span ~17x the GPUs of a dense 37B, which pays model_parallel_efficiency per doubling (NeMo AutoModel:
+    # DeepSeek-V3 reaches 250 model TFLOPS/GPU on 256 H100, dense runs 400-550).
+    assert 1.5 <= moe / dense <= 3.0

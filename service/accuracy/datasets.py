@@ -21,6 +21,9 @@ DATASETS = {
     "aiconfigurator": (AICONFIGURATOR, "ai-dynamo/aiconfigurator tools/accuracy_tracking/silicon_refs.csv "
                                        "(commit 68fc4519)", "Apache-2.0"),
     "published": (PUBLISHED, "published tables cited by tests/ (source per row)", "facts cited per row"),
+    # issue 41: read by service/accuracy/training.py, not here
+    "training": ("training.csv", "published training and fine-tuning runs (source per row: rules/accuracy/README.md)",
+                 "facts cited per row"),
 }
 # AIConfigurator's system names → catalog ids; a system missing here is not in the catalog.
 SYSTEMS = {"h100_sxm": "h100-sxm", "h200_sxm": "h200", "b200_sxm": "b200", "b300_sxm": "b300", "gb200": "gb200",

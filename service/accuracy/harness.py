@@ -47,7 +47,7 @@ class Point:
     @property
     def abs_pct(self) -> float:
         # A memory figure is a published ceiling: under it is no known error.
-        if self.estimate == "memory":
+        if self.estimate in ("memory", "train_memory_ceiling"):
             return max(0.0, self.signed_pct)
         return abs(self.signed_pct)
 

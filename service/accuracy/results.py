@@ -23,7 +23,7 @@ WITHIN_PCT = 25.0
 WORST = 3
 # What the answer's throughput_error_pct stands for in each class: output tokens/s, or its training and media
 # counterparts (GPU-hours of a run are its inverse; images/s).
-THROUGHPUT_LIKE = ("throughput", "gpu_hours", "images")
+THROUGHPUT_LIKE = ("throughput", "gpu_hours", "images", "train_tps")
 CLASS_NAMES = {"dense": "dense serving", "moe": "MoE serving", "fp4": "FP4 serving",
                "long_context": "long-context serving", "amd": "AMD GPUs", "consumer": "consumer GPUs",
                "training": "training", "media": "media generation"}

@@ -14,6 +14,7 @@ from typing import Any
 from ..market.progress import Progress
 from ..rulebook.folder import load_rulebook
 from ..rulebook.version import Bundle
+from . import training
 from .datasets import AICONFIGURATOR, PUBLISHED
 from .harness import evaluate
 from .report import render
@@ -35,12 +36,20 @@ def catalog_bundle(rules: Path, work: Path) -> Bundle:
 def produce(bundle: Bundle, folder: Path, day: date | None = None) -> dict[str, Any]:
     """The results document for the datasets in `folder` (rules/accuracy) as `bundle` answers them on `day` (prices
     only: no estimate depends on it)."""
+    day = day or datetime.now(UTC).date()
     # Progress on stderr (a bar on a terminal, a line every few seconds otherwise): the table stays on stdout.
     with Progress("make accuracy", "dataset rows evaluated") as progress:
-        points, skipped = evaluate(bundle, folder, day or datetime.now(UTC).date(), progress)
+        points, skipped = evaluate(bundle, folder, day, progress)
         progress.note(f"{len(points):,} points compared")
     counts = {"aiconfigurator": _rows(folder / AICONFIGURATOR), "published": _rows(folder / PUBLISHED)}
-    return results(points, skipped, counts)
+    # Training runs (issue 41): held out by source, each row estimated by a fit that did not see it.
+    runs = training.read_training(folder / training.TRAINING_CSV)
+    held, folds = training.points(runs, bundle.book.catalog, bundle.book.assumptions, day)
+    skipped += training.skipped(runs, {g.id: g for g in bundle.book.catalog})
+    counts["training"] = _rows(folder / training.TRAINING_CSV)
+    doc = results(points + held, skipped, counts)
+    doc["training_folds"] = folds
+    return doc
 
 
 def _rows(path: Path) -> int:

@@ -35,7 +35,9 @@ COUNT_FIELDS: dict[str, FieldSpec] = {
 def count_fields(s: Sizing) -> dict[str, Any]:
     per_replica = int(s.per_replica or s.count)
     latency = per_replica > s.memory_count > 0 and s.latency_target
-    deadline = s.train_hours > 0 and s.count > s.memory_count > 0
+    # Raised for the deadline only when the deadline sized it (compute_count): GPUs a rented instance brings
+    # beyond the need are whole units, never "the memory count would take 0.0 days, past the deadline".
+    deadline = s.train_hours > 0 and s.count > s.memory_count > 0 and s.compute_count > s.memory_count
     needed = per_replica * int(s.replicas or 1)
     out = {
         "memory_count": int(s.memory_count),

@@ -222,6 +222,7 @@ PLAN_FIELDS: dict[str, FieldSpec] = {
     ),
     "api_cheaper": FieldSpec("bool", "the reference model API costs less per output token than the first candidate"),
     "top_train_days": FieldSpec("number", "first candidate's estimated training run, days (0 = not training)"),
+    "top_train_hours": FieldSpec("number", "first candidate's estimated training run, hours (0 = not training)"),
     "top_gpu_hours": FieldSpec("number", "first candidate's estimated training run, GPU-hours (0 = not training)"),
     "long_run": FieldSpec(
         "bool", "the first candidate's run takes longer than long_training_run_days (assumptions) or the horizon"
@@ -548,6 +549,7 @@ def plan_fact(
         "api_usd_per_million_tokens": round(api_per_m, 4),
         "api_cheaper": gpu_per_m > 0 and 0 < api_per_m < gpu_per_m,
         "top_train_days": round(top.train_hours / 24, 2) if top else 0.0,
+        "top_train_hours": round(top.train_hours, 1) if top else 0.0,
         "top_gpu_hours": round(top.gpu_hours, 1) if top else 0.0,
         "long_run": bool(fit and top and top.train_hours / 24 > fit.days),
         "fit_days": round(fit.days, 1) if fit else 0.0,

@@ -17,6 +17,10 @@ JOB_FIELDS: dict[str, FieldSpec] = {
     "single_run": FieldSpec(
         "bool", "one training run of a known token count (not a recurring run cycle): the job ends when it finishes"
     ),
+    "run_headline": FieldSpec(
+        "bool", "a training run of a known token count with a deadline, or a single run: the headline is the run's "
+        "cost and duration, never a month around the clock (issue 34 item 9)"
+    ),
     "job_gpu_hours": FieldSpec(
         "number",
         "GPU-hours the whole job takes on the configuration that needs fewest: a single run's GPU-hours, else "
@@ -45,8 +49,11 @@ def job_fields(brief: Brief, sizings: list[Sizing], small_gpu_hours: float, smal
         hours = min_gpus * e.hours_per_month * e.horizon_months
     else:
         hours = 0.0
+    run = brief.workload in TRAINING_WORKLOADS and brief.training.tokens_billion > 0 and (
+        single or (brief.training.target_days > 0 and e.hours_per_month <= 0))
     return {
         "single_run": single,
+        "run_headline": run,
         "job_gpu_hours": round(hours, 1),
         "small_job": 0 < hours <= small_gpu_hours and 0 < min_gpus <= small_max_gpus,
     }

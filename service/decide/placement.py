@@ -203,10 +203,12 @@ def scales_out(brief: Brief) -> bool:
     return brief.workload in SCALE_OUT_WORKLOADS and brief.traffic.requests_per_second <= 0
 
 
-def _work(s: Sizing, gpus: int, training: bool, fills: bool) -> int:
+def _work(s: Sizing, gpus: int, training: bool, fills: bool) -> float:
     """Units of parallel work `gpus` GPUs carry: GPUs (training), model copies (scale-out inference), else 1."""
     if not fills:
         return 1
+    if training and s.train_hours > 0:
+        return 1.0 / s.hours_at(gpus)  # runs an hour: the key is the run's cost, start-up paid on every GPU
     return gpus if training else max(1, gpus // max(1, s.per_replica))
 
 
@@ -348,7 +350,7 @@ def _reprice(
     gpi = p.offer.gpus_per_instance
     if training:
         if s.train_hours > 0 and new != old:
-            s.train_hours *= old / new  # run time is FLOPs / (GPUs x TFLOPS x MFU): linear in the count
+            s.train_hours = s.hours_at(new)  # compute linear in the count, the start-up not
         s.per_replica = new
     elif fills and new != old:
         copies = max(1, new // max(1, s.per_replica))

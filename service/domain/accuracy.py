@@ -18,6 +18,10 @@ ESTIMATES = (
     ("memory", "memory one model copy needs, GB (against a published ceiling)"),
     ("gpu_hours", "GPU-hours of one training run"),
     ("images", "images/s of one GPU"),
+    # issue 41: training runs at their measured GPU count (rules/accuracy/training.csv)
+    ("train_tps", "training tokens/s per GPU"),
+    ("train_memory", "training peak memory per GPU, GB"),
+    ("train_memory_ceiling", "training memory per GPU, GB (against a published ceiling)"),
 )
 CLASSES = ("dense", "moe", "fp4", "long_context", "amd", "consumer", "training", "media")
 # A prompt this long or longer is "long context": prefill attention grows with its square.
@@ -35,7 +39,9 @@ def classes_of(workload: str, precision: str, moe: bool, input_tokens: int, vend
     out: list[str] = []
     if vendor == "amd":
         out.append("amd")
-    if gpu_class == "consumer":
+    if gpu_class == "consumer" and workload not in TRAINING:
+        # Training's own class holds consumer-card runs (rules/accuracy/training.csv: RTX 4090 LoRA, QLoRA),
+        # so a card's training answer cites it; serving on a consumer card cites only consumer serving points.
         out.append("consumer")
     if workload in TRAINING:
         out.append("training")

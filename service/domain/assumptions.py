@@ -67,6 +67,13 @@ REQUIRED_NUMBERS = (
     "closest_within",
     "mla_kv_lora_rank",
     "mla_rope_head_dim",
+    # issue 41: training speed
+    "training_layer_half_ms",
+    "model_parallel_efficiency",
+    "gradient_comm_overlap",
+    "qlora_dequant_bytes_per_param",
+    "qlora_dequant_bandwidth_use",
+    "training_startup_hours",
 )
 
 

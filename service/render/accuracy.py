@@ -18,8 +18,10 @@ def margins_of(perf: Any, band: Band | None, brief: Mapping[str, Any]) -> tuple[
 
 
 def figure_text(field: str, value: float, text: Text) -> str:
-    """A target's figure in its unit (ms below a second, else s; days)."""
+    """A target's figure in its unit (ms below a second, else s; days, hours below a day)."""
     if field == "training.target_days":
+        if value < 1:  # a run of hours in hours: never "~0.0 days"
+            return text("accuracy.figure_hours", {"value": value * 24})
         return text("accuracy.figure_days", {"value": value})
     return text("accuracy.figure_s", {"value": value / 1000}) if value >= 1000 else text(
         "accuracy.figure_ms", {"value": value})

@@ -73,8 +73,9 @@ def render_summary(advice: Advice, msgs: Messages, locale: str, brief: dict[str,
                 need_gb=c.memory.need_gb,
                 capacity_gb=c.memory.capacity_gb,
                 headroom=c.memory.headroom,
-                monthly=run_total(c.cost.usd_per_hour, c.performance.training_days, t)
-                if brief.get("single_run") and c.performance.training_days > 0
+                monthly=run_total(c.cost.usd_per_hour, c.performance.training_days, t,
+                                  c.performance.cost_per_run_usd)
+                if (brief.get("single_run") or brief.get("run_headline")) and c.performance.training_days > 0
                 else monthly(c.cost.usd_per_hour, brief.get("hours_per_month", 0.0), t),
             )
             + where(c, t, advice.offers_loaded)
@@ -152,6 +153,11 @@ def monthly(usd_per_hour: float, hours_per_month: float, t: Callable[..., str]) 
     return t("summary.monthly_always_on", usd=usd_per_hour * HOURS_PER_MONTH, hours=HOURS_PER_MONTH)
 
 
-def run_total(usd_per_hour: float, days: float, t: Callable[..., str]) -> str:
-    """A single training run's total beside $/h: what the run costs, not a month it will not last."""
-    return t("summary.run_total", usd=usd_per_hour * days * 24, days=days)
+def run_total(usd_per_hour: float, days: float, t: Callable[..., str], usd_per_run: float = 0.0) -> str:
+    """A single training run's total beside $/h: what the run costs, not a month it will not last (the run's own
+    cost when given: the days are rounded to 0.01)."""
+    usd = usd_per_run if usd_per_run > 0 else usd_per_hour * days * 24
+    hours = usd / usd_per_hour if usd_per_run > 0 and usd_per_hour > 0 else days * 24
+    if hours < 24:  # a run of hours is said in hours: never "0.0 days"
+        return t("summary.run_total_hours", usd=usd, hours=hours)
+    return t("summary.run_total", usd=usd, days=hours / 24)

@@ -62,6 +62,9 @@ KEYS = (
     "warnings_critical_exclude",
     # issue 37:
     "no_questions",
+    # issue 41: a training run sized to the run
+    "top1_count",
+    "training_hours",
 )
 CJK = re.compile(r"[\u4e00-\u9fff]")
 EXPONENT = re.compile(r"\d[eE][+-]?\d")
@@ -120,6 +123,21 @@ def _in(v: float, rng: list[float]) -> bool:
     return rng[0] <= v <= rng[1]
 
 
+def _training_run(expect: dict[str, Any], top: dict[str, Any] | None, by_id: dict[Any, Any]) -> list[str]:
+    """top1_count: the first candidate's GPUs; training_hours: {gpu: [min, max]} of a candidate's run, in hours."""
+    fails = []
+    if "top1_count" in expect:
+        n = int((top or {}).get("count", 0))
+        if not _in(n, expect["top1_count"]):
+            fails.append(f"top pick has {n} GPUs, expected {expect['top1_count']}")
+    for gpu, rng in expect.get("training_hours", {}).items():
+        c = by_id.get(gpu)
+        hours = float((c or {}).get("performance", {}).get("training_days", 0.0)) * 24
+        if c is None or not _in(hours, rng):
+            fails.append(f"{gpu} training hours {hours:.2f} not in {rng}")
+    return fails
+
+
 _CATALOG_BOUND = re.compile(r"^catalog(?: *([-+]) *(\d+))?$")
 
 
@@ -166,6 +184,7 @@ def check(
     ids = [c.get("gpu") for c in cands]
     by_id = {c.get("gpu"): c for c in cands}
     top = cands[0] if cands else None
+    fails += _training_run(expect, top, by_id)
     route = str(r.get("route", {}).get("kind", "ROUTE_KIND_UNSPECIFIED")).removeprefix("ROUTE_KIND_")
     codes = [w.get("code") for w in r.get("warnings", [])]
     fields = [q.get("field") for q in r.get("questions", [])]

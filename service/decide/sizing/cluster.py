@@ -35,9 +35,7 @@ def size_cluster(s: Sizing, a: Assumptions, training: bool) -> None:
     s.power_kw_per_rack = s.power_kw_per_node * min(nodes_per_rack, s.nodes)
     if not training or s.train_hours <= 0:
         return
-    days = s.train_hours / 24
-    interruptions = a.num("interruptions_per_gpu_day") * s.count * days
-    s.restart_overhead_days = interruptions * a.num("hours_lost_per_interruption") / 24
+    # The days interruptions cost are part of train_hours already (sizing/training.py all_in_hours).
     if s.nodes > 1:
         failures_per_day = a.num("interruptions_per_gpu_day") * a.num("hardware_share_of_interruptions") * s.count
         s.spare_nodes = math.ceil(failures_per_day * a.num("node_repair_days"))

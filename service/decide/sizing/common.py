@@ -82,7 +82,8 @@ class Sizing:
     power_kw_per_node: float = 0.0
     power_kw_per_rack: float = 0.0
     spare_nodes: int = 0  # training: nodes to keep for the ones under repair
-    restart_overhead_days: float = 0.0  # training: wall-clock days its interruptions cost, beyond train_hours
+    restart_overhead_days: float = 0.0  # training: wall-clock days of train_hours its interruptions cost
+    fixed_hours: float = 0.0  # training: hours of train_hours every run pays whatever its GPUs (start-up)
     formulas: list[str] = field(default_factory=list)
     placement: Placed | None = None  # the offer it is priced on (decide/placement.py); None = catalog or quote
     placements: tuple[Placed, ...] = ()  # best first
@@ -113,6 +114,13 @@ class Sizing:
     @property
     def gpu_hours(self) -> float:
         return self.count * self.train_hours
+
+    def hours_at(self, gpus: int) -> float:
+        """Training: the run's hours on `gpus` GPUs instead of `count` (compute scales with the count; the
+        start-up does not), for placement's whole instances."""
+        if self.train_hours <= 0 or gpus <= 0 or self.count <= 0:
+            return self.train_hours
+        return (self.train_hours - self.fixed_hours) * self.count / gpus + self.fixed_hours
 
     @property
     def usd_per_run(self) -> float:

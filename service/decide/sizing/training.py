@@ -1,20 +1,143 @@
-"""Training sizing: pretraining and full fine-tuning (memory by GPU count, deadline counts, MFU) and adapter
-(LoRA/QLoRA) fine-tuning."""
+"""Training sizing: pretraining and full fine-tuning (memory by GPU count) and adapter (LoRA/QLoRA) fine-tuning,
+with one speed model for all three (`run_speed`): FLOPs per token by method, the share of peak a step reaches
+at its size, data-parallel traffic by link and width, QLoRA's dequantization; then the fewest GPUs whose all-in
+time (interruptions and start-up included) meets the deadline, at any data-parallel width (whole instances are
+placement's business)."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from ...domain.assumptions import Assumptions
 from ...domain.brief import Brief
 from ...domain.catalog import Gpu
-from ...physics import compute
 from ...physics import memory as mem
-from .common import MAX_GPUS, Memo, Sizing, saturation, tp_group_sizes, usable_gb, with_engine_overhead
+from ...physics import training as tr
+from .common import MAX_GPUS, Memo, Sizing, tp_group_sizes, usable_gb
 from .shape import Shape
 
 TrainingNeed = Callable[[int, int], mem.MemoryBreakdown]  # (GPUs, sequences per GPU) -> whole configuration
+
+
+@dataclass(frozen=True)
+class Speed:
+    """One GPU's rate on a training run at a width: tokens/s (compute, before interruptions) and the model FLOPs
+    per second that is, per GPU."""
+
+    tokens_per_s: float
+    model_tflops: float
+    flops_per_token: float
+
+
+def method_of(brief: Brief, shape: Shape) -> str:
+    """full (pretraining, full fine-tuning), lora, or qlora (an adapter fine-tune on a 4-bit base)."""
+    if brief.workload != "ADAPTER_FINETUNE":
+        return "full"
+    return "qlora" if shape.precision in ("INT4", "FP4") else "lora"
+
+
+def adapter_params_billion(shape: Shape, a: Assumptions) -> float:
+    return mem.lora_trainable_params_billion(shape.arch, int(a.num("lora_rank")), int(a.num("lora_targets_per_layer")))
+
+
+def run_speed(gpu: Gpu, shape: Shape, a: Assumptions, method: str, gpus: int, model_gpus: int, micro_tokens: int,
+              step_tokens: float, tflops: float) -> Speed:
+    """Tokens/s per GPU of a run on `gpus` GPUs, `model_gpus` of which hold one copy of the model states (the
+    rest are data-parallel replicas of that group), each GPU running micro-batches of `micro_tokens` and
+    `step_tokens` tokens per optimizer step."""
+    arch = shape.arch
+    seq = max(1, shape.tokens_per_sequence)
+    adapters = adapter_params_billion(shape, a) if method != "full" else 0.0
+    fpt = tr.flops_per_token(shape.active_params_billion, arch.layers, arch.hidden_size, seq, method, adapters,
+                             a.num("adapter_flops_per_param_token"))
+    # An FP8 step runs fp8_training_speedup x its BF16 rate, not at the FP8 peak (attention, norms, optimizer and
+    # communication stay 16-bit); adapters train over a 16-bit (or dequantized) base.
+    rate = gpu.tflops_bf16 or tflops
+    if method == "full" and tflops > gpu.tflops_bf16 > 0:
+        rate = min(tflops, gpu.tflops_bf16 * a.num("fp8_training_speedup"))
+    share = a.num("mfu_training") * gpu.matmul_efficiency / a.num("reference_matmul_efficiency")
+    if shape.active_params_billion < shape.params_billion:
+        share *= a.num("moe_training_efficiency")
+    if model_gpus > 1:
+        share *= a.num("model_parallel_efficiency") ** math.log2(model_gpus)
+    share *= tr.occupancy(tr.layer_forward_ms(micro_tokens, arch.hidden_size, rate), a.num("training_layer_half_ms"))
+    per_token = fpt / (rate * 1e12 * share)
+    if method == "qlora":
+        passes = 3 if a.text("recompute_adapter") == "full" else 2
+        per_token += tr.dequant_seconds(shape.params_billion / max(1, model_gpus), passes,
+                                        a.num("qlora_dequant_bytes_per_param"), gpu.bandwidth_tbs,
+                                        a.num("qlora_dequant_bandwidth_use")) / max(1, micro_tokens)
+    compute_s = per_token * step_tokens
+    replicas = max(1.0, gpus / max(1, model_gpus))
+    trained = shape.params_billion if method == "full" else adapters
+    traffic = tr.data_parallel_bytes(trained / max(1, model_gpus), math.ceil(replicas), 2.0) if replicas > 1 else 0.0
+    if method != "full" and model_gpus > 1:
+        # The frozen base sharded over the ranks (FSDP) is gathered for every micro-batch, in the forward, the
+        # backward and the recomputed forward: traffic per micro-batch, not per optimizer step.
+        passes = 3 if a.text("recompute_adapter") == "full" else 2
+        traffic += tr.data_parallel_bytes(shape.params_billion, model_gpus, passes, shape.bytes_per_param) * (
+            step_tokens / max(1, micro_tokens))
+    comm_s = _comm_seconds(gpu, gpus, traffic) if traffic > 0 else 0.0
+    step = tr.step_seconds(compute_s, comm_s, a.num("gradient_comm_overlap"))
+    tps = step_tokens / step if step > 0 else 0.0
+    return Speed(tps, tps * fpt / 1e12, fpt)
+
+
+def _comm_seconds(gpu: Gpu, gpus: int, traffic: float) -> float:
+    """Seconds a data-parallel collective of `traffic` bytes per GPU takes: over the scale-up link (NVLink/xGMI,
+    half its bidirectional figure; a PCIe card its host link) inside one domain; beyond it hierarchically (NCCL:
+    reduce inside the node first, so each GPU sends 1/domain of the tensor over its own network rail)."""
+    domain = max(1, gpu.gpus_per_node, gpu.nvlink_domain if gpu.fast_interconnect else 1)
+    local = traffic / (max(1.0, gpu.interconnect_gbs / 2) * 1e9)
+    if gpus <= domain or gpu.scale_out_gbs <= 0:
+        return local
+    return local + traffic / domain / (gpu.scale_out_gbs * 1e9)
+
+
+def all_in_hours(tokens_billion: float, gpus: int, speed: Speed, a: Assumptions) -> float:
+    """Wall-clock hours of the run: compute hours over the share of time a run of `gpus` GPUs keeps after its
+    interruptions, plus the start-up every run pays (weights loaded, kernels compiled)."""
+    if speed.tokens_per_s <= 0 or gpus <= 0:
+        return math.inf
+    compute_h = tokens_billion * 1e9 / (gpus * speed.tokens_per_s) / 3600
+    kept = tr.effective_share(gpus, a.num("interruptions_per_gpu_day"), a.num("hours_lost_per_interruption"))
+    return compute_h / kept + a.num("training_startup_hours")
+
+
+Rate = Callable[[int], Speed]  # GPUs -> one GPU's speed at that width
+
+
+def fewest_for_deadline(tokens_billion: float, days: float, start: int, rate: Rate, a: Assumptions) -> int:
+    """Fewest GPUs (at least `start`, any count: a data-parallel run can use any width) whose all-in time meets
+    `days`; MAX_GPUS when none we would size does. Grows by the shortfall (at most doubling, so a width past the
+    fastest one is not jumped to), stops when more GPUs no longer shorten the run, then bisects back down."""
+    target = days * 24
+    startup = a.num("training_startup_hours")
+    if target <= startup:
+        return MAX_GPUS
+
+    def hours(n: int) -> float:
+        return all_in_hours(tokens_billion, n, rate(n), a)
+
+    lo, n, prev = start - 1, max(1, start), math.inf
+    while True:
+        h = hours(n)
+        if h <= target:
+            break
+        if not math.isfinite(h) or h >= prev or n >= MAX_GPUS:
+            return MAX_GPUS  # past the fastest width (per-GPU batches too small, traffic too large)
+        lo, prev = n, h
+        n = min(MAX_GPUS, 2 * n, max(n + 1, math.ceil(n * (h - startup) / (target - startup))))
+    hi = n
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if hours(mid) <= target:
+            hi = mid
+        else:
+            lo = mid
+    return hi
 
 
 def size_full_training(
@@ -41,50 +164,72 @@ def size_full_training(
         n = max(n + 1, math.ceil(need(n).total_gb / usable))
     s.memory_count = n
     s.fits = need(n).total_gb <= n * usable
-    flops = compute.training_flops(shape.active_params_billion, brief.training.tokens_billion)
-    deadline = brief.training.tokens_billion > 0 and brief.training.target_days > 0
-    kept = training_efficiency(gpu, shape, s.tflops, a)
-    if brief.traffic.batch_size > 0 or brief.workload != "PRETRAINING":
-        # The brief's micro-batch as given (fine-tuning without one keeps one sequence per GPU).
-        s.micro_tokens = micro * shape.tokens_per_sequence
-        mfu = training_mfu(gpu, a, s.tflops, s.micro_tokens, shape.arch.hidden_size) * kept
-        if deadline:
-            s.compute_count = deadline_count(flops, s.tflops, mfu, brief.training.target_days)
-    else:
-        # No micro-batch given: each GPU runs its share of the global batch (Llama: 4M tokens) in micro-batches
-        # as large as its memory allows. The share depends on the count and the count on the MFU, so iterate.
-        global_tokens = brief.training.global_batch_tokens or int(a.num("default_global_batch_tokens"))
-        count = max(1, s.memory_count)
-        mfu = a.num("mfu_training") * kept
-        for _ in range(8):
-            s.micro_tokens = tokens_per_micro_batch(count, global_tokens, shape, need, usable)
-            mfu = training_mfu(gpu, a, s.tflops, s.micro_tokens, shape.arch.hidden_size) * kept
-            if not deadline:
-                break
-            nxt = max(s.memory_count, deadline_count(flops, s.tflops, mfu, brief.training.target_days))
-            if nxt == count:
-                break
-            count = nxt
-        if deadline:
-            s.compute_count = deadline_count(flops, s.tflops, mfu, brief.training.target_days)
-    s.effective_tflops = s.tflops * mfu
+    rate, micro_at = full_rate(s, brief, shape, a, need, usable)
+    tokens = brief.training.tokens_billion
+    if tokens > 0 and brief.training.target_days > 0:
+        s.compute_count = fewest_for_deadline(tokens, brief.training.target_days, s.memory_count, rate, a)
     count = min(max(s.memory_count, s.compute_count, 1), MAX_GPUS)
     if s.compute_count >= MAX_GPUS:
         s.fits = False  # no cluster we would size finishes by the deadline
-    if count > 1 and gpu.gpus_per_node > 1 and count > gpu.gpus_per_node:
-        count = math.ceil(count / gpu.gpus_per_node) * gpu.gpus_per_node
-    elif count > 1:
-        count = 1 << (count - 1).bit_length() if count <= gpu.gpus_per_node else count
+    _finish(s, brief, a, count, rate, need(count))
+    s.micro_tokens = micro_at(count)
+
+
+def _finish(s: Sizing, brief: Brief, a: Assumptions, count: int, rate: Rate, memory: mem.MemoryBreakdown) -> None:
+    speed = rate(count)
     s.count = s.per_replica = count
-    s.memory = need(count)
-    if brief.training.tokens_billion > 0:
-        # The MFU the count was sized at already includes communication (Llama 3 measured 38-43% on 16k
-        # H100s end to end), so run time uses the same MFU: a count sized for a deadline meets it.
-        s.train_hours = compute.training_seconds(flops, count, s.tflops, mfu) / 3600
+    s.memory = memory
+    s.effective_tflops = speed.model_tflops
+    tokens = brief.training.tokens_billion
+    if tokens > 0:
+        s.train_hours = all_in_hours(tokens, count, speed, a)
+        compute_h = tokens * 1e9 / (count * speed.tokens_per_s) / 3600 if speed.tokens_per_s > 0 else 0.0
+        s.restart_overhead_days = max(0.0, s.train_hours - compute_h - a.num("training_startup_hours")) / 24
+        s.fixed_hours = a.num("training_startup_hours")
     s.formulas.append(
-        f"training FLOPs = 6 x {shape.active_params_billion:g}e9 params x {brief.training.tokens_billion:g}e9 tokens"
-        f" = {flops:.3g}; GPUs for the deadline = FLOPs / ({s.tflops:g} TFLOPS x MFU {mfu:.2f} x days)"
+        f"training FLOPs per token = {speed.flops_per_token:.3g} (method and attention at the sequence length);"
+        f" {speed.tokens_per_s:,.0f} tokens/s per GPU at {count} GPUs ({speed.model_tflops:,.0f} model TFLOPS);"
+        f" run hours = tokens / (GPUs x tokens/s) / share kept after interruptions + start-up"
     )
+
+
+def full_rate(s: Sizing, brief: Brief, shape: Shape, a: Assumptions, need: TrainingNeed, usable: float,
+              ) -> tuple[Rate, Callable[[int], int]]:
+    """A full-training run's speed by GPU count, and its micro-batch tokens by GPU count, for `s`'s GPU sized to
+    `s.memory_count` GPUs per copy of the model states."""
+    seq = max(1, shape.tokens_per_sequence)
+    micro = max(1, brief.traffic.batch_size or 1)
+    given_micro = brief.traffic.batch_size > 0 or brief.workload != "PRETRAINING"
+    global_tokens = brief.training.global_batch_tokens or (
+        int(a.num("default_global_batch_tokens")) if brief.workload == "PRETRAINING" else 0)
+
+    def micro_at(k: int) -> int:
+        # The brief's micro-batch as given (fine-tuning without one keeps one sequence per GPU); else each GPU
+        # runs its share of the global batch in micro-batches as large as its memory allows.
+        if given_micro:
+            return micro * seq
+        return tokens_per_micro_batch(k, global_tokens, shape, need, usable)
+
+    def rate(k: int) -> Speed:
+        mt = micro_at(k)
+        step = max(float(mt), global_tokens / k) if global_tokens else float(mt)
+        return run_speed(s.gpu, shape, a, "full", k, min(k, s.memory_count), mt, step, s.tflops)
+
+    return rate, micro_at
+
+
+def adapter_rate(s: Sizing, brief: Brief, shape: Shape, a: Assumptions) -> Rate:
+    """An adapter run's speed by GPU count, `s.memory_count` GPUs holding one copy of the base."""
+    method = method_of(brief, shape)
+    micro_tokens = max(1, brief.traffic.batch_size or 1) * max(1, shape.tokens_per_sequence)
+    global_tokens = brief.training.global_batch_tokens
+
+    def rate(k: int) -> Speed:
+        step = max(float(micro_tokens), global_tokens / k) if global_tokens else float(micro_tokens)
+        # Adapter recipes (torchtune, axolotl, HF accelerate) shard the frozen base over every rank (FSDP).
+        return run_speed(s.gpu, shape, a, method, k, k, micro_tokens, step, s.tflops)
+
+    return rate
 
 
 def full_training_need(
@@ -108,88 +253,48 @@ def tokens_per_micro_batch(
     """Tokens one GPU runs per forward pass: its data-parallel share of the global batch, but no more
     sequences than fit beside its share of the model states (the rest goes to gradient accumulation)."""
     seq = max(1, shape.tokens_per_sequence)
-    share = max(1, global_tokens // max(1, count) // seq)
     per_seq = need(count, 2).total_gb - need(count, 1).total_gb  # activations + logits of one sequence
     free = count * usable - need(count, 1).total_gb
     fit = 1 + int(free / (per_seq * count)) if per_seq > 0 and free > 0 else 1
-    return min(share, max(1, fit)) * seq
+    # The share in tokens, not whole sequences: a global batch over more GPUs shrinks each GPU's step smoothly
+    # (sequences pack and split across ranks), so the speed falls on a curve rather than in steps.
+    return max(1, min(global_tokens // max(1, count), max(1, fit) * seq))
 
 
-def deadline_count(flops: float, tflops: float, mfu: float, days: float) -> int:
-    try:
-        return min(compute.gpus_for_deadline(flops, tflops, mfu, days), MAX_GPUS)
-    except (OverflowError, ValueError):
-        return MAX_GPUS
-
-
-def training_efficiency(gpu: Gpu, shape: Shape, tflops: float, a: Assumptions) -> float:
-    """Share of the dense BF16 MFU (mfu_training, at the peak of the rate used) a run keeps. An MoE run spends
-    time in expert all-to-all and grouped GEMMs (moe_training_efficiency); an FP8 (or FP4) run is faster than
-    BF16 by fp8_training_speedup, far from the 2x of its peak, because attention, norms, optimizer and
-    communication stay 16-bit: against the FP8 peak its MFU is mfu x speedup x BF16 peak / FP8 peak."""
-    kept = 1.0
-    if shape.active_params_billion < shape.params_billion:
-        kept *= a.num("moe_training_efficiency")
-    if tflops > gpu.tflops_bf16 > 0:
-        kept *= a.num("fp8_training_speedup") * gpu.tflops_bf16 / tflops
-    return kept
-
-
-def training_mfu(gpu: Gpu, a: Assumptions, tflops: float, tokens_per_step: int, hidden: int) -> float:
-    """mfu_training is what a well-tuned run reaches on the reference GPU. GPUs whose achievable matmul
-    fraction (MAMF) is lower reach proportionally less, and a step too small to keep a big GPU busy reaches
-    less again: one layer's forward matmuls (24·t·h² FLOPs) must last `kernel_saturation_ms` at the rate the
-    step runs at (an FP8 step runs at fp8_training_speedup x BF16, not at the FP8 peak)."""
-    base = a.num("mfu_training") * gpu.matmul_efficiency / a.num("reference_matmul_efficiency")
-    rate = tflops
-    if tflops > gpu.tflops_bf16 > 0:
-        rate = min(tflops, gpu.tflops_bf16 * a.num("fp8_training_speedup"))
-    return base * saturation(rate, tokens_per_step, hidden, a.num("kernel_saturation_ms"))
+def adapter_breakdown(shape: Shape, a: Assumptions, micro: int) -> mem.MemoryBreakdown:
+    """Adapter fine-tuning memory on one GPU at `micro` sequences per micro-batch."""
+    return mem.adapter_training_memory(
+        shape.params_billion, shape.bytes_per_param, shape.arch, shape.tokens_per_sequence, micro,
+        int(a.num("lora_rank")), int(a.num("lora_targets_per_layer")), a.text("recompute_adapter"),
+        a.num("engine_overhead_gb"),
+    )
 
 
 def size_adapter(s: Sizing, brief: Brief, shape: Shape, a: Assumptions) -> None:
     gpu = s.gpu
     micro = max(1, brief.traffic.batch_size or 1)
-    breakdown = mem.adapter_training_memory(
-        shape.params_billion,
-        shape.bytes_per_param,
-        shape.arch,
-        shape.tokens_per_sequence,
-        micro,
-        int(a.num("lora_rank")),
-        int(a.num("lora_targets_per_layer")),
-        a.text("recompute_adapter"),
-        a.num("engine_overhead_gb"),
-    )
+    breakdown = adapter_breakdown(shape, a, micro)
     usable = usable_gb(gpu, a, training=True)
-    n = next(
-        (
-            k
-            for k in tp_group_sizes(gpu, a)
-            if breakdown.total_gb + (k - 1) * a.num("engine_overhead_gb") <= k * usable
-        ),
-        0,
-    )
+    n = next((k for k in tp_group_sizes(gpu, a) if ranks_memory(breakdown, k).total_gb <= k * usable), 0)
     s.fits = n > 0
     n = n or tp_group_sizes(gpu, a)[-1]
     s.memory_count = n
-    flops = compute.training_flops(
-        shape.active_params_billion, brief.training.tokens_billion, a.num("adapter_flops_per_param_token")
-    )
-    mfu = training_mfu(gpu, a, s.tflops, micro * shape.tokens_per_sequence, shape.arch.hidden_size)
-    s.effective_tflops = s.tflops * mfu
-    if brief.training.tokens_billion > 0 and brief.training.target_days > 0:
-        s.compute_count = deadline_count(flops, s.tflops, mfu, brief.training.target_days)
-    s.count = s.per_replica = min(max(n, s.compute_count), MAX_GPUS)
+    rate = adapter_rate(s, brief, shape, a)
+    tokens = brief.training.tokens_billion
+    if tokens > 0 and brief.training.target_days > 0:
+        s.compute_count = fewest_for_deadline(tokens, brief.training.target_days, n, rate, a)
+    count = min(max(n, s.compute_count), MAX_GPUS)
     if s.compute_count >= MAX_GPUS:
         s.fits = False
-    s.memory = with_engine_overhead(breakdown, s.count, a)
-    if brief.training.tokens_billion > 0:
-        s.train_hours = (
-            compute.training_seconds(flops, s.count, s.tflops, mfu) / 3600  # same MFU as the count
-        )
-    s.formulas.append(
-        f"adapter training FLOPs = {a.num('adapter_flops_per_param_token'):g} x {shape.active_params_billion:g}e9"
-        f" x {brief.training.tokens_billion:g}e9 tokens = {flops:.3g} (frozen base: no weight gradients,"
-        " plus recomputation)"
-    )
+    s.micro_tokens = micro * max(1, shape.tokens_per_sequence)
+    _finish(s, brief, a, count, rate, ranks_memory(breakdown, count))
+
+
+PER_RANK = ("activations", "logits", "engine")
+
+
+def ranks_memory(one: mem.MemoryBreakdown, gpus: int) -> mem.MemoryBreakdown:
+    """A one-GPU adapter breakdown on `gpus` GPUs: the frozen base and the adapters' states are sharded (FSDP),
+    while every GPU runs its own micro-batch (activations, logits) and has its own CUDA context."""
+    k = max(1, gpus)
+    return mem.MemoryBreakdown(tuple((name, v * k if name in PER_RANK else v) for name, v in one.components))
