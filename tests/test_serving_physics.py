@@ -138,12 +138,12 @@ def test_parallelism_and_gpus_survive_the_wire():
 
 # --- item 3: KV cache precision -------------------------------------------------------------------------------
 
-def _llama70(kv: str = "UNSPECIFIED", precision: str = "FP8") -> Brief:
+def _llama70(kv: str = "UNSPECIFIED", precision: str = "FP8", toolchain: tuple[str, ...] = ()) -> Brief:
     return Brief(workload="REALTIME_INFERENCE",
                  model=Model(name="llama-3.3-70b-instruct", precision=precision, context_tokens=131_072,
                              kv_cache_precision=kv),
                  traffic=Traffic(concurrent_sessions=4, avg_input_tokens=120_000, avg_output_tokens=1000),
-                 gpus=("h200",))
+                 gpus=("h200",), toolchain=toolchain)
 
 
 def test_fp8_kv_halves_the_cache_and_the_default_is_said(bundle):
@@ -154,10 +154,26 @@ def test_fp8_kv_halves_the_cache_and_the_default_is_said(bundle):
         sizes[kv] = dict(answer.candidates[0].memory.breakdown)["kv_cache"]
     assert sizes["FP8"] == pytest.approx(163_840 * 131_072 * 4 / 1e9, rel=0.01)
     assert sizes["BF16"] == pytest.approx(2 * sizes["FP8"], rel=0.001)
+    # Issue 36: the KV cache's default is the engine's. No engine named: 16-bit, said, assumed and asked.
     default = bundle.advise(AdviceRequest(brief=_llama70(), as_of=TODAY))
-    assert any(n.rule_id == "sizing.kv_cache" and "FP8" in n.text for n in default.notes)
-    int4 = bundle.advise(AdviceRequest(brief=_llama70(precision="INT4"), as_of=TODAY))
+    assert dict(default.candidates[0].memory.breakdown)["kv_cache"] == pytest.approx(sizes["BF16"], rel=0.001)
+    assert any(n.rule_id == "sizing.kv_cache" and "BF16" in n.text for n in default.notes)
+    assert "model.kv_cache_precision" in [q.field for q in default.questions]
+    assert ("model.kv_cache_precision", "BF16") in default.assumed
+    # vLLM and SGLang (--kv-cache-dtype auto): the activations' 16 bits, nothing asked; TensorRT-LLM's FP8: FP8.
+    for engine, kv in (("vllm", "BF16"), ("sglang", "BF16"), ("tensorrt-llm", "FP8")):
+        named = bundle.advise(AdviceRequest(brief=_llama70(toolchain=(engine,)), as_of=TODAY))
+        assert dict(named.candidates[0].memory.breakdown)["kv_cache"] == pytest.approx(sizes[kv], rel=0.001), engine
+        assert any(n.rule_id == "sizing.kv_cache" and kv in n.text and engine in n.text for n in named.notes)
+        assert "model.kv_cache_precision" not in [q.field for q in named.questions]
+    # FP4 weights follow the same logic; INT4 weights keep 16-bit KV under every engine.
+    fp4 = bundle.advise(AdviceRequest(brief=_llama70(precision="FP4", toolchain=("tensorrt-llm",)), as_of=TODAY))
+    assert any(n.rule_id == "sizing.kv_cache" and "FP8" in n.text for n in fp4.notes)
+    int4 = bundle.advise(AdviceRequest(brief=_llama70(precision="INT4", toolchain=("tensorrt-llm",)), as_of=TODAY))
     assert any(n.rule_id == "sizing.kv_cache" and "BF16" in n.text for n in int4.notes)
+    # A brief that says its KV precision is not asked, whatever the engine.
+    said = bundle.advise(AdviceRequest(brief=_llama70("FP8"), as_of=TODAY))
+    assert "model.kv_cache_precision" not in [q.field for q in said.questions]
 
 
 def test_an_fp8_cache_reads_less_per_decode_step_at_long_context(bundle):

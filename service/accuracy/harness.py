@@ -102,7 +102,8 @@ def _estimates(bundle: Bundle, row: Row, day: date) -> tuple[Any, str]:  # noqa:
     notes = []
     serving = brief.workload not in TRAINING and brief.workload != "MEDIA_GENERATION"
     width = row.gpus or perf.tensor_parallel
-    if serving and (width != perf.tensor_parallel or row.arrivals):
+    # A measured concurrency is one copy's: an answer that splits the sessions over copies is sized again at one.
+    if serving and (width != perf.tensor_parallel or row.arrivals or perf.replicas > 1):
         # The same sizing at the measured width and, when the row says how its client sent the prompts, with
         # that arrival pattern in place of the one the product assumes for users.
         est.update(_at_width(bundle, brief, gpu, width, day, ARRIVALS.get(row.arrivals)))

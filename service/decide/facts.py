@@ -68,6 +68,9 @@ BRIEF_FIELDS: dict[str, FieldSpec] = {
     "media_denoising_steps": FieldSpec("int", "denoising steps per image or video (0 = not given)"),
     "media_width_px": FieldSpec("int", "output width in pixels (0 = not given)"),
     "moe_routed": FieldSpec("bool", "MoE with its routing given (experts and experts_per_token)"),
+    "kv_cache_precision_assumed": FieldSpec(
+        "bool", "the KV cache's precision is assumed 16-bit: a generative workload, weights not given as 16-bit or "
+        "wider, no engine named, no model.kv_cache_precision"),
     "moe_routing_estimated": FieldSpec(
         "bool", "MoE (active < total parameters) without its expert count: routing estimated from active / total"),
     "experts_touched": FieldSpec(
@@ -295,6 +298,7 @@ def brief_fact(
         "media_denoising_steps": int(brief.media.denoising_steps),
         "media_width_px": int(brief.media.width_px),
         "moe_routed": bool(shape and shape.routed),
+        "kv_cache_precision_assumed": bool(shape and shape.kv_precision_open),
         "moe_routing_estimated": bool(shape and shape.moe_estimated),
         "experts_touched": round(_experts_touched(shape), 4),
         "concurrent_sessions": int(t.concurrent_sessions),

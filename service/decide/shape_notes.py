@@ -51,7 +51,10 @@ def shape_notes(brief: Brief, shape: Shape, a: Assumptions) -> list[Note]:
         }))
     if brief.workload in GENERATION:
         key = "note.kv_cache_precision_default" if shape.kv_precision_default else "note.kv_cache_precision"
-        out.append(("sizing.kv_cache", key, {"kv_precision": shape.kv_precision, "kv_bytes": shape.kv_bytes}))
+        if shape.kv_precision_default and shape.kv_engine:
+            key = "note.kv_cache_precision_engine"
+        out.append(("sizing.kv_cache", key, {"kv_precision": shape.kv_precision, "kv_bytes": shape.kv_bytes,
+                                             "engine": shape.kv_engine, "precision": shape.precision}))
         engine = engine_of(brief.toolchain)
         row = a.values.get("serving_engines", {}).get(engine)
         if row:
