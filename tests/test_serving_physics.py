@@ -270,3 +270,34 @@ def test_a_lone_prompt_waits_for_half_a_prefill_as_often_as_one_is_running():
     assert 0.55 < busy < 0.65
     # Ring all-reduce of 80 MB over 2 GPUs at 900 GB/s bidirectional: 80e6 / 450e9 s.
     assert serving.allreduce_transfer_seconds(80e6, 2, 900) == pytest.approx(80e6 / 450e9)
+
+
+# --- issue 36: a pinned parallel shape scales out by copies that split the sessions ------------------------------
+
+def _qwen32_pinned(sessions: int) -> Brief:
+    return Brief(workload="REALTIME_INFERENCE",
+                 model=Model(name="Qwen/Qwen3-32B", precision="BF16", context_tokens=6000),
+                 traffic=Traffic(concurrent_sessions=sessions, avg_input_tokens=4000, avg_output_tokens=1000),
+                 parallelism=Parallelism(tensor_parallel=2), gpus=("h100-sxm",))
+
+
+def test_pinned_tp2_copies_split_the_sessions(bundle):
+    answer = bundle.advise(AdviceRequest(brief=_qwen32_pinned(256), as_of=TODAY))
+    c = answer.candidates[0]
+    perf = c.performance
+    # 256 sessions x 5,000 tokens x 256 KiB (64 layers x 8 KV heads x 128 x 2 x 2 B) = 336 GB of KV alone: no
+    # TP2 pair of 80 GB cards holds it; copies of the pair split the sessions, each holding its share.
+    assert perf.tensor_parallel == 2 and perf.replicas >= 5
+    assert c.count == 2 * perf.replicas
+    per_copy = c.memory.need_gb / perf.replicas
+    assert per_copy <= 2 * 80
+    assert any(r.rule_id == "eligibility.pinned-shape-split" for r in c.caveats)
+    # Each copy decodes its share: faster per token than one copy holding all 256 would.
+    alone = bundle.advise(AdviceRequest(brief=_qwen32_pinned(256 // perf.replicas + 1), as_of=TODAY))
+    assert perf.itl_ms == pytest.approx(alone.candidates[0].performance.itl_ms, rel=0.15)
+
+
+def test_a_pinned_shape_that_holds_every_session_is_one_copy(bundle):
+    c = bundle.advise(AdviceRequest(brief=_qwen32_pinned(8), as_of=TODAY)).candidates[0]
+    assert c.performance.replicas == 1 and c.count == 2
+    assert not any(r.rule_id == "eligibility.pinned-shape-split" for r in c.caveats)

@@ -137,6 +137,10 @@ CANDIDATE_FIELDS: dict[str, FieldSpec] = {
     "multi_node": FieldSpec("bool", "nodes > 1"),
     "fits": FieldSpec("bool", "the work fits in memory at this count with the safety headroom"),
     "fits_single": FieldSpec("bool", "one GPU holds one copy of the model"),
+    "split_copies": FieldSpec(
+        "int", "copies of the brief's pinned parallel shape that split the sessions, none holding them all (0 = "
+        "not split)"),
+    "sessions_per_copy": FieldSpec("int", "sessions each of those copies holds (0 = not split)"),
     "need_gb": FieldSpec("number", "memory need of the whole configuration, GB"),
     "headroom": FieldSpec("number", "1 - need/capacity"),
     "priced": FieldSpec("bool", "a rent price (catalog or quote) is known"),
@@ -420,6 +424,8 @@ def candidate_fact(base: dict[str, Any], s: Sizing, later: bool = False) -> dict
         "multi_node": s.nodes > 1,
         "fits": bool(fits),
         "fits_single": s.memory_count == 1 and fits,
+        "split_copies": int(s.split_copies),
+        "sessions_per_copy": int(s.sessions_per_copy),
         "need_gb": None,
         "headroom": round(s.headroom, 4),
         "priced": s.usd_per_gpu_hour > 0,
