@@ -67,6 +67,8 @@ BRIEF_FIELDS: dict[str, FieldSpec] = {
     "sliding_window_layers": FieldSpec("int", "layers that use the window (0 = not given)"),
     "media_denoising_steps": FieldSpec("int", "denoising steps per image or video (0 = not given)"),
     "media_width_px": FieldSpec("int", "output width in pixels (0 = not given)"),
+    "media_model_named": FieldSpec(
+        "bool", "image/video generation: the brief named a registry model, so its denoiser's architecture is known"),
     "moe_routed": FieldSpec("bool", "MoE with its routing given (experts and experts_per_token)"),
     "kv_cache_precision_assumed": FieldSpec(
         "bool", "the KV cache's precision is assumed 16-bit: a generative workload, weights not given as 16-bit or "
@@ -301,6 +303,7 @@ def brief_fact(
         "sliding_window_layers": int(m.sliding_window_layers),
         "media_denoising_steps": int(brief.media.denoising_steps),
         "media_width_px": int(brief.media.width_px),
+        "media_model_named": bool(shape and shape.denoiser is not None),
         "moe_routed": bool(shape and shape.routed),
         "kv_cache_precision_assumed": bool(shape and shape.kv_precision_open),
         "moe_routing_estimated": bool(shape and shape.moe_estimated),
