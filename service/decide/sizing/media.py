@@ -89,13 +89,24 @@ def media_activation_gb(ms: MediaShape, a: Assumptions) -> float:
     return a.num("media_activation_peak_gb") * ms.pixels / MEGAPIXEL_1024 * max(1, ms.frames)
 
 
+def vae_decode_gb(ms: MediaShape, a: Assumptions) -> float:
+    """A video's VAE decode workspace (frames above 1): every output pixel of every frame, after the loop."""
+    if ms.frames <= 1:
+        return 0.0
+    return a.num("vae_decode_bytes_per_output_pixel") * ms.pixels * ms.frames / mem.GB
+
+
 def media_need(brief: Brief, shape: Shape, a: Assumptions, n: int) -> mem.MemoryBreakdown:
-    """One pipeline copy: its weights (denoiser, text encoders and VAE), the denoising workspace of the outputs
-    it generates at once, and the engine overhead per GPU."""
+    """One pipeline copy: its weights (denoiser, text encoders and VAE), the larger of the denoising workspace of
+    the outputs it generates at once and a video's VAE decode after the loop (the peak is one or the other, with
+    every weight loaded), and the engine overhead per GPU."""
     ms = media_shape(brief, shape, a)
+    outputs = max(1, brief.traffic.batch_size or 1)
+    denoise, decode = media_activation_gb(ms, a) * outputs, vae_decode_gb(ms, a) * outputs
+    work = (("vae_decode", decode),) if decode > denoise else (("activations", denoise),)
     return mem.MemoryBreakdown((
         ("weights", mem.weights_gb(shape.params_billion, shape.bytes_per_param)),
-        ("activations", media_activation_gb(ms, a) * max(1, brief.traffic.batch_size or 1)),
+        *work,
         ("engine", a.num("engine_overhead_gb") * n),
     ))
 
