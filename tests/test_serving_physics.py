@@ -246,12 +246,15 @@ def test_mi300x_prefill_uses_its_measured_matmul_efficiency(bundle):
 
 def test_rtx_4090_with_llama_cpp_reads_at_its_measured_bandwidth(bundle):
     # Issue 23: llama.cpp reaches ~86% of an RTX 4090's bandwidth in single-user decode (we used 59% and 1 ms).
+    # Issue 36: every engine on a consumer card reads at that share (vLLM on an RTX 4090 decodes as fast:
+    # published-serving.csv), so llama.cpp differs by its smaller step floor alone.
+    assert bundle.book.assumptions.num("mbu_decode_consumer") == 0.86
     model = Model(8.0, precision="INT4", context_tokens=32_768, layers=32, kv_heads=8, head_dim=128,
                   hidden_size=4096)
     base = _brief(model, "rtx-4090", 1, 1, 30_000, 500, "llama.cpp")
     cpp = _perf(bundle, base).itl_ms
     plain = _perf(bundle, replace(base, toolchain=())).itl_ms
-    assert cpp < plain * 0.59 / 0.86 * 1.1
+    assert plain * 0.85 < cpp < plain
 
 
 @pytest.mark.parametrize("sessions", [1, 3, 16, 64, 1000, 2500])
@@ -264,10 +267,14 @@ def test_mean_chunks_summed_either_way_is_the_plain_mean(sessions, prompt, budge
 
 
 def test_a_lone_prompt_waits_for_half_a_prefill_as_often_as_one_is_running():
-    assert serving.lone_first_token(0.4, 0.02, 0, 500) == pytest.approx(0.42)
-    # 24 others each prefilling 0.4 s per cycle of ~10.4 s: rho ~ 0.92, so ~0.18 s more.
+    # Alone on an idle engine: its prefill emits the first token (issue 36: no extra whole step).
+    assert serving.lone_first_token(0.4, 0.02, 0, 500) == pytest.approx(0.40)
+    # A prefill shorter than a decode step still takes the step that carries it.
+    assert serving.lone_first_token(0.005, 0.02, 0, 500) == pytest.approx(0.02)
+    # 24 others each prefilling 0.4 s per cycle of ~10.4 s: rho ~ 0.92, so ~0.18 s more, and half the step in
+    # flight when it arrives.
     busy = serving.lone_first_token(0.4, 0.02, 24, 500)
-    assert 0.55 < busy < 0.65
+    assert 0.54 < busy < 0.64
     # Ring all-reduce of 80 MB over 2 GPUs at 900 GB/s bidirectional: 80e6 / 450e9 s.
     assert serving.allreduce_transfer_seconds(80e6, 2, 900) == pytest.approx(80e6 / 450e9)
 

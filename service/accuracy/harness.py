@@ -22,7 +22,16 @@ from ..domain.brief import AdviceRequest, Brief
 from ..domain.catalog import Gpu
 from ..domain.models import name_index
 from ..rulebook.version import Bundle
-from .datasets import AICONFIGURATOR, ARRIVALS, PUBLISHED, Row, Skipped, read_aiconfigurator, read_published
+from .datasets import (
+    AICONFIGURATOR,
+    ARRIVALS,
+    PUBLISHED,
+    PUBLISHED_SERVING,
+    Row,
+    Skipped,
+    read_aiconfigurator,
+    read_published,
+)
 
 TRAINING = ("PRETRAINING", "FULL_FINETUNE", "ADAPTER_FINETUNE")
 
@@ -55,7 +64,9 @@ def read_rows(bundle: Bundle, folder: Path) -> tuple[list[Row], list[Skipped]]:
     book = bundle.book
     models = set(name_index(book.models))
     rows, skipped = read_aiconfigurator(folder / AICONFIGURATOR, models, {g.id for g in book.catalog})
-    return rows + read_published(folder / PUBLISHED), skipped
+    serving = folder / PUBLISHED_SERVING
+    more = read_published(serving, "published-serving") if serving.exists() else []
+    return rows + read_published(folder / PUBLISHED) + more, skipped
 
 
 def evaluate(bundle: Bundle, folder: Path, day: date) -> tuple[list[Point], list[Skipped]]:

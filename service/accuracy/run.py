@@ -13,7 +13,7 @@ from typing import Any
 
 from ..rulebook.folder import load_rulebook
 from ..rulebook.version import Bundle
-from .datasets import AICONFIGURATOR, PUBLISHED
+from .datasets import AICONFIGURATOR, PUBLISHED, PUBLISHED_SERVING
 from .harness import evaluate
 from .report import render
 from .results import dump, results
@@ -35,7 +35,8 @@ def produce(bundle: Bundle, folder: Path, day: date | None = None) -> dict[str, 
     """The results document for the datasets in `folder` (rules/accuracy) as `bundle` answers them on `day` (prices
     only: no estimate depends on it)."""
     points, skipped = evaluate(bundle, folder, day or datetime.now(UTC).date())
-    counts = {"aiconfigurator": _rows(folder / AICONFIGURATOR), "published": _rows(folder / PUBLISHED)}
+    counts = {"aiconfigurator": _rows(folder / AICONFIGURATOR), "published": _rows(folder / PUBLISHED),
+              "published-serving": _rows(folder / PUBLISHED_SERVING) if (folder / PUBLISHED_SERVING).exists() else 0}
     return results(points, skipped, counts)
 
 
