@@ -246,9 +246,9 @@ def test_mi300x_prefill_uses_its_measured_matmul_efficiency(bundle):
 
 def test_rtx_4090_with_llama_cpp_reads_at_its_measured_bandwidth(bundle):
     # Issue 23: llama.cpp reaches ~86% of an RTX 4090's bandwidth in single-user decode (we used 59% and 1 ms).
-    # Issue 36: every engine on a consumer card reads at that share (vLLM on an RTX 4090 decodes as fast:
+    # Issue 36: every engine on an RTX 4090 reads at that share (vLLM on an RTX 4090 decodes as fast:
     # published-serving.csv), so llama.cpp differs by its smaller step floor alone.
-    assert bundle.book.assumptions.num("mbu_decode_consumer") == 0.86
+    assert bundle.book.assumptions.values["decode_bandwidth_use_by_gpu"]["rtx-4090"] == 0.86
     model = Model(8.0, precision="INT4", context_tokens=32_768, layers=32, kv_heads=8, head_dim=128,
                   hidden_size=4096)
     base = _brief(model, "rtx-4090", 1, 1, 30_000, 500, "llama.cpp")
