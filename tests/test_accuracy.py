@@ -57,7 +57,7 @@ def test_every_row_is_compared_or_listed_with_why(catalog_bundle: Any) -> None:
     compared = {p.row for p in points}
     listed = {s.id: s.why for s in skipped}
     assert not compared & set(listed)
-    assert len(compared) + len(listed) == 35 + 23  # aiconfigurator's rows, published.csv's
+    assert len(compared) + len(listed) == 35 + 23 + 13  # aiconfigurator's, published.csv's, published-serving's
     disagg = [why for rid, why in listed.items() if "_disagg_" in rid]
     assert len(disagg) == 12 and all("disaggregated" in why for why in disagg)
     # A serving row is compared at the width it was measured on, and says when the answer chose another.
@@ -85,10 +85,11 @@ def test_classes_are_the_same_for_a_row_and_a_candidate() -> None:
     assert classes_of("REALTIME_INFERENCE", "FP4", True, 8192, "nvidia", "datacenter") == (
         "fp4", "long_context", "moe")
     assert classes_of("BATCH_INFERENCE", "FP8", False, 1000, "amd", "datacenter") == ("amd", "dense")
-    # Issue 41: the training class holds consumer-card runs (RTX 4090 LoRA/QLoRA), so training on a consumer card
-    # cites it; serving on one still cites only consumer serving points.
+    # Issue 36: the hardware classes hold serving measurements (consumer GPUs now have some), so training, media
+    # and embeddings on those GPUs do not borrow a serving band.
     assert classes_of("PRETRAINING", "BF16", False, 0, "nvidia", "consumer") == ("training",)
-    assert classes_of("REALTIME_INFERENCE", "BF16", False, 0, "nvidia", "consumer") == ("consumer", "dense")
+    assert classes_of("EMBEDDING", "BF16", False, 512, "nvidia", "consumer") == ()
+    assert classes_of("REALTIME_INFERENCE", "BF16", False, 256, "nvidia", "consumer") == ("consumer", "dense")
 
 
 def test_a_hardware_class_without_points_is_not_borrowed_from_another() -> None:

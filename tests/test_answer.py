@@ -152,7 +152,9 @@ TURNS = {
 def test_a_conversation_never_flips_the_route_without_having_said_it_might(bundle, turns):
     """Fill the brief in one field per turn, as a chat would: whenever the route changes, the turn before must
     have been provisional on exactly the field that was then given."""
-    brief = replace(THIN, model=Model(70, precision="FP8", context_tokens=8192))
+    # The KV cache's precision said (issue 36: with FP8 weights and no engine named it is a sizing assumption the
+    # answer asks about and stays provisional on); FP8, as this test sized it before.
+    brief = replace(THIN, model=Model(70, precision="FP8", context_tokens=8192, kv_cache_precision="FP8"))
     prev = bundle.advise(AdviceRequest(brief=brief, as_of=TODAY))
     flips = 0
     for turn in turns:

@@ -86,7 +86,8 @@ def test_the_load_steps_guidance_and_resolution_scale_the_count(bundle):
 
 
 def test_flux_dev_costs_its_flops_and_does_not_fit_a_24gb_card(bundle):
-    flux = Brief(workload="MEDIA_GENERATION", model=Model(12, precision="BF16"),
+    # Named: a bare 12B image model is sized as the default pipeline's UNet and asked which it is (issue 36).
+    flux = Brief(workload="MEDIA_GENERATION", model=Model(12, precision="BF16", name="flux.1-dev"),
                  traffic=Traffic(requests_per_second=1), success_unit="IMAGE",
                  media=Media(denoising_steps=28, guidance_scale=1))
     advice = _answer(bundle, flux)
@@ -95,3 +96,26 @@ def test_flux_dev_costs_its_flops_and_does_not_fit_a_24gb_card(bundle):
     assert c["h100-sxm"].performance.tensor_parallel == 1
     # 2 x 12e9 x 4,096 tokens x 28 steps = 2.75 PFLOPs an image: about 0.2 images/s on an H100 at half its peak.
     assert 0.1 <= c["h100-sxm"].performance.tokens_per_second_per_replica <= 0.3
+    assert "model.name" not in {q.field for q in advice.questions}
+
+
+def test_an_image_model_given_by_size_alone_is_sized_as_the_default_pipeline_and_asked(bundle):
+    # Issue 36: the image defaults are MLPerf's SDXL pipeline, so a bare 3.5B is its UNet (2.6B of 3.5B), not a
+    # DiT of 3.5B with attention over its tokens; the answer says so and asks which model it is.
+    bare = _answer(bundle, Brief(workload="MEDIA_GENERATION", model=Model(3.5, precision="BF16"),
+                                 traffic=Traffic(requests_per_second=10), success_unit="IMAGE"))
+    named = _answer(bundle, _sdxl(10))
+    b, n = _by_gpu(bare)["h100-sxm"], _by_gpu(named)["h100-sxm"]
+    assert b.performance.tokens_per_second_per_replica == pytest.approx(
+        n.performance.tokens_per_second_per_replica, rel=0.01)
+    assert b.count == n.count
+    assert "model.name" in {q.field for q in bare.questions}
+    assert "model.name" not in {q.field for q in named.questions}
+    said = [r.text for r in bare.notes if r.rule_id == "sizing.media"]
+    assert any("UNet" in t and "2.6" in t for t in said), said
+    # A video brief given by size alone keeps the video DiT default, and is asked too.
+    video = _answer(bundle, Brief(workload="MEDIA_GENERATION", model=Model(13, precision="BF16"),
+                                  media=Media(denoising_steps=50, width_px=1280, height_px=720, frames=129),
+                                  traffic=Traffic(requests_per_second=0.0002), success_unit="IMAGE"))
+    assert any("DiT" in r.text for r in video.notes if r.rule_id == "sizing.media")
+    assert "model.name" in {q.field for q in video.questions}

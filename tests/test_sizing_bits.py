@@ -37,7 +37,7 @@ def test_the_wave_fits_as_with_the_builtins(sessions, prompt, budget) -> None:  
 
 def _lone_reference(prefill_s: float, step_s: float, others: int, output_tokens: int, request_s: float = 0.0,
                     iterations: int = 30) -> float:
-    base = request_s + prefill_s + step_s
+    base = request_s + (0.5 * step_s if others > 0 else 0.0) + max(prefill_s, step_s)
     if others <= 0 or prefill_s <= 0:
         return base
     ttft = base
@@ -104,7 +104,7 @@ def _floor_reference(g: width._ServingGpu, n: int) -> tuple[float, float]:
     w = width._width(g, n)
     weights = max(0.0, g.weights * w.stages) * 1e9 / w.read_rate
     step = w.overhead + max(weights, max(0.0, g.decode_flops) / w.math_rate) + max(0.0, g.kv_read) * 1e9 / w.read_rate
-    return w.floor_head + step, step
+    return max(w.floor_head, g.eff.request_s + step), step
 
 
 def _cannot_win_reference(g: width._ServingGpu, n: int, best: tuple[bool, float, int], lat: Latency,

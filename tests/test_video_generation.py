@@ -132,3 +132,18 @@ def test_frames_resolution_and_steps_scale_a_clip(bundle):
     # Twice the frames is more than twice the work: attention grows with the square of the tokens.
     assert seconds(frames=97) > 2.1 * base
     assert seconds(guidance_scale=1) == pytest.approx(base / 2, rel=0.01)
+
+
+def test_a_video_peaks_with_its_vae_decode_and_an_image_does_not(bundle):
+    # Issue 36: HunyuanVideo 720p x 129 frames: the README's 60 GB peak is the decode after the loop (16.2 GB of
+    # workspace over 118.9M output pixels with every weight loaded), not the loop's 11 GB of block workspace.
+    entry = bundle.book.models["hunyuanvideo"]
+    c = _candidate(bundle, _brief(entry, entry.published[0], rps=1 / 3600), "h100-sxm")
+    parts = dict(c.memory.breakdown)
+    assert parts["vae_decode"] == pytest.approx(136 * 1280 * 720 * 129 / 1e9, rel=0.01)
+    assert "activations" not in parts and 51 <= c.memory.need_gb <= 69
+    # An image has no video decode: its peak stays the loop's.
+    sdxl = Brief(workload="MEDIA_GENERATION", model=Model(3.5, precision="BF16", name="sdxl-base-1.0"),
+                 traffic=Traffic(requests_per_second=1), success_unit="IMAGE")
+    image = dict(_candidate(bundle, sdxl, "h100-sxm").memory.breakdown)
+    assert "vae_decode" not in image and image["activations"] > 0

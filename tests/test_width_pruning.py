@@ -153,7 +153,7 @@ def test_step_seconds_is_its_kernels_bounds(args):  # noqa: ANN001
 
 def _reference_lone(prefill_s: float, step_s: float, others: int, output_tokens: int, request_s: float) -> float:
     """lone_first_token before its loop's invariants were hoisted."""
-    base = request_s + prefill_s + step_s
+    base = request_s + (0.5 * step_s if others > 0 else 0.0) + max(prefill_s, step_s)
     if others <= 0 or prefill_s <= 0:
         return base
     ttft = base

@@ -4,6 +4,8 @@
   (Apache-2.0; rules/accuracy/README.md). A row the API cannot express (a disaggregated prefill/decode split, a
   GPU or a model the rules do not have) is kept with why: that list is the harness's to-do.
 - published.csv: published tables the tests already cite, one row per measurement with its source.
+- published-serving.csv (issue 36): published serving measurements found for calibration, each with its source
+  URL and the deployment as measured; `group` names the source its rows move with in source-held-out folds.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from ..domain.brief import Brief, Media, Model, Traffic, Training
 
 AICONFIGURATOR = "aiconfigurator-silicon_refs.csv"
 PUBLISHED = "published.csv"
+PUBLISHED_SERVING = "published-serving.csv"
 DATASETS = {
     "aiconfigurator": (AICONFIGURATOR, "ai-dynamo/aiconfigurator tools/accuracy_tracking/silicon_refs.csv "
                                        "(commit 68fc4519)", "Apache-2.0"),
@@ -24,6 +27,8 @@ DATASETS = {
     # issue 41: read by service/accuracy/training.py, not here
     "training": ("training.csv", "published training and fine-tuning runs (source per row: rules/accuracy/README.md)",
                  "facts cited per row"),
+    "published-serving": (PUBLISHED_SERVING, "published serving measurements (engine docs, vendor and engine "
+                          "benchmarks, blogs; source URL per row)", "facts cited per row"),
 }
 # AIConfigurator's system names → catalog ids; a system missing here is not in the catalog.
 SYSTEMS = {"h100_sxm": "h100-sxm", "h200_sxm": "h200", "b200_sxm": "b200", "b300_sxm": "b300", "gb200": "gb200",
@@ -48,6 +53,7 @@ class Row:
     measured: dict[str, float] = field(default_factory=dict)
     source: str = ""
     arrivals: str = ""  # how the measuring client sent its prompts (ARRIVALS); "" = as the product assumes
+    group: str = ""  # the source the row moves with in source-held-out folds ("" = its own id)
 
 
 # How a measurement's client sent the prompts, as the share of the other sessions' prefill a prompt waits for
@@ -103,8 +109,15 @@ def read_aiconfigurator(path: Path, models: set[str], catalog: set[str]) -> tupl
                 width = max(1, _int(r["tp_size"])) * max(1, _int(r["pp_size"]))
                 rows.append(Row(rid, "aiconfigurator", brief, gpu, width,
                                 {"itl": _num(r["silicon_tpot_ms"]), "ttft": _num(r["silicon_ttft_ms"])},
-                                f"{r['backend']} {r['backend_version']}".strip()))
+                                f"{r['backend']} {r['backend_version']}".strip(), group=_aic_group(r)))
     return rows, skipped
+
+
+def _aic_group(r: dict[str, str]) -> str:
+    """The measurement campaign an AIConfigurator row comes from (its silicon_data_source file): the InferenceX dump
+    of one day, or one gap-analysis run, measured together."""
+    found = re.search(r"source_file=([^;]+)", r.get("silicon_data_source", ""))
+    return "aiconfigurator:" + (found.group(1).strip() if found else r["id"])
 
 
 def _model_name(path: str, models: set[str]) -> str:
@@ -124,7 +137,9 @@ MEASURED = (("itl_ms", "itl"), ("ttft_ms", "ttft"), ("tokens_per_s", "throughput
             ("images_per_s", "images"), ("memory_ceiling_gb", "memory"))
 
 
-def read_published(path: Path) -> list[Row]:
+def read_published(path: Path, dataset: str = "published") -> list[Row]:
+    """published.csv and published-serving.csv (the same columns; the latter adds source_url and group). A row's
+    group is its `group`, else its source URL, else its source text up to the first comma (one table's rows)."""
     rows = []
     with path.open(newline="", encoding="utf-8") as f:
         for r in csv.DictReader(f):
@@ -148,5 +163,7 @@ def read_published(path: Path) -> list[Row]:
             arrivals = (r.get("arrivals") or "").strip()
             if arrivals and arrivals not in ARRIVALS:
                 raise ValueError(f"{path.name} row {r['id']}: arrivals {arrivals!r} is not one of {sorted(ARRIVALS)}")
-            rows.append(Row(r["id"], "published", brief, r["gpu"], _int(r["gpus"]), measured, r["source"], arrivals))
+            group = (r.get("group") or r.get("source_url") or r["source"].split(",")[0]).strip()
+            rows.append(Row(r["id"], dataset, brief, r["gpu"], _int(r["gpus"]), measured, r["source"], arrivals,
+                            group))
     return rows

@@ -23,7 +23,16 @@ from ..domain.catalog import Gpu
 from ..domain.models import name_index
 from ..market.progress import Progress
 from ..rulebook.version import Bundle
-from .datasets import AICONFIGURATOR, ARRIVALS, PUBLISHED, Row, Skipped, read_aiconfigurator, read_published
+from .datasets import (
+    AICONFIGURATOR,
+    ARRIVALS,
+    PUBLISHED,
+    PUBLISHED_SERVING,
+    Row,
+    Skipped,
+    read_aiconfigurator,
+    read_published,
+)
 
 TRAINING = ("PRETRAINING", "FULL_FINETUNE", "ADAPTER_FINETUNE")
 
@@ -56,7 +65,9 @@ def read_rows(bundle: Bundle, folder: Path) -> tuple[list[Row], list[Skipped]]:
     book = bundle.book
     models = set(name_index(book.models))
     rows, skipped = read_aiconfigurator(folder / AICONFIGURATOR, models, {g.id for g in book.catalog})
-    return rows + read_published(folder / PUBLISHED), skipped
+    serving = folder / PUBLISHED_SERVING
+    more = read_published(serving, "published-serving") if serving.exists() else []
+    return rows + read_published(folder / PUBLISHED) + more, skipped
 
 
 def evaluate(bundle: Bundle, folder: Path, day: date,
@@ -109,7 +120,8 @@ def _estimates(bundle: Bundle, row: Row, day: date) -> tuple[Any, str]:  # noqa:
     notes = []
     serving = brief.workload not in TRAINING and brief.workload != "MEDIA_GENERATION"
     width = row.gpus or perf.tensor_parallel
-    if serving and (width != perf.tensor_parallel or row.arrivals):
+    # A measured concurrency is one copy's: an answer that splits the sessions over copies is sized again at one.
+    if serving and (width != perf.tensor_parallel or row.arrivals or perf.replicas > 1):
         # The same sizing at the measured width and, when the row says how its client sent the prompts, with
         # that arrival pattern in place of the one the product assumes for users.
         est.update(_at_width(bundle, brief, gpu, width, day, ARRIVALS.get(row.arrivals)))

@@ -140,6 +140,7 @@ def _defaults_stated(brief: Brief, shape: Shape, a: Any) -> dict[str, Any]:
     batch = prefill_batch_sequences(brief, shape, a) if brief.workload == "EMBEDDING" else shape.sequences
     return {
         "model.precision": shape.precision,
+        "model.kv_cache_precision": shape.kv_precision,
         "model.context_tokens": int(a.num("default_context_tokens")),
         "traffic.avg_input_tokens": shape.input_tokens,
         "traffic.avg_output_tokens": shape.output_tokens,

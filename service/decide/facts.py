@@ -67,7 +67,12 @@ BRIEF_FIELDS: dict[str, FieldSpec] = {
     "sliding_window_layers": FieldSpec("int", "layers that use the window (0 = not given)"),
     "media_denoising_steps": FieldSpec("int", "denoising steps per image or video (0 = not given)"),
     "media_width_px": FieldSpec("int", "output width in pixels (0 = not given)"),
+    "media_model_named": FieldSpec(
+        "bool", "image/video generation: the brief named a registry model, so its denoiser's architecture is known"),
     "moe_routed": FieldSpec("bool", "MoE with its routing given (experts and experts_per_token)"),
+    "kv_cache_precision_assumed": FieldSpec(
+        "bool", "the KV cache's precision is assumed 16-bit: a generative workload, weights not given as 16-bit or "
+        "wider, no engine named, no model.kv_cache_precision"),
     "moe_routing_estimated": FieldSpec(
         "bool", "MoE (active < total parameters) without its expert count: routing estimated from active / total"),
     "experts_touched": FieldSpec(
@@ -140,6 +145,10 @@ CANDIDATE_FIELDS: dict[str, FieldSpec] = {
                                            "over nodes"),
     "fits": FieldSpec("bool", "the work fits in memory at this count with the safety headroom"),
     "fits_single": FieldSpec("bool", "one GPU holds one copy of the model"),
+    "split_copies": FieldSpec(
+        "int", "copies of the brief's pinned parallel shape that split the sessions, none holding them all (0 = "
+        "not split)"),
+    "sessions_per_copy": FieldSpec("int", "sessions each of those copies holds (0 = not split)"),
     "need_gb": FieldSpec("number", "memory need of the whole configuration, GB"),
     "headroom": FieldSpec("number", "1 - need/capacity"),
     "priced": FieldSpec("bool", "a rent price (catalog or quote) is known"),
@@ -305,7 +314,9 @@ def brief_fact(
         "sliding_window_layers": int(m.sliding_window_layers),
         "media_denoising_steps": int(brief.media.denoising_steps),
         "media_width_px": int(brief.media.width_px),
+        "media_model_named": bool(shape and shape.denoiser is not None),
         "moe_routed": bool(shape and shape.routed),
+        "kv_cache_precision_assumed": bool(shape and shape.kv_precision_open),
         "moe_routing_estimated": bool(shape and shape.moe_estimated),
         "experts_touched": round(_experts_touched(shape), 4),
         "concurrent_sessions": int(t.concurrent_sessions),
@@ -441,6 +452,8 @@ def candidate_fact(base: dict[str, Any], s: Sizing, later: bool = False) -> dict
         **_talk(s, base["is_training"]),
         "fits": bool(fits),
         "fits_single": s.memory_count == 1 and fits,
+        "split_copies": int(s.split_copies),
+        "sessions_per_copy": int(s.sessions_per_copy),
         "need_gb": None,
         "headroom": round(s.headroom, 4),
         "priced": s.usd_per_gpu_hour > 0,

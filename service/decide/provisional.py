@@ -28,6 +28,7 @@ SIZING_DEFAULT_FIELDS = (
     "traffic.avg_output_tokens",
     "traffic.concurrent_sessions",
     "traffic.batch_size",
+    "model.kv_cache_precision",  # issue 36: 16-bit when neither the engine nor the KV precision is said
 )
 
 

@@ -49,9 +49,19 @@ def shape_notes(brief: Brief, shape: Shape, a: Assumptions) -> list[Note]:
             "tflops_per_output": ms.flops_per_output / 1e12,
             "assumed": ", ".join(ms.defaults_used) or "-",
         }))
+        if shape.denoiser is None:  # no registry model named: the default pipeline's denoiser, said (issue 36)
+            d = ms.denoiser
+            out.append(("sizing.media", "note.denoiser_default_video" if ms.frames > 1 else
+                        "note.denoiser_default_image", {
+                            "architecture": d.architecture, "denoiser_billion": d.params_billion,
+                            "params_billion": shape.params_billion, "vae_temporal": d.vae_temporal,
+                            "vae_spatial": d.vae_spatial}))
     if brief.workload in GENERATION:
         key = "note.kv_cache_precision_default" if shape.kv_precision_default else "note.kv_cache_precision"
-        out.append(("sizing.kv_cache", key, {"kv_precision": shape.kv_precision, "kv_bytes": shape.kv_bytes}))
+        if shape.kv_precision_default and shape.kv_engine:
+            key = "note.kv_cache_precision_engine"
+        out.append(("sizing.kv_cache", key, {"kv_precision": shape.kv_precision, "kv_bytes": shape.kv_bytes,
+                                             "engine": shape.kv_engine, "precision": shape.precision}))
         engine = engine_of(brief.toolchain)
         row = a.values.get("serving_engines", {}).get(engine)
         if row:

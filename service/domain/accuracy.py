@@ -37,11 +37,11 @@ def classes_of(workload: str, precision: str, moe: bool, input_tokens: int, vend
                ) -> tuple[str, ...]:
     """Every class a brief on one GPU belongs to (a row counts in each)."""
     out: list[str] = []
-    if vendor == "amd":
+    # The hardware classes hold serving measurements: training, media and embeddings on those GPUs do not borrow them.
+    serving = workload not in TRAINING and workload not in ("MEDIA_GENERATION", "EMBEDDING")
+    if vendor == "amd" and serving:
         out.append("amd")
-    if gpu_class == "consumer" and workload not in TRAINING:
-        # Training's own class holds consumer-card runs (rules/accuracy/training.csv: RTX 4090 LoRA, QLoRA),
-        # so a card's training answer cites it; serving on a consumer card cites only consumer serving points.
+    if gpu_class == "consumer" and serving:
         out.append("consumer")
     if workload in TRAINING:
         out.append("training")

@@ -119,6 +119,7 @@ def missing_keys(values: dict[str, Any]) -> list[str]:
         "bytes_per_param",
         "architecture_bands",
         "media_default_denoiser",
+        "media_default_image_denoiser",
         "recompute_full_finetune",
         "recompute_adapter",
     ]

@@ -192,7 +192,7 @@ ENUM_FIELDS: dict[str, tuple[str, ...]] = {
 
 
 def brief_field_kind(path: str) -> str | None:
-    """number, int, bool, enum, list or None (no such field) for a dotted path in the brief."""
+    """number, int, bool, enum, string, list or None (no such field) for a dotted path in the brief."""
     cls: Any = Brief
     hint: Any = None
     for part in path.split("."):
@@ -204,7 +204,7 @@ def brief_field_kind(path: str) -> str | None:
         return "enum"
     if dataclasses.is_dataclass(hint):
         return None  # a group (model, traffic...), not a field an answer fills
-    return {float: "number", int: "int", bool | None: "bool", tuple[str, ...]: "list"}.get(hint)
+    return {float: "number", int: "int", bool | None: "bool", str: "string", tuple[str, ...]: "list"}.get(hint)
 
 
 @dataclass(frozen=True)

@@ -416,6 +416,8 @@ def _fits(kind: str, path: str, value: Any) -> bool:
         return isinstance(value, int) and not isinstance(value, bool)
     if kind == "number":
         return isinstance(value, int | float) and not isinstance(value, bool)
+    if kind == "string":
+        return isinstance(value, str)
     return False
 
 

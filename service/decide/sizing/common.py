@@ -71,6 +71,8 @@ class Sizing:
     compute_count: int = 0
     memory_count: int = 0
     memory_count_latency_ms: float = 0.0  # realtime: est_latency_ms at memory_count GPUs, before widening for latency
+    split_copies: int = 0  # copies of a pinned parallel shape that split the sessions (0 = one copy holds them)
+    sessions_per_copy: int = 0  # the sessions each of those copies holds
     purchase: Price | None = None
     annual_power_usd: float = 0.0
     owned_usd_per_hour: float = 0.0

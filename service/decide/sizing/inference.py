@@ -4,6 +4,7 @@ decode speed; embeddings and media generation are its prefill-only cases."""
 from __future__ import annotations
 
 import copy
+import dataclasses
 import math
 from collections.abc import Callable
 
@@ -91,10 +92,20 @@ def size_inference(
     lat = brief.latency
     s.latency_target = lat.p95_ms > 0 or lat.ttft_ms > 0
     pinned = pinned_width(brief)
+    copies = 1
     if pinned and brief.workload not in ("EMBEDDING", "MEDIA_GENERATION"):
         # The brief's shape: tensor x pipeline GPUs per copy, whether or not it is the one we would pick.
         n = pinned
         s.fits = need(n).total_gb <= n * usable
+        if not s.fits and brief.workload in GENERATION:
+            # Copies of the pinned shape split the sessions (issue 36): the fewest copies one of which holds
+            # its share; each is then sized (memory and speed) at that share.
+            copies, split = split_sessions(gpu, brief, shape, a, n, usable)
+            if copies > 1:
+                shape, memo = split, {}
+                need = _need_of(gpu, brief, shape, a)
+                s.fits = True
+                s.split_copies, s.sessions_per_copy = copies, shape.sequences
     tried: dict[int, tuple[float, ...]] = {}
     if pinned or brief.workload not in GENERATION:
         inference_speed(s, brief, shape, a, n, memo)
@@ -113,14 +124,40 @@ def size_inference(
         s.memory_count_latency_ms = probe.est_latency_ms
     if s.latency_target and brief.workload == "REALTIME_INFERENCE":
         s.meets_latency = meets_latency(s, lat)
-    replicate_for_load(s, n, brief.workload, shape, brief.traffic.requests_per_second, need(n))
+    replicate_for_load(s, n, brief.workload, shape, brief.traffic.requests_per_second, need(n), copies)
     check_latency(s, brief, need(n))  # media: per image or clip, queueing at the offered rate (issue 37)
+
+
+def _need_of(gpu: Gpu, brief: Brief, shape: Shape, a: Assumptions) -> Callable[[int], mem.MemoryBreakdown]:
+    return lambda n: inference_need(gpu, brief, shape, a, n)
+
+
+def split_sessions(gpu: Gpu, brief: Brief, shape: Shape, a: Assumptions, n: int,
+                   usable: float) -> tuple[int, Shape]:
+    """The fewest copies of `n` GPUs that hold `shape`'s sequences between them (each ceil(sequences / copies)),
+    and the shape of one copy's share; (1, shape) when even one sequence per copy does not fit, or past MAX_GPUS."""
+    seqs = shape.sequences
+    most = min(seqs, MAX_GPUS // max(1, n))
+
+    def share(k: int) -> Shape:
+        return dataclasses.replace(shape, sequences=-(-seqs // k))
+
+    def fits(k: int) -> bool:
+        return inference_need(gpu, brief, share(k), a, n).total_gb <= n * usable
+
+    if most < 2 or not fits(most):
+        return 1, shape
+    lo, hi = 1, most  # fits(hi); not fits(lo)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if fits(mid) else (mid, hi)
+    return hi, share(hi)
 
 
 GENERATION = ("REALTIME_INFERENCE", "BATCH_INFERENCE", "EVALUATION", "NOTEBOOK")
 # Every field size_inference sets on a generation brief's blank Sizing (RequestSizer keeps these per GPU).
 GENERATION_SIZED = ("fits", "memory_count", "latency_target", *SPEED_FIELDS, "memory_count_latency_ms", "meets_latency",
-                    "per_replica", "replicas", "count", "memory")
+                    "per_replica", "replicas", "count", "memory", "split_copies", "sessions_per_copy")
 
 
 def pinned_width(brief: Brief) -> int:
@@ -138,9 +175,9 @@ def pipeline_sizes(brief: Brief, sizes: tuple[int, ...]) -> tuple[int, ...]:
 
 
 def replicate_for_load(s: Sizing, n: int, workload: str, shape: Shape, offered: float,
-               one_replica: mem.MemoryBreakdown) -> None:
-    """Replicas of `n` GPUs each for the offered requests/s: per_replica, replicas, count and the memory of all
-    of them (`fits` turns False past MAX_GPUS)."""
+               one_replica: mem.MemoryBreakdown, copies: int = 1) -> None:
+    """Replicas of `n` GPUs each for the offered requests/s, at least `copies` (that many split the sessions):
+    per_replica, replicas, count and the memory of all of them (`fits` turns False past MAX_GPUS)."""
     s.per_replica = n
     # Requests/s one replica sustains: an embedding request is its input tokens, a generation its output tokens.
     # (media: outputs per second, one output per request)
@@ -156,7 +193,7 @@ def replicate_for_load(s: Sizing, n: int, workload: str, shape: Shape, offered: 
     if needed > most:
         s.replicas, s.fits = most, False
     else:
-        replicas = math.ceil(needed)
+        replicas = max(math.ceil(needed), copies)
         s.replicas = replicas if replicas > 1 else 1  # max(1, replicas)
     s.count = n * s.replicas
     s.memory = one_replica

@@ -3,8 +3,9 @@ the rules, stated) over the latent its model's VAE makes, the memory of one pipe
 second against the offered load.
 
 The denoiser is the named model's (rules/models `denoiser:`: DiT or UNet by architecture, VAE compression,
-patch); a brief that names none is sized as the rules' default denoiser (`media_default_denoiser`: a DiT over a
-4x-temporal, 8x-spatial latent, as the open video and image models of 2024-25 are) with the brief's size."""
+patch); a brief that names none is sized as the rules' default denoiser with the brief's size: a video's
+(`media_default_denoiser`: a DiT over a 4x-temporal, 8x-spatial latent, as the open video models of 2024-25 are),
+an image's (`media_default_image_denoiser`: SDXL's UNet, whose pipeline the image defaults are)."""
 
 from __future__ import annotations
 
@@ -38,14 +39,16 @@ class MediaShape:
         return self.width * self.height
 
 
-def denoiser_of(shape: Shape, a: Assumptions) -> Denoiser:
+def denoiser_of(shape: Shape, a: Assumptions, video: bool = False) -> Denoiser:
     """The named model's denoiser, else the rules' default shape at the brief's size (its transformer shape the
-    size bands' estimate)."""
+    size bands' estimate): a video's is `media_default_denoiser` (a DiT over a 3D VAE's latent), an image's
+    `media_default_image_denoiser` (the default pipeline the image defaults come from: SDXL's UNet)."""
     if shape.denoiser is not None:
         return shape.denoiser
-    d = a.values["media_default_denoiser"]
+    d = a.values["media_default_denoiser" if video else "media_default_image_denoiser"]
     return Denoiser(
-        architecture=str(d["architecture"]), params_billion=shape.active_params_billion,
+        architecture=str(d["architecture"]),
+        params_billion=shape.active_params_billion * float(d.get("denoiser_share", 1.0)),
         vae_spatial=int(d["vae_spatial"]), vae_temporal=int(d["vae_temporal"]), patch=int(d["patch"]),
         patch_temporal=int(d.get("patch_temporal", 1)), layers=shape.arch.layers, hidden_size=shape.arch.hidden_size,
     )
@@ -65,7 +68,7 @@ def media_shape(brief: Brief, shape: Shape, a: Assumptions) -> MediaShape:
     width = int(given(m.width_px, "media.width_px", "media_default_width_px"))
     height = int(given(m.height_px, "media.height_px", "media_default_height_px"))
     guidance = given(m.guidance_scale, "media.guidance_scale", "media_default_guidance_scale")
-    d = denoiser_of(shape, a)
+    d = denoiser_of(shape, a, video=m.frames > 1)
     passes = 2 if guidance > 1 and not d.guidance_distilled else 1
     frames = max(0, m.frames)
     tokens = phys.latent_tokens(width, height, frames, d.vae_spatial, d.vae_temporal, d.patch, d.patch_temporal)
@@ -86,13 +89,24 @@ def media_activation_gb(ms: MediaShape, a: Assumptions) -> float:
     return a.num("media_activation_peak_gb") * ms.pixels / MEGAPIXEL_1024 * max(1, ms.frames)
 
 
+def vae_decode_gb(ms: MediaShape, a: Assumptions) -> float:
+    """A video's VAE decode workspace (frames above 1): every output pixel of every frame, after the loop."""
+    if ms.frames <= 1:
+        return 0.0
+    return a.num("vae_decode_bytes_per_output_pixel") * ms.pixels * ms.frames / mem.GB
+
+
 def media_need(brief: Brief, shape: Shape, a: Assumptions, n: int) -> mem.MemoryBreakdown:
-    """One pipeline copy: its weights (denoiser, text encoders and VAE), the denoising workspace of the outputs
-    it generates at once, and the engine overhead per GPU."""
+    """One pipeline copy: its weights (denoiser, text encoders and VAE), the larger of the denoising workspace of
+    the outputs it generates at once and a video's VAE decode after the loop (the peak is one or the other, with
+    every weight loaded), and the engine overhead per GPU."""
     ms = media_shape(brief, shape, a)
+    outputs = max(1, brief.traffic.batch_size or 1)
+    denoise, decode = media_activation_gb(ms, a) * outputs, vae_decode_gb(ms, a) * outputs
+    work = (("vae_decode", decode),) if decode > denoise else (("activations", denoise),)
     return mem.MemoryBreakdown((
         ("weights", mem.weights_gb(shape.params_billion, shape.bytes_per_param)),
-        ("activations", media_activation_gb(ms, a) * max(1, brief.traffic.batch_size or 1)),
+        *work,
         ("engine", a.num("engine_overhead_gb") * n),
     ))
 

@@ -10,6 +10,7 @@ from ...domain.models import Denoiser
 from ...physics import compute, serving
 from ...physics import memory as mem
 from .. import tables as tb
+from .engines import engine_of
 
 INFERENCE_WORKLOADS = ("BATCH_INFERENCE", "REALTIME_INFERENCE", "EMBEDDING", "EVALUATION", "NOTEBOOK")
 
@@ -38,6 +39,8 @@ class Shape:
     kv_precision: str = "BF16"  # the KV cache's element type
     kv_bytes: float = 2.0  # bytes per K or V element
     kv_precision_default: bool = True  # the brief left model.kv_cache_precision unset
+    kv_engine: str = ""  # the engine whose default KV precision was taken ("" = none named: 16-bit assumed)
+    kv_precision_open: bool = False  # neither the engine nor the KV precision is known: the rules ask
     moe_estimated: bool = False  # active < total without an expert count: routing estimated from active / total
     denoiser: Denoiser | None = None  # image and video generation: the named model's (None = the rules' default)
 
@@ -112,6 +115,14 @@ def shape_of(brief: Brief, a: Assumptions, arch: mem.Architecture | None = None)
         )
     if brief.workload == "PRETRAINING" and brief.training.global_batch_tokens <= 0 and t.batch_size <= 0:
         defaults.append("training.global_batch_tokens")
+    kv_precision, kv_engine, kv_open = m.kv_cache_precision, "", False
+    if kv_precision == "UNSPECIFIED":
+        kv_precision, kv_engine = _default_kv_precision(brief, precision, a)
+        # No engine named and the weights not known to be 16-bit or wider: whether the KV cache follows quantized
+        # weights is the operator's switch, so the safe side of an OOM (16-bit) is sized, stated, and asked.
+        kv_open = not kv_engine and m.precision not in _KV_AS_ACTIVATIONS and brief.workload not in _NO_KV
+        if kv_open and precision not in _KV_AS_ACTIVATIONS:
+            defaults.append("model.kv_cache_precision")
     unused = _UNUSED_DEFAULTS.get(brief.workload, ())
     defaults = [d for d in defaults if d not in unused]
     active = m.active_params_billion if 0 < m.active_params_billion <= m.params_billion else m.params_billion
@@ -123,11 +134,6 @@ def shape_of(brief: Brief, a: Assumptions, arch: mem.Architecture | None = None)
             shared = m.shared_params_billion
         else:
             shared, estimated = compute.moe_shared_params_billion(m.params_billion, active, experts, k), True
-    kv_precision = m.kv_cache_precision
-    if kv_precision == "UNSPECIFIED":
-        # Engines keep the KV cache in the weights' type down to FP8 (vLLM kv_cache_dtype auto follows the model
-        # dtype; FP8 checkpoints ship FP8 KV scales), and in 16 bits below it (INT8/INT4/FP4 weights).
-        kv_precision = precision if precision in _KV_AS_WEIGHTS else "BF16"
     kv_table = a.values.get("kv_cache_bytes_by_precision", {})
     kv_bytes = float(kv_table[kv_precision] if kv_precision in kv_table else a.num("kv_cache_bytes"))
     # A frozen dataclass's __init__ sets each of its 22 fields through object.__setattr__: built here as the
@@ -154,13 +160,28 @@ def shape_of(brief: Brief, a: Assumptions, arch: mem.Architecture | None = None)
         kv_precision=kv_precision,
         kv_bytes=kv_bytes,
         kv_precision_default=m.kv_cache_precision == "UNSPECIFIED",
+        kv_engine=kv_engine,
+        kv_precision_open=kv_open,
         moe_estimated=not experts and active < m.params_billion,
         denoiser=None,
     )
     return shape
 
 
-_KV_AS_WEIGHTS = ("FP32", "BF16", "FP16", "FP8")
+# Weight types an engine computes in: its KV cache "auto" type is theirs; below 16 bits it is the activations' BF16.
+_KV_AS_ACTIVATIONS = ("FP32", "BF16", "FP16")
+
+
+def _default_kv_precision(brief: Brief, precision: str, a: Assumptions) -> tuple[str, str]:
+    """The KV cache's type when the brief does not say, and the engine whose default it is ('' = none named).
+    rules/assumptions.yaml `kv_cache_precision_by_engine` maps a weight precision to the KV type the named engine
+    keeps by default (TensorRT-LLM's FP8/NVFP4 checkpoints: FP8); a weight precision it does not list keeps the
+    activations' type (vLLM and SGLang `--kv-cache-dtype auto`)."""
+    engine = engine_of(brief.toolchain)
+    table = a.values.get("kv_cache_precision_by_engine", {})
+    row = table.get(engine) if engine in table else table.get("none", {})
+    activations = precision if precision in _KV_AS_ACTIVATIONS else "BF16"
+    return str((row or {}).get(precision, activations)), engine
 
 
 def weight_bytes_per_param(workload: str, precision: str, a: Assumptions) -> float:
@@ -175,11 +196,15 @@ def weight_bytes_per_param(workload: str, precision: str, a: Assumptions) -> flo
 _TRAFFIC_SHAPE = ("traffic.avg_input_tokens", "traffic.avg_output_tokens")
 
 
+_KV = ("model.kv_cache_precision",)  # training, embedding and diffusion keep no KV cache
+_NO_KV = ("PRETRAINING", "FULL_FINETUNE", "ADAPTER_FINETUNE", "EMBEDDING", "MEDIA_GENERATION")
+
+
 _UNUSED_DEFAULTS: dict[str, tuple[str, ...]] = {
-    "PRETRAINING": (*_TRAFFIC_SHAPE, "traffic.batch_size"),  # the global batch sets the micro-batch
-    "FULL_FINETUNE": _TRAFFIC_SHAPE,
-    "ADAPTER_FINETUNE": _TRAFFIC_SHAPE,
-    "EMBEDDING": ("traffic.avg_output_tokens",),  # an embedding is its input
+    "PRETRAINING": (*_TRAFFIC_SHAPE, "traffic.batch_size", *_KV),  # the global batch sets the micro-batch
+    "FULL_FINETUNE": (*_TRAFFIC_SHAPE, *_KV),
+    "ADAPTER_FINETUNE": (*_TRAFFIC_SHAPE, *_KV),
+    "EMBEDDING": ("traffic.avg_output_tokens", *_KV),  # an embedding is its input
     # A diffusion pipeline is sized from media.* (steps, resolution, guidance), not from tokens.
-    "MEDIA_GENERATION": ("model.context_tokens", *_TRAFFIC_SHAPE, "traffic.batch_size"),
+    "MEDIA_GENERATION": ("model.context_tokens", *_TRAFFIC_SHAPE, "traffic.batch_size", *_KV),
 }

@@ -107,7 +107,7 @@ def _per_rate(n: int, rate: float) -> float:
 def serving_floor(g: _ServingGpu, n: int) -> tuple[float, float]:
     """(TTFT, decode step) in seconds that serving_speed's at n GPUs are no less than: the step's floor and
     communication latency, the weights' read or their math and the KV cache's read (the terms left out are >= 0);
-    a prompt's chunks each at least the floor and their linear FLOPs, then one step. Asked only after a width of
+    a prompt's chunks each at least the floor and their linear FLOPs, and at least one step. Asked only after a width of
     this GPU was sized (its bandwidth and peak are known positive)."""
     w = _width(g, n)
     read_rate, math_rate = w.read_rate, w.math_rate
@@ -124,7 +124,9 @@ def serving_floor(g: _ServingGpu, n: int) -> tuple[float, float]:
         budget = eff.budget_tokens
         chunk = 2 * g.active * min(g.s_in, budget) / math_rate  # an MoE's tiled experts only add to it
         head = w.floor_head = eff.request_s + math.ceil(g.s_in / budget) * (w.overhead + chunk)
-    return head + step, step
+    # A prompt's prefill emits its first token and takes at least the step that carries it (lone_first_token).
+    alone = g.eff.request_s + step
+    return (alone if alone > head else head), step
 
 
 def parallel_overhead_s(gpu: Gpu, n: int, tp: int, stages: int, layers: int, fast_us: float,
@@ -312,9 +314,11 @@ def _serving_width(g: _ServingGpu, n: int) -> tuple[float, float, float]:
     if not w.prefilled:
         _prefill_times(g, w, n)
     single = w.single
-    wave = serving.time_to_first_token(w.chunk, w.whole, c, s_in, eff.budget_tokens, step, eff.request_s)
     # Apart from the wave, a prompt that arrives alone waits for its own prefill and what of another's is in flight.
     alone = serving.lone_first_token(single, step, c - 1, s_out, eff.request_s)
+    # One session has no wave to arrive with: its prompt is alone however the client sends it.
+    wave = alone if c <= 1 else serving.time_to_first_token(w.chunk, w.whole, c, s_in, eff.budget_tokens, step,
+                                                             eff.request_s)
     ttft_avg = serving.blend_arrivals(alone, wave, eff.prefill_first)
     ttft = ttft_avg
     if g.p95_in > s_in:  # a longer prompt waits for its own extra tokens on top
