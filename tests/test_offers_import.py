@@ -159,7 +159,11 @@ def test_import_over_the_shared_reference(amap: AcceleratorMap) -> None:
     assert {o.memory_gib for o in rows if o.provider == "cudo"} >= {4.0, 48.0}  # each configuration a shape
     assert not [o for o in rows if o.provider == "vast" and o.gpu == "rtx-4090" and "Hong Kong" in o.region
                 and o.gpus_per_instance == 2]  # 48 GB cards are not the catalog's 24 GB rtx-4090
-    assert not any("shared" in o.source or "offers-reference" in o.source or "../" in o.source for o in rows)
+    # issue 37: a derived folder is not "SkyPilot catalog v7, <provider>/vms.csv": each row names the file it was
+    # read from, inside the folder given (never where this machine keeps it), and the report asks for --source.
+    assert not any("shared" in o.source or "../" in o.source or "SkyPilot" in o.source for o in rows)
+    assert {o.source for o in rows if o.provider == "runpod"} == {"offers-reference/runpod.csv, read 2026-12-01"}
+    assert report.unsure_source and any("pass --source" in n for n in report.notes)
     assert not [o for o in rows if o.provider == "gcp"]  # GPU-only prices, no host rows in the reference
     assert {o.provider for o in rows} >= {"aws", "lambda", "runpod", "vast", "nebius", "cudo", "shadeform"}
     assert [p for p in check_offers(rows, ids(), AS_OF, 30) if p.severity == "error"] == []
@@ -177,3 +181,29 @@ def test_import_out_replaces_the_table_by_rename_never_in_place(tmp_path: Path) 
         assert reader.read() == "old\n"
     assert out.stat().st_ino != before and out.read_text().startswith("provider,")
     assert [p.name for p in tmp_path.iterdir()] == ["aws.csv"]
+
+
+def test_import_stamps_what_was_read_and_asks_for_source(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 37 item 7: without --source, a folder that does not say it is SkyPilot's catalog (no vN/<provider>/
+    vms.csv) is stamped with the file read and the import asks for --source; a versioned catalog path keeps the
+    catalog's stamp; --source is used as given."""
+    folder = tmp_path / "my-prices"
+    folder.mkdir()
+    (folder / "lambda.csv").write_text((SKY / "lambda" / "vms.csv").read_text(encoding="utf-8"), encoding="utf-8")
+    out = tmp_path / "lambda.csv"
+    given = ["offers", "import", "--from", "skypilot", str(folder), "--out", str(out), "--as-of", "2026-12-01"]
+    assert main(given) == 0
+    rows = read_offers(out.name, out.read_text(encoding="utf-8"))[0]
+    assert rows and {o.source for o in rows} == {"my-prices/lambda.csv, read 2026-12-01"}
+    err = capsys.readouterr().err
+    assert "--source" in err and "cannot tell which catalog" in err
+    assert main(["offers", "import", "--from", "skypilot", str(SKY / "lambda"), "--out", str(out), "--as-of",
+                 "2026-12-01"]) == 0
+    assert {o.source for o in read_offers(out.name, out.read_text(encoding="utf-8"))[0]} == {
+        "SkyPilot catalog v7, lambda/vms.csv, read 2026-12-01"}
+    assert "--source" not in capsys.readouterr().err
+    assert main(["offers", "import", "--from", "skypilot", str(folder), "--out", str(out), "--as-of", "2026-12-01",
+                 "--source", "Lambda price page, {provider}, read {read}"]) == 0
+    assert {o.source for o in read_offers(out.name, out.read_text(encoding="utf-8"))[0]} == {
+        "Lambda price page, lambda, read 2026-12-01"}
+    assert "--source" not in capsys.readouterr().err

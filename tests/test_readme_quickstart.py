@@ -102,3 +102,17 @@ def test_cli_line_prints_the_summary(quick_start_addr: str):
     command = re.search(r"`(\.venv/bin/gpu-advisor recommend [^`]+)`", section)
     assert command, "the Ask it section points at the CLI"
     _is_summary(_run(command.group(1), quick_start_addr))
+
+
+def test_first_screen_says_make_dev_before_buf_curl_and_the_offline_way():
+    """Issue 37 item 9: the reader meets `make dev` (which puts buf in .venv) before the `buf curl` line, both on
+    the first screen, and learns what to do where grpcurl's GitHub releases cannot be reached."""
+    lines = README.read_text(encoding="utf-8").splitlines()
+    first_screen = lines[:40]
+    dev = next(i for i, ln in enumerate(first_screen) if ln.strip().split("#")[0].strip() == "make dev")
+    buf = next(i for i, ln in enumerate(first_screen) if ln.startswith(".venv/bin/buf curl"))
+    assert dev < buf
+    ask = _ask_section()
+    assert "offline" in ask and "grpcurl" in ask
+    done = subprocess.run(["make", "-n", "dev"], cwd=ROOT, env=_clean_env(), capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr  # the target the README names exists

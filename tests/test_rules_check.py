@@ -386,3 +386,16 @@ def test_a_key_out_of_line_names_where_its_block_began(rules: Path):
     assert_reported(found, f"rules/eligibility.yaml:{bad}:", f"began at line {began}", "column 6", "column 5",
                     "line it up")
     assert not any("expected <block end>" in p for p in found)
+
+
+@pytest.mark.parametrize("bad", ["{gtt: 0.15}", "{lt: [1, 2]}", "{lt: low}"])
+def test_one_run_reports_a_misspelt_field_and_a_bad_value_in_the_same_condition(rules: Path, bad: str):
+    """Issue 37 item 8: a structural mistake (an unknown operator, a value its operator cannot take) no longer hides
+    the misspelt field beside it until the next run; each mistake is said once."""
+    f = rules / "eligibility.yaml"
+    edit(f, "when: {fits: true, headroom: {lt: 0.15}}", f"when: {{fitts: true, headroom: {bad}}}")
+    line = line_of(f, "fitts")
+    found = [p for p in problems(rules) if p.startswith(f"rules/eligibility.yaml:{line}:")]
+    assert any("unknown candidate fact 'fitts'" in p and "did you mean 'fits'" in p for p in found), found
+    assert any("headroom" in p or "gtt" in p or "'lt'" in p for p in found if "fitts" not in p), found
+    assert len(found) == 2, found

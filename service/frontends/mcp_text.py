@@ -15,6 +15,8 @@ PHRASES = {
     "en": {
         "intro": "All {n} open questions, highest priority first. Put each answer in the brief at its field path "
                  "and call recommend_gpus again; until then the answer assumes what each line says:",
+        "intro_one": "One open question. Put its answer in the brief at its field path and call recommend_gpus "
+                     "again; until then the answer assumes what the line says:",
         "one_of": "one of {values}", "assumed": "Assumed until answered: {words}.",
         "waits": "nothing: the answer waits for this", "zero": "{meaning} (0)",
         "not_given": "not given (0): the answer goes on without it",
@@ -23,6 +25,8 @@ PHRASES = {
     "zh-CN": {
         "intro": "全部 {n} 个待回答的问题（优先级从高到低）。把每个回答放到 brief 中该字段路径处，"
                  "再调用 recommend_gpus；在此之前，回答按每行所写的假设计算：",
+        "intro_one": "1 个待回答的问题。把回答放到 brief 中该字段路径处，再调用 recommend_gpus；"
+                     "在此之前，回答按该行所写的假设计算：",
         "one_of": "取值之一：{values}", "assumed": "回答之前的假设：{words}。",
         "waits": "无：回答等待此项", "zero": "0（{meaning}）", "not_given": "0（未给出：回答不依赖此项继续）",
         "true": "true，按“是”处理", "false": "false，按“否”处理",
@@ -59,7 +63,13 @@ def assumed_words(q: Any, spec: dict[str, Any], locale: str = "en") -> str:
         value = _number(q.assumed)
         if value != "0":
             # "fraction 0..1" and the like read as a note on the value, "tokens" as its unit
-            return f"{value} ({q.unit})" if any(ch.isdigit() for ch in q.unit) else f"{value} {q.unit}".strip()
+            if any(ch.isdigit() for ch in q.unit):
+                return f"{value} ({q.unit})"
+            unit = q.unit
+            if value == "1" and locale == "en" and unit.split(" ")[0].endswith("s"):
+                first, _, rest = unit.partition(" ")  # "1 session", "1 hour per month": English's one
+                unit = f"{first[:-1]} {rest}".strip()
+            return f"{value} {unit}".strip()
         zero = _ZERO_MEANS.search(str(spec.get("description", "")))
         if zero is None:
             return words["not_given"]
@@ -79,7 +89,7 @@ def questions_lines(questions: Any, schema: dict[str, Any], locale: str = "en") 
     if not questions:
         return []
     words = PHRASES.get(locale, PHRASES["en"])
-    lines = [words["intro"].format(n=len(questions))]
+    lines = [words["intro_one" if len(questions) == 1 else "intro"].format(n=len(questions))]
     for i, q in enumerate(questions, 1):
         spec = _spec(schema, q.field)
         kind = q.type or spec.get("type", "")

@@ -7,6 +7,13 @@ Numbers read as people write them, in every locale: thousands separators from 1,
 notation (a spec such as `.4g` that would print `1.421e+06` prints `1,421,000`, a tiny cost `0.00000044`).
 Chinese text keeps a space between CJK and Latin letters or digits (the messages' convention) but none between
 two CJK characters or next to full-width punctuation, which a filled-in Chinese value would otherwise leave.
+
+Plurals: `{count!p:GPU|GPUs}` prints the word for `count`, the first form for exactly one and the second for any
+other number ("1 GPU", "2 GPUs", "0 GPUs"; English's CLDR rule for whole numbers). A third part is the spec the
+number is printed with, so the word agrees with what is shown: `{days:.0f} {days!p:day|days|.0f}` says "1 day"
+for 0.6. Articles: `{tier!i} {tier} rate` prints "a" or "an" for the value as it reads ("an on-demand rate",
+"an 8B model", "a 70B model"). These are the two conversions a template may use (rules-check refuses the
+others); a language without plural forms or articles writes the word alone.
 """
 
 from __future__ import annotations
@@ -231,7 +238,8 @@ class _Compiled:
         )
         # `fill_wide` as one straight-line function too: what a Chinese table calls. A conversion (`{x!r}`) makes
         # the shown value differ from the value, so such a template (none ships) keeps the loop.
-        straight = len(self.fields) <= _MAX_STRAIGHT and not any(f[2] for f in self.fields)
+        straight = len(self.fields) <= _MAX_STRAIGHT and not any(f[2] and f[2] not in OWN_CONVERSIONS
+                                                                   for f in self.fields)
         self.wide: Callable[[Mapping[str, Any]], tuple[str, bool]] = (
             _straight(self.head, self.fields, self.fill_wide, wide=True) if straight else self.fill_wide
         )
@@ -254,7 +262,7 @@ class _Compiled:
             if value is _MISSING:
                 out.append(missing)
             else:
-                shown = _FORMATTER.convert_field(value, conv) if conv else value
+                shown = _FORMATTER.convert_field(value, conv) if conv and conv not in OWN_CONVERSIONS else value
                 if not wide and isinstance(shown, str) and _WIDE_CHAR.search(shown):
                     wide = True
                 out.append(fmt(value))
@@ -327,6 +335,10 @@ def _plain(value: Any) -> str:  # noqa: ANN401
 @lru_cache(maxsize=1024)
 def _formatter(spec: str, conv: str | None) -> Callable[[Any], str]:
     """What `_fill` does with one placeholder's value, specialised for its (checked) spec and conversion."""
+    if conv == PLURAL:
+        return _plural(spec)
+    if conv == ARTICLE:
+        return article
     if conv:
         def converted(value: Any) -> str:  # noqa: ANN401
             return _format_value(_FORMATTER.convert_field(value, conv), spec)
@@ -387,6 +399,51 @@ def _number_formatter(spec: str) -> Callable[[float | int], str]:
 
 
 _WIDE_CHAR = re.compile(rf"[{_CJK}{_FULLWIDTH}]")
+PLURAL = "p"  # the plural conversion: {n!p:one|other}
+ARTICLE = "i"  # the indefinite article for the value: {x!i}
+OWN_CONVERSIONS = (PLURAL, ARTICLE)
+# An English number read aloud starts with a vowel sound for 8, 11 and 18 (and their thousands: 8,000, 11,000).
+_AN_NUMBER = re.compile(r"8|1[18](?:,?\d{3})*(?:\.|$)")
+
+
+def article(value: Any) -> str:  # noqa: ANN401
+    """"a" or "an" before `value` as English reads it: numbers by sound, words by their first letter."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        text = compact(value).lstrip("-")
+        return "an" if _AN_NUMBER.match(text) else "a"
+    text = str(value).lstrip()
+    return "an" if text[:1].lower() in ("a", "e", "i", "o") or (text[:1].isdigit() and _AN_NUMBER.match(text)) else "a"
+
+
+def plural_problem(forms: str) -> str | None:
+    """Why a plural placeholder's forms are refused, or None: `one|other`, or `one|other|spec` with the number's
+    format spec."""
+    parts = forms.split("|")
+    words = parts[:2]
+    if len(parts) not in (2, 3) or not all(words) or any(len(x) > MAX_WIDTH or "{" in x or "}" in x for x in words):
+        return (f"plural forms ':{forms[:40]}' must be one|other or one|other|spec (words up to {MAX_WIDTH} "
+                "characters)")
+    if len(parts) == 3:
+        return spec_problem(parts[2]) if parts[2] else "an empty spec after one|other|"
+    return None
+
+
+@lru_cache(maxsize=1024)
+def _plural(forms: str) -> Callable[[Any], str]:
+    """The word for a number: `one` when it is exactly 1 (or, with a spec, prints as 1), else `other`."""
+    parts = forms.split("|") if plural_problem(forms) is None else ["", ""]
+    one, other, spec = parts[0], parts[1], (parts[2] if len(parts) == 3 else "")
+
+    def choose(value: Any) -> str:  # noqa: ANN401
+        if type(value) is bool or not isinstance(value, (int, float)):
+            return other
+        if spec:
+            try:
+                return one if float(format(value, spec).replace(",", "")) == 1 else other
+            except ValueError:
+                return other
+        return one if value == 1 else other
+    return choose
 
 
 @lru_cache(maxsize=4096)
@@ -395,7 +452,8 @@ def _parsed(template: str) -> tuple[tuple[str, str | None, str, str | None], ...
     and an answer fills ~150 of the same few hundred templates. A refused spec becomes "" (rules-check
     refuses it; an answer never grows by it)."""
     return tuple(
-        (literal, name, "" if not spec or _spec_refused(spec) else spec, conv)
+        (literal, name, spec if conv == PLURAL else "" if not spec or _spec_refused(spec) or conv == ARTICLE else spec,
+         conv)
         for literal, name, spec, conv in _FORMATTER.parse(template)
     )
 
@@ -424,6 +482,9 @@ def _fill(template: str, params: Mapping[str, Any]) -> tuple[str, bool]:
         value = params.get(name, _MISSING)
         if value is _MISSING:
             out.append("{" + name + "}")
+            continue
+        if conv in OWN_CONVERSIONS:
+            out.append(_plural(spec)(value) if conv == PLURAL else article(value))
             continue
         if conv:
             value = _FORMATTER.convert_field(value, conv)

@@ -17,7 +17,7 @@ from ..engine.analyze import implies, satisfiable
 from ..engine.ir import Rule
 from ..engine.load import Problem
 from ..engine.parse import FactSchema, did_you_mean
-from ..render.messages import placeholders, spec_problem, unit_key
+from ..render.messages import ARTICLE, PLURAL, placeholders, plural_problem, spec_problem, unit_key
 from .expectations import STRAY_SPACE
 
 _FORMATTER = string.Formatter()
@@ -522,8 +522,19 @@ def format_spec_problems(
                 continue  # malformed: message_problems reports it
             path, line = _where(locations[locale][key])
             for name, spec, conv in fields:
+                if conv == ARTICLE:
+                    if spec:
+                        out.append(Problem(path, line, 1, key, f"{{{name[:40]}!i}}: an article takes no spec"))
+                    continue
+                if conv == PLURAL:
+                    why = plural_problem(spec)
+                    if why:
+                        out.append(Problem(path, line, 1, key, f"{{{name[:40]}!p}}: {why}"))
+                    continue
                 if conv:
-                    out.append(Problem(path, line, 1, key, f"{{{name}!{conv}}}: conversions are not allowed"))
+                    out.append(Problem(path, line, 1, key,
+                                       f"{{{name}!{conv}}}: conversions are not allowed (only !p, plural "
+                                       "forms, and !i, an article)"))
                 why = spec_problem(spec) if spec else None
                 if why:
                     out.append(Problem(path, line, 1, key, f"{{{name[:40]}}}: {why}"))

@@ -219,6 +219,21 @@ def rule_files(root: Path) -> list[Path]:
     return [e.path for e in walk(root)[0]]
 
 
+def _compiler_problems(docs: list[Doc], found: list[Problem]) -> list[Problem]:
+    """What the rule compiler says of the rule files besides the structural problems already `found`: at other
+    places only (the same place is the same mistake in other words). A document malformed past what the compiler
+    can read adds nothing."""
+    rule_docs = [d for d in docs if isinstance(d.data, dict) and d.data.get("kind") in ("rules", "decision_table")]
+    try:
+        _, more = compile_docs(rule_docs, SCHEMA, ROUTE_KINDS)
+    except Exception:  # noqa: BLE001 - the structural problems already refuse the folder
+        return []
+    seen = {(p.path, p.line, p.col) for p in found}
+    said = {(p.path, p.line, p.message.split(": ", 1)[-1]) for p in found}  # without the schema's JSON path
+    return [p for p in more if (p.path, p.line, p.col) not in seen
+            and not any(p.message.startswith(m) for path, line, m in said if (path, line) == (p.path, p.line))]
+
+
 def content_hash(files: list[RuleFile]) -> str:
     h = hashlib.sha256()
     for f in files:
@@ -303,7 +318,10 @@ def load_rulebook(
             problems += schema_problems(doc, schemas[doc.data["kind"]])
         docs.append(doc)
     if problems:
-        return None, problems  # structural errors first: later stages assume well-formed documents
+        # Structural errors first: later stages assume well-formed documents. The rule compiler's own checks
+        # (unknown facts, values a fact cannot take) are still added for the rule files, so one run reports a
+        # misspelt field beside a bad operator in the same condition (issue 37), never one problem per run.
+        return None, problems + _compiler_problems(docs, problems)
 
     by_kind: dict[str, list[Doc]] = {k: [] for k in KINDS}
     for d in docs:

@@ -57,7 +57,9 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--provider", action="append", default=[], help="only this provider (repeatable)")
     ap.add_argument("--accelerators", type=Path, default=RULES / "offers" / "accelerators.csv")
     ap.add_argument("--source", default=None,
-                    help="source stamp; {provider}, {read} (the as-of date) and (skypilot) {version} are filled in")
+                    help="source stamp; {provider}, {read} (the as-of date) and (skypilot) {version} are filled in. "
+                         "Default: the catalog and version when the path says them (v7/<provider>/vms.csv), else "
+                         "the file read (and a request for --source)")
     ap.add_argument("--rules", type=Path, default=RULES, help="the rules folder whose catalog ids map to")
     ap.add_argument("--dropped", action="store_true", help="list every dropped row in the report, not 3 a reason")
 
@@ -98,6 +100,10 @@ def run(args: argparse.Namespace) -> int:
     else:
         write_offers_csv(offers, args.out)
     print(report.render(every_row=args.dropped))
+    if report.unsure_source:
+        print(f"{args.path}: cannot tell which catalog (or version) these files are, so each row says only the file "
+              f"it was read from (\"{report.unsure_source}\"); pass --source \"<where they came from>, {{provider}}, "
+              "read {read}\" to stamp them truthfully", file=sys.stderr)
     return 0
 
 

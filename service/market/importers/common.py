@@ -39,6 +39,7 @@ class ImportReport:
     dropped: Counter[str] = field(default_factory=Counter)  # rows per reason
     examples: dict[str, list[str]] = field(default_factory=dict)  # every dropped row per reason
     notes: list[str] = field(default_factory=list)
+    unsure_source: str = ""  # a stamp the importer made without knowing the dataset (issue 37: --source is asked)
 
     def of(self, provider: str) -> ProviderCounts:
         return self.providers.setdefault(provider or "(no provider)", ProviderCounts())

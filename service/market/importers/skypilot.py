@@ -330,7 +330,7 @@ def _files(root: Path) -> list[tuple[Path, str]]:
     if root.is_file():
         return [(root, root.parent.name if root.name == "vms.csv" else root.stem)]
     found = [(p, p.parent.name) for p in sorted(root.rglob("vms.csv"))]
-    found += [(p, p.stem) for p in sorted(root.glob("*.csv"))]
+    found += [(p, p.stem) for p in sorted(root.glob("*.csv")) if p.name != "vms.csv"]  # a provider's folder
     return found
 
 
@@ -340,6 +340,16 @@ def _shown(root: Path, path: Path, provider: str) -> str:
     rel = path.relative_to(root).as_posix() if path != root else f"{provider}/{path.name}"
     v = _version(path)
     return f"{v}/{rel}" if v and not _version(Path(rel)) else rel
+
+
+def what_was_read(root: Path, path: Path, shown: str) -> str | None:
+    """The source stamp when --source is not given (issue 37): None (the catalog's own stamp, DEFAULT_SOURCE) when
+    the path says it is SkyPilot's `vN/<provider>/vms.csv`; else the file as read, named from the folder given (never
+    this machine's location above it), and when it was read. A `{read}` in it is filled with the as-of date."""
+    if _version(Path(shown)) and path.name == "vms.csv":
+        return None
+    named = f"{root.name}/{path.relative_to(root).as_posix()}" if root.is_dir() else path.name
+    return named.replace("{", "{{").replace("}", "}}") + ", read {read}"
 
 
 def _data_rows(text: str) -> int:
@@ -380,7 +390,13 @@ def import_skypilot(
             report.supersede(prov, n)
             report.notes.append(f"{prov}: {shown} supersedes {_shown(root, older, prov)} ({n} rows, the older "
                                 "schema)")
-        rows, sub = import_vms_csv(shown, newest.read_text(encoding="utf-8"), accel, as_of, prov, source, providers,
+        stamp = source if source is not None else what_was_read(root, newest, shown)
+        if stamp is not None and source is None and not report.unsure_source:
+            report.unsure_source = stamp.format(read=as_of.isoformat())
+            report.notes.append(f"the files do not say which SkyPilot catalog they are (no vN/<provider>/vms.csv in "
+                                f"the path): each row is stamped with the file it came from, e.g. "
+                                f"\"{report.unsure_source}\"; pass --source to say where they came from")
+        rows, sub = import_vms_csv(shown, newest.read_text(encoding="utf-8"), accel, as_of, prov, stamp, providers,
                                    progress)
         offers.extend(rows)
         report.merge(sub)
