@@ -20,7 +20,7 @@ K8S_OVERLAYS := dev production
 # `$(VENV)/bin/buf build --exclude-source-info -o protos/releases/vX.Y.Z.binpb` and point this at it.
 PROTO_RELEASE := protos/releases/v1.0.0.binpb
 
-.PHONY: all venv dev gen client builtin-rules run mcp-config test lint bench accuracy rules-check rules-test k8s deploy-check clean
+.PHONY: all venv dev gen client builtin-rules run mcp-config test mutate lint bench accuracy rules-check rules-test k8s deploy-check clean
 
 all: test
 
@@ -77,6 +77,13 @@ mcp-config: $(GEN)
 # -p no:randomly runs the files' own order.
 test: $(GEN) $(CLIENT) $(DEV)
 	$(PY) -m pytest
+
+# Mutation testing of the decision core ([tool.mutmut] in pyproject.toml; docs/testing.md): CPU for tens of
+# minutes per module, so never part of `make test`. MUTATE: which mutants, e.g. MUTATE='service.money.ownership*'
+# (default: every module listed). Prints the score per module and every survivor with the line it changed.
+mutate: $(GEN) $(DEV)
+	$(VENV)/bin/mutmut run $(MUTATE)
+	$(PY) tests/mutation_report.py
 
 lint: $(GEN) $(DEV)
 	$(VENV)/bin/ruff check service tests client deploy

@@ -5,14 +5,16 @@ band boundary moved) fails here with the term named. GB = 1e9 bytes, as physics/
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from service.decide import tables
+from service.decide.sizing.per_gpu import size_all
 from service.decide.sizing.shape import shape_of
-from service.domain.brief import Brief, Model
+from service.domain.brief import Brief, Model, Traffic
 from service.physics import memory as mem
 from service.rulebook.version import Bundle
+from tests.conftest import TODAY as DAY
 
 _ARCH = mem.Architecture(layers=32, kv_heads=8, head_dim=128, hidden_size=4096, attention_heads=32,
                          vocab_size=128256, exact=True)
@@ -127,3 +129,23 @@ def test_a_20b_model_with_no_shape_given_is_sized_with_the_20b_bands_layers(bund
     assert over.arch.layers == next(b for m, b in sorted(bands.items()) if m > 20.0).layers == 64
     # KV per token follows the band: 2 x 40 x 8 x 128 x 2 B = 163,840 B at 20B; 64 layers would be 60% more.
     assert mem.kv_bytes_per_token(at.arch) == 163840.0
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(params=st.sampled_from((1.0, 8.0, 20.0, 32.0, 70.0, 120.0)), workload=st.sampled_from(
+    ("REALTIME_INFERENCE", "BATCH_INFERENCE")), sessions=st.integers(1, 128), more=st.integers(2, 8),
+    context=st.sampled_from((2048, 8192, 32768)))
+def test_more_load_never_needs_fewer_gpus(bundle: Bundle, params, workload, sessions, more, context):  # noqa: ANN001
+    a = bundle.book.assumptions
+
+    def counts(n: int) -> dict[str, int]:
+        brief = Brief(workload=workload, model=Model(params_billion=params, precision="BF16", context_tokens=context),
+                      traffic=Traffic(concurrent_sessions=n, batch_size=n, avg_input_tokens=min(1000, context // 2),
+                                      avg_output_tokens=300))
+        shape = shape_of(brief, a)
+        assert shape is not None
+        return {s.gpu.id: s.count for s in size_all(bundle.book.catalog, brief, shape, a, (), DAY) if s.fits}
+
+    less, load = counts(sessions), counts(sessions * more)
+    assert set(load) <= set(less)  # what holds more load holds less
+    assert all(load[g] >= less[g] for g in load), {g: (less[g], load[g]) for g in load if load[g] < less[g]}
