@@ -30,6 +30,7 @@ from grpc_status import rpc_status
 
 from ..serving.credentials import ConfigError, admin_token, channel_credentials
 from ..wire.api import enum_name, pb, pb_grpc
+from .api_offers_cli import add_parser as add_api_offers_parser
 from .brief_file import InputError, load_request
 from .cli_text import words
 from .explain import Filters, print_explanation
@@ -394,6 +395,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_models_parser(sub, common, _stub)
     add_offers_parser(sub, common, _stub)
+    add_api_offers_parser(sub, common, _stub)
 
     rs = sub.add_parser("ruleset", parents=[common], help="show the active rules version")
     rs.set_defaults(run=_ruleset)
