@@ -170,6 +170,14 @@ def print_advice(resp: pb.RecommendResponse, out: TextIO | None = None, request:
                                         gpus=", ".join(resp.not_shown)), file=out)
     else:
         print(w["no_candidates"], file=out)
+    if resp.HasField("api"):
+        a = resp.api
+        unit = next((c.cost.unit for c in resp.candidates if c.cost.unit), a.unit.lower())
+        print("\n" + w["api_row"].format(
+            provider=a.offer.provider, model=a.offer.model, input=a.offer.usd_per_million_input,
+            output=a.offer.usd_per_million_output, per_unit=_unit_cost(a.usd_per_unit), unit=unit,
+            month=a.usd_per_month, self_month=a.self_usd_per_month, providers=a.providers,
+            dearest=_unit_cost(a.max_usd_per_unit)), file=out)
     if resp.excluded:
         print(f"\n{w['excluded']}", file=out)
         for x in resp.excluded:

@@ -47,6 +47,9 @@ TEXT: dict[str, dict[str, str]] = {
         "col.where": "where (provider instance, region, tier)",
         "no_offer": "no offer in scope",
         "term": "{months} mo",
+        "api_row": "Model API: {provider} {model}, ${input:.3g}/${output:.3g} per 1M input/output tokens: "
+                   "{per_unit} per {unit}, ${month:,.0f} a month for this load (the first candidate: "
+                   "${self_month:,.0f}); {providers} provider(s) in scope, dearest {dearest} per {unit}",
     },
     "zh-CN": {
         "candidates": "候选配置：",
@@ -87,6 +90,9 @@ TEXT: dict[str, dict[str, str]] = {
         "col.where": "租用位置（提供商 实例，区域，层级）",
         "no_offer": "范围内无报价",
         "term": "{months} 个月",
+        "api_row": "模型 API：{provider} {model}，每 1M 输入/输出 token ${input:.3g}/${output:.3g}："
+                   "每{unit} {per_unit}，按这个负载每月 ${month:,.0f}（首选候选：${self_month:,.0f}）；"
+                   "范围内 {providers} 家提供商，最贵每{unit} {dearest}",
     },
 }
 
