@@ -405,7 +405,8 @@ def _plan_route(
     plan.update(freshness([c.sizing for c in ranked.shown], day, int(a.values.get("stale_price_days", 45))))
     # The model-API leg on the brief's token mix against this first pick (decide/api_leg.py).
     run.api = price(run.book.api_offers, run.book.models, brief, shape, top, a)
-    plan.update(plan_fields(run.api, top, brief.economics.hours_per_month or a.num("hours_per_month")))
+    plan.update(plan_fields(run.api, top, brief.economics.hours_per_month or a.num("hours_per_month"), day,
+                            int(a.values.get("stale_price_days", 45))))
     route_kind, rationale = DEFAULT_ROUTE, []
     # A utilization the brief did not give is the rules' default: a message that prints it says so.
     said = {**plan, "utilization_basis": "" if plan["utilization_given"] else run.name("note.utilization_assumed"),

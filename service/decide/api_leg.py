@@ -10,6 +10,7 @@ count. An offer that names no place never satisfies a residency requirement.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import date
 from typing import Any
 
 from ..domain.api_offers import ApiLeg, ApiOffer, ApiOfferTable
@@ -51,13 +52,16 @@ API_FIELDS: dict[str, FieldSpec] = {
     "top_usd_per_unit": FieldSpec("number", "the first candidate's cost per accepted unit (-1 = n/a)"),
     "top_usd_per_month": FieldSpec("number", "the first candidate's cost for a month at the hours compared, USD"),
     "api_cheaper": FieldSpec("bool", "an API offer in scope costs less per accepted unit than the first candidate"),
+    "api_price_age_days": FieldSpec("int", "days since the compared API offer's price was read (0 = none)"),
+    "api_price_stale": FieldSpec("bool", "the compared API offer's price is older than stale_price_days"),
 }
 
 NO_API: dict[str, Any] = {
     "api_scope": "UNNAMED", "api_hosted": "UNKNOWN", "api_model": "", "api_provider": "", "api_usd_per_unit": -1.0,
     "api_usd_per_million_input": 0.0, "api_usd_per_million_output": 0.0, "api_usd_per_month": 0.0,
     "api_saving_pct": 0.0, "api_dearer_pct": 0.0, "api_break_even_units": -1.0, "api_units_per_month": 0.0,
-    "top_usd_per_unit": -1.0, "top_usd_per_month": 0.0, "api_cheaper": False,
+    "top_usd_per_unit": -1.0, "top_usd_per_month": 0.0, "api_cheaper": False, "api_price_age_days": 0,
+    "api_price_stale": False,
 }
 
 
@@ -151,8 +155,10 @@ def cheaper(fact: dict[str, Any]) -> bool:
     return fact["api_scope"] == "IN_SCOPE" and top > 0 and 0 < api < top
 
 
-def plan_fields(p: Priced, top: Sizing | None, hours: float) -> dict[str, Any]:
-    """The plan fact's API fields (API_FIELDS) for what `price` found."""
+def plan_fields(p: Priced, top: Sizing | None, hours: float, day: date | None = None,
+                stale_days: int = 0) -> dict[str, Any]:
+    """The plan fact's API fields (API_FIELDS) for what `price` found; `day` and `stale_days` (the assumptions'
+    stale_price_days) date the compared price, as decide/freshness.py dates the candidates'."""
     out = dict(NO_API, api_scope=p.scope, api_model=p.model, api_hosted=p.hosted)
     if top is not None and top.usd_per_unit > 0:
         out["top_usd_per_unit"] = round(top.usd_per_unit, 8)
@@ -171,4 +177,7 @@ def plan_fields(p: Priced, top: Sizing | None, hours: float) -> dict[str, Any]:
         top_usd_per_month=round(leg.self_usd_per_month, 2),
     )
     out["api_cheaper"] = cheaper(out)
+    if day is not None:
+        out["api_price_age_days"] = age = max(0, (day - leg.offer.as_of).days)
+        out["api_price_stale"] = stale_days > 0 and age > stale_days
     return out
