@@ -126,3 +126,16 @@ def test_refresh_vets_then_swaps_in(tmp_path: Path) -> None:
     assert refresh(rules, "https://example.invalid/t.json", DAY, "test", out, get=lambda url: b"[1, 2]") == 1
     assert "NOT updated" in out.getvalue()
     assert (rules / "api_offers" / "litellm.csv").read_bytes() == before
+
+
+def test_the_cli_imports_the_table_and_reports(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from service.frontends.cli import main
+
+    out = tmp_path / "api.csv"
+    assert main(["api-offers", "import", str(REAL), "--rules", str(ROOT / "rules"), "--out", str(out),
+                 "--as-of", "2026-12-07", "--source", "test"]) == 0
+    printed = capsys.readouterr().out
+    assert "4,878 rows read = " in printed and f"to {out}" in printed
+    rows, problems = read_api_offers("api.csv", out.read_text())
+    assert not problems and rows and {o.source.split(" [")[0] for o in rows} == {"test"}
+    assert main(["api-offers", "import", str(tmp_path / "missing.json")]) == 2
