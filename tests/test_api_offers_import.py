@@ -69,13 +69,14 @@ def test_regions_come_only_from_what_the_table_says(result) -> None:  # noqa: AN
     assert all(o.country in ("US", "EU", "JP", "AU", "") or len(o.country) == 2 for o in zoned)
 
 
-def test_unmapped_and_unpriced_entries_say_why(result) -> None:  # noqa: ANN001
+def test_unmapped_and_unpriced_entries_say_why(table: dict, result) -> None:  # noqa: ANN001
     _, report = result
     reasons = " | ".join(report.dropped)
     assert "not in the registry" in reasons
     assert "not priced per text token" in reasons
-    assert any("sample_spec" in r for r in report.dropped)
-    assert "sample_spec" in sum(report.examples.values(), [])
+    assert report.examples["the table's sample_spec (its schema, not a model)"] == ["sample_spec"]
+    aliases = report.examples["an alias of another entry (alias_of), read there"]
+    assert aliases and all("alias_of" in table[k] for k in aliases)
 
 
 def test_the_committed_table_is_this_import(result) -> None:  # noqa: ANN001

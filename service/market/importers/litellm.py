@@ -119,9 +119,15 @@ def import_litellm(data: Mapping[str, Any], registry: Registry, as_of: date,
     rows: list[ApiOffer] = []
     seen: set[tuple[str, str, str]] = set()
     for key, entry in data.items():
+        if key == "sample_spec":
+            report.read("")
+            report.drop("the table's sample_spec (its schema, not a model)", key)
+            continue
         if not isinstance(entry, dict) or not entry.get("litellm_provider"):
             report.read("")
-            report.drop("not a priced model (no litellm_provider: the table's sample_spec or a stub)", key)
+            why = "an alias of another entry (alias_of), read there" if isinstance(entry, dict) and \
+                entry.get("alias_of") else "no litellm_provider: not priced for a provider"
+            report.drop(why, key)
             continue
         raw_provider = str(entry["litellm_provider"])
         provider = _provider(raw_provider)
