@@ -101,6 +101,12 @@ def test_the_cheapest_offer_on_the_token_mix_wins_and_the_spread_is_kept(sized):
     assert leg.usd_per_month == pytest.approx(leg.usd_per_unit * leg.units_per_month)
     facts = plan_fields(got, top, book.assumptions.num("hours_per_month"))
     assert facts["api_provider"] == "c" and facts["api_cheaper"] is cheaper(facts) is True
+    assert leg.tokens_per_unit == 1300  # a response: its input and output tokens, none rejected
+    if leg.break_even_units_per_month > 0:
+        assert facts["api_break_even_million_tokens"] == pytest.approx(leg.break_even_units_per_month * 1300 / 1e6,
+                                                                       abs=0.1)
+    else:
+        assert facts["api_break_even_million_tokens"] == -1.0
 
 
 def test_the_cached_share_comes_from_the_brief_else_the_rules_default(sized):

@@ -49,6 +49,8 @@ API_FIELDS: dict[str, FieldSpec] = {
     "api_break_even_units": FieldSpec("number", "the monthly load (accepted units) above which self-hosting the first "
                                       "candidate costs less than the API (-1 = never, or not compared)"),
     "api_units_per_month": FieldSpec("number", "the load compared: accepted units a month"),
+    "api_break_even_million_tokens": FieldSpec("number", "api_break_even_units in millions of input + output "
+                                               "tokens billed a month (-1 = never, or not compared)"),
     "top_usd_per_unit": FieldSpec("number", "the first candidate's cost per accepted unit (-1 = n/a)"),
     "top_usd_per_month": FieldSpec("number", "the first candidate's cost for a month at the hours compared, USD"),
     "api_cheaper": FieldSpec("bool", "an API offer in scope costs less per accepted unit than the first candidate"),
@@ -60,6 +62,7 @@ NO_API: dict[str, Any] = {
     "api_scope": "UNNAMED", "api_hosted": "UNKNOWN", "api_model": "", "api_provider": "", "api_usd_per_unit": -1.0,
     "api_usd_per_million_input": 0.0, "api_usd_per_million_output": 0.0, "api_usd_per_month": 0.0,
     "api_saving_pct": 0.0, "api_dearer_pct": 0.0, "api_break_even_units": -1.0, "api_units_per_month": 0.0,
+    "api_break_even_million_tokens": -1.0,
     "top_usd_per_unit": -1.0, "top_usd_per_month": 0.0, "api_cheaper": False, "api_price_age_days": 0,
     "api_price_stale": False,
 }
@@ -144,6 +147,7 @@ def price(table: ApiOfferTable, models: Registry, brief: Brief, shape: Shape | N
         unit=unit, self_usd_per_month=self_month, units_per_month=units_month,
         providers=len({o.provider for o in pool}), max_usd_per_unit=per_unit(ranked[-1]),
         cached_input_share=share, in_scope=scope == "IN_SCOPE",
+        tokens_per_unit=(tin + tout) / per_request_units / (acc if acc > 0 else 1.0),
     )
     return Priced(scope, entry.name, leg, "YES")
 
@@ -174,6 +178,8 @@ def plan_fields(p: Priced, top: Sizing | None, hours: float, day: date | None = 
         api_dearer_pct=round(max(0.0, -leg.saving_pct), 1),
         api_break_even_units=round(leg.break_even_units_per_month, 1),
         api_units_per_month=round(leg.units_per_month, 1),
+        api_break_even_million_tokens=round(leg.break_even_units_per_month * leg.tokens_per_unit / 1e6, 1)
+        if leg.break_even_units_per_month > 0 else -1.0,
         top_usd_per_month=round(leg.self_usd_per_month, 2),
     )
     out["api_cheaper"] = cheaper(out)

@@ -114,3 +114,4 @@ class ApiLeg:
     max_usd_per_unit: float  # the dearest offer in scope (the spread)
     cached_input_share: float  # priced: the brief's, or the rules' default
     in_scope: bool = True  # False: the cheapest offer anywhere, shown to say what the brief's scope rules out
+    tokens_per_unit: float = 0.0  # input + output tokens billed per accepted unit (the break-even in tokens)
