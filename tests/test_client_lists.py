@@ -49,6 +49,23 @@ def test_sync_lists(server: Any):
         assert len(advisor.list_models().models) > len(models)
 
 
+def test_api_offer_lists_sync_and_async(server: Any):
+    with Client(server.addr, timeout=30) as advisor:
+        page = advisor.list_api_offers("meta-llama/Llama-3.1-8B-Instruct", page_size=3)
+        assert 0 < len(page.offers) <= 3 and page.total >= len(page.offers)
+        assert {o.registry_model for o in page.offers} == {"llama-3.1-8b-instruct"}
+        with pytest.raises(InvalidArgument) as err:
+            advisor.list_api_offers("no-such-model")
+        assert "model" in str(err.value)
+
+    async def main() -> Any:
+        async with AsyncClient(server.addr, timeout=30) as advisor:
+            return await advisor.list_api_offers(country="US", page_size=5)
+
+    us = asyncio.run(main())
+    assert us.offers and all(o.country == "US" for o in us.offers)
+
+
 def test_a_bad_tier_is_refused_before_sending(server: Any):
     with Client(server.addr, timeout=30) as advisor, pytest.raises(InvalidArgument) as err:
         advisor.list_offers(tier="cheapest")

@@ -600,6 +600,11 @@ _PLAN_TWEAKS = st.fixed_dictionaries({}, optional={
     "platform_team": st.sampled_from(("UNKNOWN", "YES", "NO")),
     "utilization_given": st.booleans(),
     "boundary": st.sampled_from(("UNSPECIFIED", "PUBLIC_CLOUD", "ON_PREM")),
+    # the model-API leg (decide/api_leg.py): the counterfactuals recompute api_cheaper from these
+    "api_scope": st.sampled_from(("IN_SCOPE", "NOT_HOSTED", "UNNAMED", "RESIDENCY")),
+    "api_hosted": st.sampled_from(("YES", "NO", "UNKNOWN")),
+    "api_usd_per_unit": st.sampled_from((-1.0, 0.0001, 0.01)),
+    "top_usd_per_unit": st.sampled_from((-1.0, 0.001)),
 })
 
 
@@ -614,8 +619,8 @@ def test_incremental_route_depends_on_matches_routing_every_variant(book, brief,
     shape = shape_of(brief, a)
     sizings = size_all(book.catalog, brief, shape, a, (), date(2026, 11, 15)) if shape else []
     base = F.brief_fact(brief, a.num("default_utilization"), shape, sizings, 0)
-    plan = {**F.plan_fact(base, sizings[0] if sizings else None, len(sizings), brief.economics.hours_per_month,
-                          a.num("model_api_usd_per_million_tokens")), **tweaks}
+    plan = {**F.plan_fact(base, sizings[0] if sizings else None, len(sizings), brief.economics.hours_per_month),
+            **tweaks}
     rules = book.program.for_fact("plan")
     # Each counterfactual differs from the plan only in the fields VARIES declares for it.
     assert set(pv.VARIES) == set(pv.ROUTE_INPUTS)

@@ -57,7 +57,8 @@ def mcp(server: Any) -> Any:
 def test_lists_four_tools_with_generated_schemas(mcp: Any) -> None:
     tools = run(mcp, lambda c: c.list_tools(), mode="legacy").tools
     by_name = {t.name: t for t in tools}
-    assert set(by_name) == {"recommend_gpus", "list_gpus", "list_models", "list_offers", "explain_recommendation"}
+    assert set(by_name) == {"recommend_gpus", "list_gpus", "list_models", "list_offers", "explain_recommendation",
+                            "list_api_offers"}
     schema = by_name["recommend_gpus"].input_schema
     brief = schema["properties"]["brief"]["properties"]
     # Structure, enum choices, units, bounds and comments all come from the proto (and validate.py's limits).
@@ -226,7 +227,7 @@ def test_streamable_http(server: Any) -> None:
             return await c.list_tools(), await c.call_tool("recommend_gpus", brief_args())
 
         listed, result = run(f"http://127.0.0.1:{port}/mcp", go)
-        assert len(listed.tools) == 5
+        assert len(listed.tools) == 6  # issue 35 added list_api_offers
         assert not result.is_error and result.structured_content["candidates"]
     finally:
         web.should_exit = True
@@ -266,6 +267,17 @@ def test_list_models_filters_like_the_service(mcp: Any, stub: Any) -> None:
     served = stub.ListModels(pb.ListModelsRequest(kind=pb.MODEL_KIND_EMBEDDING), timeout=30).models
     assert ids == [m.id for m in served] and "bge-m3" in ids and "llama-3.3-70b-instruct" not in ids
     assert all(f"`{i}`" in text_of(result) for i in ids)
+
+
+def test_list_api_offers_lists_what_the_service_lists(mcp: Any, stub: Any) -> None:
+    args = {"model": "llama-3.1-8b-instruct", "country": "US"}
+    result = run(mcp, lambda c: c.call_tool("list_api_offers", args), mode="legacy")
+    assert not result.is_error
+    got = [(o["provider"], o["model"]) for o in result.structured_content["offers"]]
+    served = stub.ListApiOffers(pb.ListApiOffersRequest(**args), timeout=30).offers
+    assert got == [(o.provider, o.model) for o in served] and got
+    assert all(o.country == "US" for o in served)
+    assert "$/1M in" in text_of(result) and all(provider in text_of(result) for provider, _ in got)
 
 
 INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {

@@ -13,7 +13,7 @@ import grpc
 import pytest
 
 from service.decide.models import resolve
-from service.domain.brief import AdviceRequest, Brief, Model, Traffic
+from service.domain.brief import AdviceRequest, Brief, Economics, Model, Traffic
 from service.domain.models import find
 from service.frontends.cli import main as cli
 from service.rulebook.folder import load_rulebook
@@ -82,8 +82,10 @@ def test_name_fills_unset_fields_and_explicit_fields_win(registry: Any) -> None:
 
 
 def test_a_brief_by_name_sizes_like_the_same_brief_spelled_out(bundle: Any, registry: Any) -> None:
+    # Hardware control required: a named model can route to its cheaper hosted API (issue 35), which the same model
+    # spelled out cannot, and a rent route orders the candidates it can place first; both rent here.
     named = Brief(workload="REALTIME_INFERENCE", model=Model(name="llama-3.3-70b-instruct", context_tokens=8192),
-                  traffic=Traffic(concurrent_sessions=16))
+                  traffic=Traffic(concurrent_sessions=16), economics=Economics(needs_hardware_control=True))
     e = registry["llama-3.3-70b-instruct"]
     spelled = replace(named, model=Model(params_billion=e.params_billion, precision="BF16", layers=e.layers,
                                          kv_heads=e.kv_heads, head_dim=e.head_dim, hidden_size=e.hidden_size,

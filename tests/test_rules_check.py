@@ -219,7 +219,8 @@ def test_stale_price_is_reported(rules: Path):
     stale = [str(p) for p in found if "days old" in p.message or "older than" in p.message]
     assert any(p.startswith("rules/catalog/gpus.yaml:") for p in stale)
     assert any(p.startswith("rules/offers/") for p in stale)  # offers have a staleness limit of their own
-    assert all(p.startswith(("rules/catalog/gpus.yaml:", "rules/offers/")) for p in stale)
+    assert any(p.startswith("rules/api_offers/") for p in stale)  # so do model-API prices (issue 35)
+    assert all(p.startswith(("rules/catalog/gpus.yaml:", "rules/offers/", "rules/api_offers/")) for p in stale)
 
 
 def test_every_problem_at_once(rules: Path):

@@ -33,6 +33,7 @@ from . import facts as F
 from . import tables as tb
 from .accuracy import mark_near_misses, unmeasured_note
 from .answer import benchmark, build, candidate_of, checklist, dedupe_warnings, once, said_texts
+from .api_leg import plan_fields, price
 from .book import Rulebook
 from .cancel import StillWanted, checkpoint
 from .charts import charts_of
@@ -400,16 +401,20 @@ def _plan_route(
     plan-level mistakes."""
     a, brief = run.book.assumptions, run.req.brief
     top = ranked.shown[0].sizing if ranked.shown else None
-    ratio = (shape.input_tokens + shape.output_tokens) / shape.output_tokens if shape else 1.0
     plan = F.plan_fact(
-        base, top, len(ranked.survivors), brief.economics.hours_per_month,
-        a.num("model_api_usd_per_million_tokens"), ratio, _run_fit(run, top),
+        base, top, len(ranked.survivors), brief.economics.hours_per_month, _run_fit(run, top),
         sum(1 for c in ranked.survivors if rentable(c.sizing)),
     )
     plan.update(freshness([c.sizing for c in ranked.shown], day, int(a.values.get("stale_price_days", 45))))
+    # The model-API leg on the brief's token mix against this first pick (decide/api_leg.py).
+    run.api = price(run.book.api_offers, run.book.models, brief, shape, top, a)
+    plan.update(plan_fields(run.api, top, brief.economics.hours_per_month or a.num("hours_per_month"), day,
+                            int(a.values.get("stale_price_days", 45))))
     route_kind, rationale = DEFAULT_ROUTE, []
     # A utilization the brief did not give is the rules' default: a message that prints it says so.
-    said = {**plan, "utilization_basis": "" if plan["utilization_given"] else run.name("note.utilization_assumed")}
+    said = {**plan, "utilization_basis": "" if plan["utilization_given"] else run.name("note.utilization_assumed"),
+            "api_unit": run.name(f"api.units.{top.unit}") if top and top.unit else "",
+            "top_name": top.gpu.name if top else ""}
     for rule in run.fire("plan", [plan])["plan"]:
         run.common(rule, said)
         for act in rule.actions:
@@ -437,7 +442,7 @@ def _outcome(run: Run, plan: dict[str, Any], said: dict[str, Any], route_kind: s
     depends_on = _depends_on(run, plan, route_kind, asked, also_depends_on)
     outcome = F.outcome_fact(plan, route_kind)
     for rule in run.fire("outcome", [outcome])["outcome"]:
-        run.common(rule, {**outcome, "utilization_basis": said["utilization_basis"]})
+        run.common(rule, {**said, **outcome})
     return _Routed(Route(route_kind, tuple(rationale), bool(depends_on), depends_on), depends_on)
 
 
@@ -488,6 +493,7 @@ def _render(
                             _resizer(run, shape), shape.output_tokens if shape else 0,
                             run.book.assumptions.num("closest_within")),
         offers_loaded=any(c.sizing.offers_loaded for c in scored),
+        api=run.api.leg if run.api is not None and run.api.leg is not None and run.api.leg.in_scope else None,
     )
     # The summary is rendered from the otherwise finished answer, which nobody else holds yet: set in place
     # rather than copied field by field through the frozen constructor.

@@ -8,6 +8,7 @@ from typing import Any
 
 from ..domain.accuracy import EMPTY as EMPTY_ACCURACY
 from ..domain.accuracy import AccuracyTable
+from ..domain.api_offers import EMPTY_API_OFFERS, ApiOfferTable
 from ..domain.assumptions import Assumptions
 from ..domain.catalog import Gpu
 from ..domain.models import EMPTY, Registry
@@ -61,10 +62,12 @@ class Rulebook:
     rendered: dict[tuple[str, str, str], Any] = field(default_factory=dict, compare=False, repr=False)
     # Measured error per class (rules/accuracy/results.yaml, written by `make accuracy`), cited by each candidate.
     accuracy: AccuracyTable = field(default_factory=lambda: EMPTY_ACCURACY, compare=False, repr=False)
+    # What hosted model APIs charge per million tokens (rules/api_offers/*.csv), by registry model.
+    api_offers: ApiOfferTable = field(default_factory=lambda: EMPTY_API_OFFERS, compare=False, repr=False)
 
     def counts(self) -> dict[str, int]:
         out = {"gpus": len(self.catalog), "rules": len(self.program.rules), "files": len(self.files),
-               "offers": len(self.offers)}
+               "offers": len(self.offers), "api_offers": len(self.api_offers)}
         for fact in SCHEMA:
             out[f"rules_{fact}"] = len(self.program.for_fact(fact))
         out["messages_en"] = len(self.messages.get("en", {}))

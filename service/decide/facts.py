@@ -30,6 +30,7 @@ from ..domain.catalog import Gpu
 from ..engine.ir import Rule
 from ..engine.parse import FactSchema, FieldSpec
 from ..memo import IdentityMemo
+from .api_leg import API_FIELDS, NO_API
 from .counts import COUNT_FIELDS, count_fields
 from .freshness import FRESHNESS_FIELDS
 from .job_size import JOB_FIELDS, job_fields
@@ -226,10 +227,7 @@ PLAN_FIELDS: dict[str, FieldSpec] = {
     "top_usd_per_million_tokens": FieldSpec(
         "number", "first candidate's $ per 1M output tokens at the expected utilization (-1 = n/a)"
     ),
-    "api_usd_per_million_tokens": FieldSpec(
-        "number", "reference model API price per 1M output tokens, input tokens included (assumptions)"
-    ),
-    "api_cheaper": FieldSpec("bool", "the reference model API costs less per output token than the first candidate"),
+    **API_FIELDS,  # the model-API leg (decide/api_leg.py)
     "top_train_days": FieldSpec("number", "first candidate's estimated training run, days (0 = not training)"),
     "top_train_hours": FieldSpec("number", "first candidate's estimated training run, hours (0 = not training)"),
     "top_gpu_hours": FieldSpec("number", "first candidate's estimated training run, GPU-hours (0 = not training)"),
@@ -528,19 +526,16 @@ def plan_fact(
     top: Sizing | None,
     candidates: int,
     hours_per_month: float,
-    api_usd_per_million_tokens: float = 0.0,
-    tokens_per_output_token: float = 1.0,
     fit: RunFit | None = None,
     placed: int = 0,
 ) -> dict[str, Any]:
-    """`tokens_per_output_token`: (input + output) / output, since API prices are per token in and out; `fit`:
-    how long a training run may take and what the top candidate's type needs to finish in it."""
+    """`fit`: how long a training run may take and what the top candidate's type needs to finish in it. The
+    model-API fields start empty (NO_API): the advisor prices the leg (decide/api_leg.py) and fills them in."""
     horizon = base["horizon_months"]
     be = _finite(top.break_even_months) if top and top.break_even_months else -1.0
     # Images are not priced per token: no token comparison with a model API for media generation.
     media = base["workload"] == "MEDIA_GENERATION"
     gpu_per_m = -1.0 if media else gpu_usd_per_million_output_tokens(top, base["utilization"])
-    api_per_m = api_usd_per_million_tokens * tokens_per_output_token
     return {
         **base,
         "id": "plan",
@@ -559,8 +554,7 @@ def plan_fact(
         "monthly_usd": round(top.usd_per_hour * hours_per_month, 2) if top else 0.0,
         "api_comparable": api_comparable(base["workload"], base["hardware_control"]),
         "top_usd_per_million_tokens": round(gpu_per_m, 4),
-        "api_usd_per_million_tokens": round(api_per_m, 4),
-        "api_cheaper": gpu_per_m > 0 and 0 < api_per_m < gpu_per_m,
+        **NO_API,
         "top_train_days": round(top.train_hours / 24, 2) if top else 0.0,
         "top_train_hours": round(top.train_hours, 1) if top else 0.0,
         "top_gpu_hours": round(top.gpu_hours, 1) if top else 0.0,

@@ -17,6 +17,7 @@ from typing import Any
 
 from ..engine.ir import Rule
 from ..memo import IdentityMemo, keep
+from .api_leg import cheaper
 from .facts import api_comparable
 
 # Brief fields the sizing fills with a default when missing (sizing.shape_of); while the questions still ask for
@@ -37,16 +38,12 @@ def _within_horizon(fact: dict[str, Any]) -> bool:
     return be >= 0 and horizon > 0 and be <= horizon
 
 
-def _api_cheaper(fact: dict[str, Any]) -> bool:
-    gpu, api = fact["top_usd_per_million_tokens"], fact["api_usd_per_million_tokens"]
-    return gpu > 0 and 0 < api < gpu
-
-
 def _with_utilization(fact: dict[str, Any], util: float) -> dict[str, Any]:
     # $ per 1M tokens of the top pick is rent / (tokens/s x utilization): it scales as 1 / utilization.
     out = {**fact, "utilization": util}
-    if fact["top_usd_per_million_tokens"] > 0:
-        out["top_usd_per_million_tokens"] = fact["top_usd_per_million_tokens"] * fact["utilization"] / util
+    for key in ("top_usd_per_million_tokens", "top_usd_per_unit"):  # both per unit of work done: 1 / utilization
+        if fact[key] > 0:
+            out[key] = fact[key] * fact["utilization"] / util
     return out
 
 
@@ -94,7 +91,7 @@ VARIES: dict[str, tuple[str, ...]] = {
     "run_cycle": ("run_cycle", *_DERIVED),
     "economics.needs_hardware_control": ("hardware_control", *_DERIVED),
     "economics.has_platform_team": ("platform_team", *_DERIVED),
-    "economics.utilization": ("utilization", "top_usd_per_million_tokens", *_DERIVED),
+    "economics.utilization": ("utilization", "top_usd_per_million_tokens", "top_usd_per_unit", *_DERIVED),
 }
 
 
@@ -102,7 +99,7 @@ def _derive(fact: dict[str, Any]) -> dict[str, Any]:
     return {
         **fact,
         "api_comparable": api_comparable(fact["workload"], fact["hardware_control"]),
-        "api_cheaper": _api_cheaper(fact),
+        "api_cheaper": cheaper(fact),
         "break_even_within_horizon": _within_horizon(fact),
     }
 
@@ -147,7 +144,7 @@ DEPENDS_KEPT = 1024  # plan facts kept per rules version; all are dropped past i
 # The plan fields ROUTE_INPUTS' tests and counterfactuals and _derive read, besides those the route rules test.
 _INPUTS_READ = ("hours_per_month", "horizon_months", "demand", "run_cycle", "hardware_control", "platform_team",
                 "utilization_given", "utilization", "top_usd_per_million_tokens", "workload",
-                "api_usd_per_million_tokens", "top_break_even_months")
+                "api_scope", "api_usd_per_unit", "top_usd_per_unit", "top_break_even_months")
 
 
 def _fields_read(rules: tuple[Rule, ...]) -> tuple[tuple[str, ...] | None, dict[Any, tuple[str, ...]]]:

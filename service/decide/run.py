@@ -77,6 +77,7 @@ class Run:
         self.notes: list[Reason] = []
         self._names: dict[str, str] = {}
         self.latency_targets: str | None = None  # the brief's latency targets in words, once said (advisor)
+        self.api: Any = None  # the model-API leg priced for the route (decide/api_leg.Priced), for the answer
 
     def name(self, key: str) -> str:
         """A message without placeholders (a tier's or unit's name), looked up once per request."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .accuracy import Band
+from .api_offers import ApiLeg
 from .offers import Offer
 
 
@@ -249,3 +250,4 @@ class Advice:
     unmet: tuple[UnmetTarget, ...] = ()  # targets no candidate meets, most important first
     offers_loaded: bool = False  # the rules have offer tables: a candidate without placements has none in scope
     charts: tuple[Chart, ...] = ()  # only with AdviceRequest.include_charts (decide/charts.py)
+    api: ApiLeg | None = None  # the cheapest model API in scope against the first candidate (decide/api_leg.py)

@@ -54,7 +54,7 @@ REQUIRED_NUMBERS = (
     "media_activation_peak_gb",
     "max_inference_nodes",
     "adapter_flops_per_param_token",
-    "model_api_usd_per_million_tokens",
+    "default_cached_input_share",
     "kernel_saturation_ms",
     "decode_step_floor_ms",
     "tp_allreduce_latency_us_fast_link",

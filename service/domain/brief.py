@@ -101,6 +101,7 @@ class Traffic:
     p95_input_tokens: int = 0
     avg_output_tokens: int = 0
     requests_per_second: float = 0.0
+    cached_input_share: float = 0.0  # of input tokens billed at a model API's cached price; 0 = not given
 
 
 @dataclass(frozen=True)

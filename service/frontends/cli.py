@@ -31,6 +31,7 @@ from grpc_status import rpc_status
 
 from ..serving.credentials import ConfigError, admin_token, channel_credentials
 from ..wire.api import enum_name, pb, pb_grpc
+from .api_offers_cli import add_parser as add_api_offers_parser
 from .brief_file import InputError, load_request
 from .chart_files import ChartError, format_of, write_chart
 from .cli_text import words
@@ -172,6 +173,14 @@ def print_advice(resp: pb.RecommendResponse, out: TextIO | None = None, request:
                                         gpus=", ".join(resp.not_shown)), file=out)
     else:
         print(w["no_candidates"], file=out)
+    if resp.HasField("api"):
+        a = resp.api
+        unit = next((c.cost.unit for c in resp.candidates if c.cost.unit), a.unit.lower())
+        print("\n" + w["api_row"].format(
+            provider=a.offer.provider, model=a.offer.model, input=a.offer.usd_per_million_input,
+            output=a.offer.usd_per_million_output, per_unit=_unit_cost(a.usd_per_unit), unit=unit,
+            month=a.usd_per_month, self_month=a.self_usd_per_month, providers=a.providers,
+            dearest=_unit_cost(a.max_usd_per_unit)), file=out)
     if resp.excluded:
         print(f"\n{w['excluded']}", file=out)
         for x in resp.excluded:
@@ -428,6 +437,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_models_parser(sub, common, _stub)
     add_offers_parser(sub, common, _stub)
+    add_api_offers_parser(sub, common, _stub)
 
     rs = sub.add_parser("ruleset", parents=[common], help="show the active rules version")
     rs.set_defaults(run=_ruleset)

@@ -57,6 +57,9 @@ TEXT: dict[str, dict[str, str]] = {
         "chart.written": "Chart written to {path}",
         "chart.no_cjk_font": ("note: no CJK font found (install fonts-noto-cjk, or any Noto Sans CJK / Source Han Sans "
                               "/ WenQuanYi font); Chinese labels may show as boxes"),
+        "api_row": "Model API: {provider} {model}, ${input:.3g}/${output:.3g} per 1M input/output tokens: "
+                   "{per_unit} per {unit}, ${month:,.0f} a month for this load (the first candidate: "
+                   "${self_month:,.0f}); {providers} provider(s) in scope, dearest {dearest} per {unit}",
     },
     "zh-CN": {
         "candidates": "候选配置：",
@@ -107,6 +110,9 @@ TEXT: dict[str, dict[str, str]] = {
         "chart.written": "图表已写入 {path}",
         "chart.no_cjk_font": ("注意：未找到中日韩字体（请安装 fonts-noto-cjk，或任一 Noto Sans CJK / "
                               "思源黑体 / 文泉驿字体）；中文标签可能显示为方框"),
+        "api_row": "模型 API：{provider} {model}，每 1M 输入/输出 token ${input:.3g}/${output:.3g}："
+                   "每{unit} {per_unit}，按这个负载每月 ${month:,.0f}（首选候选：${self_month:,.0f}）；"
+                   "范围内 {providers} 家提供商，最贵每{unit} {dearest}",
     },
 }
 

@@ -43,6 +43,7 @@ from ..wire import validate
 from ..wire.api import pb, pb_grpc
 from ..wire.proto_schema import message_schema
 from .chart_files import render
+from . import mcp_api_offers
 from .mcp_http import BearerToken, HttpAccess, check_access, transport_security
 from .mcp_sessions import SessionGuard
 from .mcp_text import with_all_questions
@@ -184,6 +185,7 @@ def tools() -> list[types.Tool]:
             output_schema=response_schema(),
             annotations=read_only,
         ),
+        mcp_api_offers.tool(_bounds, read_only),
     ]
 
 
@@ -432,12 +434,19 @@ async def _models(b: Backend, args: dict[str, Any]) -> types.CallToolResult:
     return _result(models_markdown(resp), _structured(resp))
 
 
+async def _api_offers(b: Backend, args: dict[str, Any]) -> types.CallToolResult:
+    _check(args, mcp_api_offers.request_schema(_bounds))
+    resp = await _call(b.stub.ListApiOffers, _parse(args, pb.ListApiOffersRequest()), b.timeout)
+    return _result(mcp_api_offers.markdown(resp, _cell), _structured(resp))
+
+
 _TOOLS: dict[str, Callable[[Backend, dict[str, Any]], Awaitable[types.CallToolResult]]] = {
     "recommend_gpus": _recommend,
     "list_gpus": _gpus,
     "list_models": _models,
     "list_offers": _offers,
     "explain_recommendation": _explain,
+    mcp_api_offers.NAME: _api_offers,
 }
 
 

@@ -44,6 +44,10 @@ def render_summary(advice: Advice, msgs: Messages, locale: str, brief: dict[str,
     if not sized:
         lines.append(t("summary.provisional"))
     api_route = advice.route is not None and advice.route.kind == "MODEL_API"
+    # A model API priced below the first pick is the headline (issue 35): the route line, then the break-even.
+    api_first = api_route and advice.api is not None and advice.route is not None and bool(advice.route.rationale)
+    if api_first:
+        lines += _route_lines(advice, t, sep, sized)
     if advice.candidates and brief["workload"] == "UNSPECIFIED":
         # Sized as generation for want of a workload: a "top pick" would claim a fit nobody asked about.
         lines.append(t("summary.no_pick_workload"))
@@ -105,12 +109,8 @@ def render_summary(advice: Advice, msgs: Messages, locale: str, brief: dict[str,
     for note in advice.notes:
         if note.rule_id.startswith("direction."):
             lines.append(f"- {note.text}")
-    if advice.route:
-        why = advice.route.rationale[0].text if advice.route.rationale else ""
-        lines.append(t("summary.route", route=t(f"route.{advice.route.kind}"), why=why))
-        if advice.route.provisional and sized:
-            fields = sep.join(t(f"field.{f}") for f in advice.route.depends_on)
-            lines.append(t("summary.route_provisional", fields=fields))
+    if advice.route and not api_first:
+        lines += _route_lines(advice, t, sep, sized)
     if advice.warnings:
         lines.append(t("summary.warnings_header"))
         # Every warning, one line each (issue 37: a cut at three hid a rule author's new warning from the CLI and
@@ -161,3 +161,15 @@ def run_total(usd_per_hour: float, days: float, t: Callable[..., str], usd_per_r
     if hours < 24:  # a run of hours is said in hours: never "0.0 days"
         return t("summary.run_total_hours", usd=usd, hours=hours)
     return t("summary.run_total", usd=usd, days=hours / 24)
+
+
+def _route_lines(advice: Advice, t: Callable[..., str], sep: str, sized: bool) -> list[str]:
+    """The route and why; what the model-API leg found (its notes, rules/api_leg.yaml); what the route waits on."""
+    assert advice.route is not None
+    why = advice.route.rationale[0].text if advice.route.rationale else ""
+    out = [t("summary.route", route=t(f"route.{advice.route.kind}"), why=why)]
+    out += [f"- {n.text}" for n in advice.notes if n.rule_id.startswith("api.")]
+    if advice.route.provisional and sized:
+        fields = sep.join(t(f"field.{f}") for f in advice.route.depends_on)
+        out.append(t("summary.route_provisional", fields=fields))
+    return out

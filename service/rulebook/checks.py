@@ -120,7 +120,7 @@ CANDIDATE_EXTRAS = (
 )
 
 # Plan and outcome messages may also say whether the utilization was given ("" or a localized "(assumed)").
-PLAN_EXTRAS = ("utilization_basis",)
+PLAN_EXTRAS = ("utilization_basis", "api_unit", "top_name")  # the last two: the model-API leg (decide/api_leg.py)
 EXTRAS = {"candidate": CANDIDATE_EXTRAS, "plan": PLAN_EXTRAS, "outcome": PLAN_EXTRAS}
 
 LOCALES = ("en", "zh-CN")

@@ -65,6 +65,9 @@ KEYS = (
     # issue 41: a training run sized to the run
     "top1_count",
     "training_hours",
+    # issue 35: the model-API leg
+    "api_headline",
+    "api_compared",
 )
 CJK = re.compile(r"[\u4e00-\u9fff]")
 EXPONENT = re.compile(r"\d[eE][+-]?\d")
@@ -283,6 +286,7 @@ def check(
             fails.append(f"price_tier {tier}, expected {expect['price_tier']}")
     fails += _placement_failures(expect, cands)
     fails += offer_failures(expect, cands, summary)
+    fails += _api_fails(expect, r, summary)
     for rid in expect.get("fired", []):
         if rid not in fired:
             fails.append(f"rule {rid} did not fire")
@@ -445,4 +449,25 @@ def offer_failures(expect: dict[str, Any], cands: list[dict[str, Any]], summary:
         for part in ("provider", "instance_type", "region", "country"):  # runpod's region is its country
             if not offer.get(part) or str(offer[part]) not in line:
                 fails.append(f"the headline does not name the top offer's {part} {offer.get(part)!r}: {line!r}")
+    return fails
+
+
+def _api_fails(expect: dict[str, Any], r: dict[str, Any], summary: str) -> list[str]:
+    """`api_compared`: whether the answer carries the model-API leg (`api`); `api_headline`: the summary's first line
+    after its title names the leg's provider and its monthly cost as printed ($1,234)."""
+    fails: list[str] = []
+    api = r.get("api")
+    if "api_compared" in expect and bool(api) != bool(expect["api_compared"]):
+        want = "present" if expect["api_compared"] else "absent"
+        fails.append(f"api leg {'present' if api else 'absent'}, expected {want}")
+    if expect.get("api_headline"):
+        lines = summary.splitlines()
+        head = lines[1] if len(lines) > 1 else ""
+        if not api:
+            fails.append("no api leg to name in the headline")
+        else:
+            month = f"${float(api.get('usd_per_month', 0)):,.0f}"
+            for part in (api.get("offer", {}).get("provider", "?"), month):
+                if part not in head:
+                    fails.append(f"the headline does not name the API's {part!r}: {head!r}")
     return fails

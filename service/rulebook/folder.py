@@ -19,6 +19,7 @@ import jsonschema
 
 from ..decide.book import Rulebook, Section, Stage, Step
 from ..decide.facts import SCHEMA
+from ..domain.api_offers import ApiOffer, ApiOfferTable
 from ..domain.assumptions import Assumptions, missing_keys
 from ..domain.brief import ROUTE_KINDS
 from ..domain.catalog import Gpu, Price
@@ -29,6 +30,7 @@ from ..engine.load import Doc, Problem, load_yaml, plain, pos
 from ..engine.parse import compile_docs, did_you_mean
 from ..engine.schema_errors import most_specific, readable
 from ..market.accelerators import read_accelerator_map
+from ..market.api_offer_files import check_api_offers, read_api_offers
 from ..market.offer_checks import check_offers, supersede
 from ..market.offer_files import read_offers
 from .accuracy_file import accuracy_table
@@ -279,6 +281,29 @@ def _offers(
     return OfferTable(rows), problems
 
 
+API_OFFERS_DIR = "api_offers/"
+
+
+def _api_offers(files: list[RuleFile], shown_root: str, models: set[str], today: date,
+                max_age_days: int) -> tuple[ApiOfferTable, list[Problem]]:
+    """Every `api_offers/*.csv` table as one ApiOfferTable, with each row's problems at path:line."""
+    rows: list[ApiOffer] = []
+    problems: list[Problem] = []
+    for f in files:
+        if not (f.rel.startswith(API_OFFERS_DIR) and f.rel.endswith(".csv")):
+            continue
+        shown = f"{shown_root}/{f.rel}"
+        try:
+            got, errs = read_api_offers(shown, f.data.decode("utf-8"))
+        except UnicodeDecodeError as exc:
+            problems.append(Problem(shown, 1, 1, "", f"is not UTF-8 text (byte {exc.start})"))
+            continue
+        rows += got
+        problems += errs
+    problems += check_api_offers(rows, models, today, max_age_days)
+    return ApiOfferTable(rows), problems
+
+
 def load_rulebook(
     root: str | Path, today: date | None = None, max_price_age_days: int | None = None,
     expect_hash: str | None = None,
@@ -401,6 +426,9 @@ def load_rulebook(
     offers, offer_problems = _offers(files, root.name, {g.id for g in catalog}, today or date.today(),
                                      int(values.get("max_offer_age_days", max_age)))
     problems += offer_problems
+    api_offers, api_problems = _api_offers(files, root.name, {m.id for m in models}, today or date.today(),
+                                           int(values.get("max_offer_age_days", max_age)))
+    problems += api_problems
     if any(p.severity == "error" for p in problems):
         return None, problems
     book = Rulebook(
@@ -419,6 +447,7 @@ def load_rulebook(
         warnings=tuple(p for p in problems if p.severity != "error"),
         offers=offers,
         accuracy=accuracy,
+        api_offers=api_offers,
     )
     return book, problems
 

@@ -210,6 +210,22 @@ class Servicer(pb_grpc.GpuAdvisorServicer):
             ruleset=pb.RulesetRef(revision=bundle.revision, content_hash=bundle.content_hash),
         )
 
+    def ListApiOffers(  # noqa: N802
+        self, request: pb.ListApiOffersRequest, context: grpc.ServicerContext
+    ) -> pb.ListApiOffersResponse:
+        bundle = self._bundle(context)
+        query, violations = api.api_offer_query_from_proto(request, bundle.book.models)
+        if violations:
+            _invalid(context, violations)
+        rows = bundle.book.api_offers.matching(query)
+        page, next_token = paging.page(rows, query, bundle.content_hash)
+        if page is None:
+            _invalid(context, [("page_token", "is not a token this listing gave (or the rules changed since)")])
+        return pb.ListApiOffersResponse(
+            offers=[api.api_offer_to_proto(o) for o in page], next_page_token=next_token, total=len(rows),
+            ruleset=pb.RulesetRef(revision=bundle.revision, content_hash=bundle.content_hash),
+        )
+
     def _is_admin(self, context: grpc.ServicerContext) -> bool:
         sent = dict(context.invocation_metadata()).get("authorization", "")
         return bool(self.admin_token) and hmac.compare_digest(sent.encode(), f"Bearer {self.admin_token}".encode())

@@ -27,6 +27,7 @@ from gpuadvisor.v1 import advisor_pb2_grpc as pb_grpc  # noqa: E402
 from ..domain import advice as domain  # noqa: E402
 from ..domain.accuracy import WIRE_FIELDS as ACCURACY_FIELDS  # noqa: E402
 from ..domain.advice import Advice  # noqa: E402
+from ..domain.api_offers import ApiLeg, ApiOffer, ApiOfferQuery  # noqa: E402
 from ..domain.brief import (  # noqa: E402
     DEFAULT_PRICE_TIER,
     AdviceRequest,
@@ -42,7 +43,7 @@ from ..domain.brief import (  # noqa: E402
     Training,
 )
 from ..domain.catalog import Gpu, tier_preference  # noqa: E402
-from ..domain.models import ModelEntry  # noqa: E402
+from ..domain.models import ModelEntry, find  # noqa: E402
 from ..domain.offers import Offer, OfferQuery, OfferTable  # noqa: E402
 from ..engine.parse import did_you_mean  # noqa: E402
 from ..memo import IdentityMemo, keep  # noqa: E402
@@ -129,6 +130,7 @@ def request_from_proto(r: pb.RecommendRequest) -> AdviceRequest:
             p95_input_tokens=t.p95_input_tokens,
             avg_output_tokens=t.avg_output_tokens,
             requests_per_second=t.requests_per_second,
+            cached_input_share=t.cached_input_share,
         ),
         latency=Latency(p95_ms=lat.p95_ms, p99_ms=lat.p99_ms, ttft_ms=lat.ttft_ms, no_target=lat.no_latency_target),
         run_cycle=enum_name("RunCycle", b.run_cycle),
@@ -206,6 +208,7 @@ def request_to_proto(r: AdviceRequest) -> pb.RecommendRequest:
             concurrent_sessions=t.concurrent_sessions, batch_size=t.batch_size,
             avg_input_tokens=t.avg_input_tokens, p95_input_tokens=t.p95_input_tokens,
             avg_output_tokens=t.avg_output_tokens, requests_per_second=t.requests_per_second,
+            cached_input_share=t.cached_input_share,
         ),
         latency=pb.Latency(p95_ms=lat.p95_ms, p99_ms=lat.p99_ms, ttft_ms=lat.ttft_ms,
                            no_latency_target=lat.no_target),
@@ -353,7 +356,50 @@ def advice_to_proto(a: Advice) -> pb.RecommendResponse:
                        y_label=ch.y_label, marks=[{"x": m.x, "label": m.label} for m in ch.marks],
                        series=[{"name": se.name, "points": [{"x": x, "y": y} for x, y in se.points]}
                                for se in ch.series])
+    if a.api is not None:
+        out.api.CopyFrom(api_leg_to_proto(a.api))
     return out
+
+
+def api_offer_to_proto(o: ApiOffer) -> pb.ApiOffer:
+    return pb.ApiOffer(
+        provider=o.provider, model=o.model, registry_model=o.registry_model,
+        usd_per_million_input=o.usd_per_million_input, usd_per_million_output=o.usd_per_million_output,
+        usd_per_million_cached_input=o.usd_per_million_cached_input, context_tokens=o.context_tokens,
+        region=o.region, country=o.country, as_of=o.as_of.isoformat(), source=o.source,
+    )
+
+
+def api_offer_query_from_proto(r: pb.ListApiOffersRequest, registry: Any) -> tuple[ApiOfferQuery, list[Any]]:  # noqa: ANN401
+    """ListApiOffers' query (the model resolved to its registry id) and its violations (field path, description)."""
+    bad: list[tuple[str, str]] = []
+    day = date.today()
+    if r.as_of:
+        try:
+            day = date.fromisoformat(r.as_of)
+        except ValueError:
+            bad.append(("as_of", "must be a date YYYY-MM-DD"))
+    entry = find(registry, r.model[:256]) if r.model else None
+    if r.model and entry is None:
+        bad.append(("model", f"unknown model '{r.model[:40]}' (ListModels lists the registry)"))
+    if r.country and not is_country_code(r.country):
+        bad.append(("country", "must be an ISO 3166-1 alpha-2 code or EU"))
+    for name in ("provider", "page_token"):
+        if len(getattr(r, name)) > 256:
+            bad.append((name, "must be at most 256 characters"))
+    if not 0 <= r.page_size <= MAX_OFFER_PAGE:
+        bad.append(("page_size", f"must be between 0 and {MAX_OFFER_PAGE}"))
+    return ApiOfferQuery(model=entry.id if entry else "", provider=r.provider, country=r.country, day=day,
+                         page_size=r.page_size or DEFAULT_OFFER_PAGE, page_token=r.page_token), bad
+
+
+def api_leg_to_proto(leg: ApiLeg) -> pb.ApiLeg:
+    return pb.ApiLeg(
+        offer=api_offer_to_proto(leg.offer), usd_per_unit=leg.usd_per_unit, usd_per_month=leg.usd_per_month,
+        saving_pct=leg.saving_pct, break_even_units_per_month=leg.break_even_units_per_month, unit=leg.unit,
+        self_usd_per_month=leg.self_usd_per_month, units_per_month=leg.units_per_month, providers=leg.providers,
+        max_usd_per_unit=leg.max_usd_per_unit, cached_input_share=leg.cached_input_share,
+    )
 
 
 _PARTS: dict[tuple[int, int], tuple[Any, Any, bytes]] = {}

@@ -11,7 +11,7 @@ from google.protobuf.message import Message
 
 from ._client import DEFAULT_RETRY, DEFAULT_TIMEOUT_S, Brief, Quote, RetryPolicy, channel_arguments, recommend_request
 from ._errors import GpuAdvisorError
-from ._lists import models_request, offers_request
+from ._lists import api_offers_request, models_request, offers_request
 from .v1 import advisor_pb2 as pb
 from .v1 import advisor_pb2_grpc as pb_grpc
 
@@ -76,6 +76,13 @@ class AsyncClient:
         """One page of offers, cheapest per GPU-hour first (see Client.list_offers)."""
         request = offers_request(gpu, provider, country, tier, as_of, page_size, page_token)
         return await self._call(self.stub.ListOffers, request, timeout)
+
+    async def list_api_offers(self, model: str = "", *, provider: str = "", country: str = "", as_of: str = "",
+                              page_size: int = 0, page_token: str = "",
+                              timeout: float | None = None) -> pb.ListApiOffersResponse:
+        """One page of model-API prices (see Client.list_api_offers)."""
+        request = api_offers_request(model, provider, country, as_of, page_size, page_token)
+        return await self._call(self.stub.ListApiOffers, request, timeout)
 
     async def list_models(self, query: str = "", *, kind: str | int = 0,
                           timeout: float | None = None) -> pb.ListModelsResponse:

@@ -13,7 +13,7 @@ import grpc
 from google.protobuf.message import Message
 
 from ._errors import GpuAdvisorError, InvalidArgument
-from ._lists import models_request, offers_request
+from ._lists import api_offers_request, models_request, offers_request
 from ._messages import local_invalid, to_message
 from .v1 import advisor_pb2 as pb
 from .v1 import advisor_pb2_grpc as pb_grpc
@@ -196,6 +196,15 @@ class Client:
         `next_page_token` as `page_token` for the next page ("" on the last)."""
         request = offers_request(gpu, provider, country, tier, as_of, page_size, page_token)
         return self._call(self.stub.ListOffers, request, timeout)
+
+    def list_api_offers(self, model: str = "", *, provider: str = "", country: str = "", as_of: str = "",
+                        page_size: int = 0, page_token: str = "",
+                        timeout: float | None = None) -> pb.ListApiOffersResponse:
+        """One page of what hosted model APIs charge per 1M input, output and cached-input tokens, by model and
+        cheapest first: filter by registry model (id or alias), provider and country (ISO 3166-1 alpha-2 or "EU";
+        only offers whose provider names a place); `next_page_token` as `page_token` for the next page."""
+        request = api_offers_request(model, provider, country, as_of, page_size, page_token)
+        return self._call(self.stub.ListApiOffers, request, timeout)
 
     def list_models(self, query: str = "", *, kind: str | int = 0,
                     timeout: float | None = None) -> pb.ListModelsResponse:

@@ -23,6 +23,13 @@ def offers_request(gpu: str = "", provider: str = "", country: str = "", tier: s
     return to_message(fields, pb.ListOffersRequest, "")
 
 
+def api_offers_request(model: str = "", provider: str = "", country: str = "", as_of: str = "", page_size: int = 0,
+                       page_token: str = "") -> pb.ListApiOffersRequest:
+    fields = {"model": model, "provider": provider, "country": country, "as_of": as_of, "page_size": page_size,
+              "page_token": page_token}
+    return to_message(fields, pb.ListApiOffersRequest, "")
+
+
 def models_request(kind: str | int = 0, query: str = "") -> pb.ListModelsRequest:
     fields: dict[str, str | int] = {"query": query}
     if kind:
