@@ -14,7 +14,7 @@ import pytest
 from google.protobuf.json_format import ParseDict
 from ruamel.yaml import YAML
 
-from service.decide.charts import api_series, running_and_rent
+from service.decide.charts import running_and_rent
 from service.wire.api import pb
 
 REPO = Path(__file__).parents[1]
@@ -195,12 +195,18 @@ class _Text:
         return f"{key} {params}"
 
 
-def test_api_hook_draws_the_api_when_the_answer_prices_one():
-    """Issue 35 adds the answer's API leg; until then nothing is drawn, and once it is, a straight line of its
-    monthly cost is."""
-    months = [0.0, 1.0, 2.0]
-    assert api_series(SimpleNamespace(), _Text(), months) is None  # type: ignore[arg-type]
-    assert api_series(SimpleNamespace(api=SimpleNamespace(usd_per_month=0.0)), _Text(), months) is None  # type: ignore[arg-type]
-    got = api_series(SimpleNamespace(api=SimpleNamespace(usd_per_month=1500.0)), _Text(), months)  # type: ignore[arg-type]
-    assert got is not None and got.points == ((0.0, 0.0), (1.0, 1500.0), (2.0, 3000.0))
-    assert got.name.startswith("chart.series.api")
+def test_the_break_even_chart_draws_the_model_api_the_answer_prices(stub):
+    """An answer that prices a model API (RecommendResponse.api) draws it as a straight line of its monthly cost;
+    one that prices none draws no API line."""
+    priced = _answer(stub, _request(REPO / "tests" / "cases" / "api-cheaper-llama-8b.yaml"), True)
+    assert priced is not None and priced.api.usd_per_month > 0
+    chart = next(c for c in priced.charts if c.kind == pb.CHART_KIND_BREAK_EVEN)
+    per_month = priced.api.usd_per_month
+    api = [se for se in chart.series if f"{per_month:,.0f}" in se.name and "API" in se.name]
+    assert len(api) == 1, [se.name for se in chart.series]
+    for p in api[0].points:
+        assert p.y == pytest.approx(per_month * p.x, abs=0.01)
+    unpriced = _answer(stub, _request(REPO / "tests" / "cases" / "api-not-hosted.yaml"), True)
+    assert unpriced is not None and not unpriced.HasField("api")
+    for c in unpriced.charts:
+        assert not any("API" in se.name for se in c.series)

@@ -83,10 +83,8 @@ def _rent_lines(c: Candidate, compared: str, reference: float) -> list[tuple[str
 
 
 def api_series(advice: Advice, run: Run, months: list[float]) -> ChartSeries | None:
-    """The model API's cumulative cost, when the answer prices one. The hook for issue 35's
-    RecommendResponse.api (`usd_per_month`): until the answer carries it, there is nothing to draw."""
-    api = getattr(advice, "api", None)
-    per_month = float(getattr(api, "usd_per_month", 0.0) or 0.0) if api is not None else 0.0
+    """The model API's cumulative cost, when the answer prices one (RecommendResponse.api, for the same load)."""
+    per_month = advice.api.usd_per_month if advice.api is not None else 0.0
     if per_month <= 0:
         return None
     return ChartSeries(run.text("chart.series.api", {"usd_per_month": per_month}),

@@ -42,8 +42,8 @@ from ..serving.credentials import ConfigError
 from ..wire import validate
 from ..wire.api import pb, pb_grpc
 from ..wire.proto_schema import message_schema
-from .chart_files import render
 from . import mcp_api_offers
+from .chart_files import render
 from .mcp_http import BearerToken, HttpAccess, check_access, transport_security
 from .mcp_sessions import SessionGuard
 from .mcp_text import with_all_questions
