@@ -33,7 +33,8 @@ FULL_BRIEF = {
               "experts": 8, "experts_per_token": 2, "shared_params_billion": 1.6,
               "kv_cache_precision": "PRECISION_FP8"},
     "traffic": {"concurrent_sessions": 64, "batch_size": 16, "avg_input_tokens": 2000,
-                "p95_input_tokens": 9000, "avg_output_tokens": 400, "requests_per_second": 7.5},
+                "p95_input_tokens": 9000, "avg_output_tokens": 400, "requests_per_second": 7.5,
+                "requests_per_month": 2.5e6, "window_hours": 200},
     "latency": {"p95_ms": 2000, "p99_ms": 3500, "ttft_ms": 400},
     "run_cycle": "RUN_CYCLE_ALWAYS_ON",
     "boundary": "BOUNDARY_DATA_RESIDENCY",
@@ -78,7 +79,7 @@ def test_full_request_to_domain():
     assert b.model == B.Model(70, 12.5, "FP8", 32768, 80, 8, 128, 8192, "GQA", 512, 64, 4096, "mixtral-8x7b", 16, 8, 2,
                               1.6, "FP8")
     assert b.parallelism == B.Parallelism(4, 2, 8) and b.gpus == ("h100-sxm", "h200")
-    assert b.traffic == B.Traffic(64, 16, 2000, 9000, 400, 7.5)
+    assert b.traffic == B.Traffic(64, 16, 2000, 9000, 400, 7.5, 2.5e6, 200)
     assert b.latency == B.Latency(2000, 3500, 400)
     assert b.training == B.Training(1.5, 3, 4194304)
     assert b.media == B.Media(30, 1344, 768, 5.5, 121)

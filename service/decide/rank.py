@@ -1,8 +1,16 @@
-"""The order of the candidates no rule excluded: a score from the cost every candidate has, plus rule points."""
+"""The order of the candidates no rule excluded: a score from the cost every candidate has, plus rule points; and
+on every route but BUY, the candidates a team can rent in the brief's scope before the others.
+
+A route that takes its capacity from providers (every route but BUY: renting, reserving, a private cloud or a
+dedicated cluster) cannot lead with a GPU no provider in the brief's scope rents: such a candidate keeps its
+score, but ranks after every one an offer in scope (or the caller's quote) prices, and its line says so. When
+none is rentable, the outcome rule `offers.no-offer-in-scope` warns (NO_OFFER_IN_SCOPE) and the summary says so
+first."""
 
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from .run import Scored
 from .sizing.common import Sizing
@@ -40,3 +48,24 @@ def rank(items: list[Scored]) -> None:
         c.score = round(relative + c.points, 2)
         c.cost_points = round(relative, 2)
     items.sort(key=lambda c: (-c.score, c.sizing.usd_per_hour, c.sizing.gpu.id))
+
+
+def rentable(s: Sizing) -> bool:
+    """An offer in the brief's scope prices it, or the caller's own quote does."""
+    return s.placement is not None or s.quote is not None
+
+
+def placed_first(ranked: Any) -> bool:  # noqa: ANN401 - advisor._Ranked (imports this module)
+    """Reorder `ranked` (survivors best first) so every rentable candidate comes before every other, keeping
+    each group's order. True when the first pick changed (the route, decided on it, is then decided again)."""
+    survivors = ranked.survivors
+    if not any(c.sizing.offers_loaded for c in survivors):
+        return False
+    groups = [not rentable(c.sizing) for c in survivors]
+    if groups == sorted(groups):
+        return False
+    order = [c for _, c in sorted(zip(groups, survivors, strict=True), key=lambda x: x[0])]  # stable
+    top_changed = order[0] is not survivors[0]
+    survivors[:] = order
+    ranked.shown = survivors[:ranked.limit]
+    return top_changed

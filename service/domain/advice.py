@@ -86,6 +86,7 @@ class Placement:
     offer: Offer
     instances: int
     usd_per_hour: float
+    usd_per_month: float = 0.0  # the brief's month (a reserved term at 730 h), whole configuration
 
 
 @dataclass(frozen=True)
@@ -119,6 +120,7 @@ class Candidate:
     market: MarketSpread | None = None
     gpus_needed: int = 0  # GPUs the sizing needs before whole-instance rounding (count >= it)
     spare_gpus: int = 0  # GPUs rented that do no work (a fixed load on a wider instance); 0 when work scales out
+    usd_per_month: float = 0.0  # the brief's month at the candidate's cost (its first placement's)
 
 
 @dataclass(frozen=True)

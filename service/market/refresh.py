@@ -35,14 +35,14 @@ from typing import TextIO
 
 from ..domain.offers import Offer
 from ..engine.load import Problem
+from ..rulebook.accelerators import AcceleratorMap, read_accelerator_map
 from ..rulebook.atomic import write_atomically
-from .accelerators import AcceleratorMap, read_accelerator_map
+from ..rulebook.offer_files import read_offers
 from .diff import Diff, diff
 from .importers.__main__ import catalog_memory
 from .importers.common import ImportReport, offers_csv_text
 from .importers.gpuhunt import import_gpuhunt_csv
 from .importers.skypilot import import_vms_csv
-from .offer_files import read_offers
 
 SKYPILOT_URL = "https://raw.githubusercontent.com/skypilot-org/skypilot-catalog/master/catalogs"
 GPUHUNT_URL = "https://dstack-gpu-pricing.s3.eu-west-1.amazonaws.com/v1"

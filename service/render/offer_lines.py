@@ -73,7 +73,7 @@ def no_offer_line(advice: Advice, t: Text) -> str:
 def reserved_line(advice: Advice, brief: dict[str, Any], t: Text) -> str:
     """A top pick priced on a reserved term, beside the on-demand placement of the same work: the month of each
     (the term bills every hour; on-demand only the brief's hours) and what the term saves."""
-    if not advice.candidates or advice.price_tier != "RESERVED":
+    if not advice.candidates:
         return ""
     c = advice.candidates[0]
     if not c.placements or c.placements[0].offer.tier != "reserved":

@@ -9,7 +9,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from ..domain.advice import Advice, UnmetTarget
+from ..domain.advice import Advice, Candidate, UnmetTarget
 from .accuracy import band_lines
 from .messages import Messages
 from .offer_lines import no_offer_line, reserved_line, unplaced, where
@@ -74,9 +74,13 @@ def render_summary(advice: Advice, msgs: Messages, locale: str, brief: dict[str,
                 need_gb=c.memory.need_gb,
                 capacity_gb=c.memory.capacity_gb,
                 headroom=c.memory.headroom,
+                per_copy=t("summary.per_copy", replicas=c.performance.replicas)
+                if c.performance is not None and c.performance.replicas > 1 else "",
                 monthly=run_total(c.cost.usd_per_hour, c.performance.training_days, t)
                 if brief.get("single_run") and c.performance.training_days > 0
-                else monthly(c.cost.usd_per_hour, brief.get("hours_per_month", 0.0), t),
+                # a reserved term bills every hour of the month, whatever the brief's hours
+                else monthly(c.cost.usd_per_hour, HOURS_PER_MONTH if _on_term(c)
+                             else brief.get("hours_per_month", 0.0), t),
             )
             + where(c, t, advice.offers_loaded)
         )
@@ -142,6 +146,10 @@ def none_fit_line(advice: Advice, t: Callable[..., str]) -> str:
     top = max(counts, key=lambda rid: counts[rid])
     example = next(r.text for r in reasons if r.rule_id == top)
     return t("summary.none_fit_because", count=counts[top], total=len(advice.excluded), reason=example)
+
+
+def _on_term(c: Candidate) -> bool:
+    return bool(c.placements) and c.placements[0].offer.tier == "reserved"
 
 
 def monthly(usd_per_hour: float, hours_per_month: float, t: Callable[..., str]) -> str:

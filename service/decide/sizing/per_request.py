@@ -112,7 +112,7 @@ class RequestSizer:
 
     def price(self, s: Sizing, gt: tb.GpuTable) -> None:
         """The rent in the compared tier (a caller's quote first) and every figure that follows from it. Nothing
-        sized before it reads a price, so a sizing of another tier can be priced again here (per_gpu.repriced)."""
+        sized before it reads a price."""
         gpu = gt.gpu
         row, purchase = gt.prices_on(self.day, self.tiers)
         quote = self.quote_of.get(gpu.id)

@@ -16,7 +16,7 @@ from datetime import date
 from pathlib import Path
 
 from ...domain.offers import Offer
-from ..accelerators import AcceleratorMap
+from ...rulebook.accelerators import AcceleratorMap
 from .common import ImportReport, parse_number, parse_price
 from .regions import country_of
 
