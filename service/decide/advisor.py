@@ -467,7 +467,8 @@ def _render(
     )
     # The summary is rendered from the otherwise finished answer, which nobody else holds yet: set in place
     # rather than copied field by field through the frozen constructor.
-    advice.__dict__["summary"] = render_summary(advice, run.msgs, run.locale, base, shape is not None)
+    points = {c.sizing.gpu.id: tuple(c.parts) for c in ranked.shown}
+    advice.__dict__["summary"] = render_summary(advice, run.msgs, run.locale, base, shape is not None, points)
     return advice
 
 

@@ -173,7 +173,8 @@ def placements_of(s: Sizing) -> tuple[Placement, ...]:
                        vcpus=None, memory_gib=None, region="", country="", tier=(q.tier or "ON_DEMAND").lower(),
                        usd_per_hour=q.usd_per_hour, as_of=_date(q.as_of), source="your quote",
                        valid_from=_date(q.as_of), valid_until=None)
-        out.insert(0, build(Placement, offer=quoted, instances=s.count, usd_per_hour=round(s.usd_per_hour, 4)))
+        out.insert(0, build(Placement, offer=quoted, instances=s.count, usd_per_hour=round(s.usd_per_hour, 4),
+                            usd_per_month=round(s.usd_per_month, 2)))
     return tuple(out)
 
 

@@ -170,9 +170,8 @@ CANDIDATE_FIELDS: dict[str, FieldSpec] = {
     ),
     "extra_gpus": FieldSpec("int", "GPUs rented beyond gpus_needed (whole instances): spare, or put to work"),
     "scales_out": FieldSpec(
-        "bool", "more GPUs do more of the work: training, or batch inference, embeddings and media generation "
-        "with no offered requests/s"
-    ),
+        "bool", "more GPUs do more of the work: a training run (data parallel); inference rents the copies its load "
+        "or volume needs"),
     **COUNT_FIELDS,
 }
 
@@ -539,12 +538,9 @@ def plan_fact(
     }
 
 
-SCALE_OUT = ("BATCH_INFERENCE", "EMBEDDING", "MEDIA_GENERATION")
-
-
 def scales_out_of(base: dict[str, Any]) -> bool:
-    """The brief fact's view of placement.scales_out: training, or a backlog of scale-out inference work."""
-    return base["is_training"] or (base["workload"] in SCALE_OUT and base["requests_per_second"] <= 0)
+    """The brief fact's view of placement.scales_out: a training run."""
+    return bool(base["is_training"])
 
 
 def outcome_fact(plan: dict[str, Any], route: str) -> dict[str, Any]:

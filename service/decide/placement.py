@@ -195,14 +195,10 @@ def allowed_ids(rows: ByScope, scopes: frozenset[Scope], term: int, brief: Brief
     return out
 
 
-# Work that scales out over every GPU it rents: a training run's data-parallel width. Inference copies are sized
-# to the work (the offered rate, or a batch's volume over its window; one copy when neither is given): a node's
-# extra GPUs are spare, never copies the brief did not ask for.
-SCALE_OUT_WORKLOADS = ("BATCH_INFERENCE", "EMBEDDING", "MEDIA_GENERATION")
-
-
 def scales_out(brief: Brief) -> bool:
-    """Training (data parallel uses every GPU the instances bring)."""
+    """Work that scales out over every GPU it rents: a training run (data parallel). Inference copies are sized to
+    the work (the offered rate, or a batch's volume over its window; one copy when neither is given): a node's
+    extra GPUs are spare, never copies the brief did not ask for."""
     return brief.workload in TRAINING_WORKLOADS
 
 

@@ -12,7 +12,7 @@ from typing import Any
 from ..domain.advice import Advice, Candidate, UnmetTarget
 from .accuracy import band_lines
 from .messages import Messages
-from .offer_lines import no_offer_line, reserved_line, unplaced, where
+from .offer_lines import cheaper_line, no_offer_line, reserved_line, unplaced, where
 
 MAX_ALTERNATIVES = 2
 MAX_WARNINGS = 3
@@ -28,7 +28,10 @@ UNMET_KEYS = {
 }
 
 
-def render_summary(advice: Advice, msgs: Messages, locale: str, brief: dict[str, Any], sized: bool) -> str:
+def render_summary(advice: Advice, msgs: Messages, locale: str, brief: dict[str, Any], sized: bool,
+                   points: dict[str, tuple[tuple[str, float], ...]] | None = None) -> str:
+    """`points`: each shown candidate's rule points by GPU id (the summary names those that rank a cheaper month
+    lower; a VIEW_SUMMARY answer's candidates do not carry them)."""
     text = msgs.table(locale).text  # what msgs.text(key, locale, params) reads, looked up once
 
     def t(key: str, **params: Any) -> str:
@@ -85,7 +88,7 @@ def render_summary(advice: Advice, msgs: Messages, locale: str, brief: dict[str,
             + where(c, t, advice.offers_loaded)
         )
         lines += band_lines(c.performance, brief, text)
-        lines += [x for x in (reserved_line(advice, brief, t),) if x]
+        lines += [x for x in (reserved_line(advice, brief, t), cheaper_line(advice, t, points or {})) if x]
         for alt in ([] if api_route else advice.candidates[1 : 1 + MAX_ALTERNATIVES]):
             lines.append(
                 t(
