@@ -105,8 +105,8 @@ def _params(s: Sizing, fact: dict[str, Any], unit_text: str) -> dict[str, Any]:
 
 def _params_of(c: Scored, run: Run, base: dict[str, Any]) -> dict[str, Any]:
     """What the candidate's messages are filled from, made on first use: only for a candidate whose texts are
-    said (a warning or note of its rules, a shown or excluded candidate of the answer given), not for those of a
-    reserve route's first pass or past max_candidates."""
+    said (a warning or note of its rules, a shown or excluded candidate of the answer), not for those past
+    max_candidates."""
     if not c.params:
         if c.fact["need_gb"] is None:  # made with its messages' figures left for later (F.SHOWN_ONLY)
             c.fact.update(F.shown_fields(c.sizing))
@@ -493,7 +493,7 @@ def _resizer(run: Run, sized: Shape | None) -> Resize:
     """Size one GPU again for this request with another average output length (the headline's suggestion): its
     fit and latency only, on the model architecture `sized` already resolved. Each GPU's and length's result is
     kept per rules version, brief and day (the economics left out unless training: the speed never reads them),
-    so a repeated brief or a reserve route's second pass does not search again."""
+    so a repeated brief does not search again."""
     book, req = run.book, run.req
     day = req.as_of or date.today()
     arch = sized.arch if sized else None

@@ -48,6 +48,8 @@ def cost_months(sizings: list[Sizing], brief: Brief, a: Any) -> None:  # noqa: A
         if s.placement is None or s.quote is not None:
             s.usd_per_month = money.month_usd(s.usd_per_hour, hours, s.price_tier == "RESERVED")
     if fixed_load(brief):
+        for s in sizings:
+            s.fixed_demand = True
         # Sized for the rate, every configuration serves it: its units are the rate's (min(offered, capacity)
         # in sizing), the least any of them serves if one falls short by a rounding.
         demand = min((s.units_per_hour for s in sizings if s.fits and s.units_per_hour > 0), default=0.0)

@@ -19,7 +19,8 @@ from .sizing.common import Sizing
 def rank(items: list[Scored]) -> None:
     """Score = 100 x (best cost / own cost) + rule points. The cost compared is the first that every candidate
     has: per accepted unit of work; else per million output tokens (inference); else dollars per effective
-    TFLOP-hour of the configuration (peak x utilization this work can reach: the seeds' price/performance)."""
+    TFLOP-hour of the configuration (peak x utilization this work can reach: the seeds' price/performance). A
+    fixed demand (a rate the brief states) with no unit cost compares the months before either of those."""
     if not items:
         return
     if all(c.sizing.usd_per_unit > 0 for c in items):
@@ -27,6 +28,13 @@ def rank(items: list[Scored]) -> None:
 
         def basis(s: Sizing) -> float:
             return s.usd_per_unit
+    elif all(c.sizing.fixed_demand and c.sizing.usd_per_month > 0 for c in items):
+        # A demand stated as a rate with no unit to price (a video's seconds): every candidate serves the same
+        # demand, so the cheaper month is the cheaper work.
+        kind = "usd_per_month"
+
+        def basis(s: Sizing) -> float:
+            return s.usd_per_month
     elif all(c.sizing.tokens_per_second > 0 for c in items):
         kind = "usd_per_million_output_tokens"
 

@@ -48,7 +48,7 @@ class Ownership:
 
 @dataclass(frozen=True)
 class ScoreBreakdown:
-    basis: str  # usd_per_unit | usd_per_million_output_tokens | usd_per_effective_tflop_hour
+    basis: str  # usd_per_unit | usd_per_month | usd_per_million_output_tokens | usd_per_effective_tflop_hour
     cost: float  # this candidate's, on that basis
     best_cost: float  # the lowest among the ranked candidates
     cost_points: float  # 100 x best_cost / cost

@@ -98,8 +98,9 @@ CHEAPER_BY = 1.1  # a candidate whose month is below the top pick's by more than
 
 def cheaper_line(advice: Advice, t: Text, points: dict[str, tuple[tuple[str, float], ...]]) -> str:
     """A candidate shown whose month (on an offer in scope) is under the top pick's by more than 10%, and why it
-    ranks lower: the rule points that set it back (or lift the top pick), else its higher cost per unit (it gets
-    through less of the work for its money). `points`: each candidate's (rule id, points) by GPU id."""
+    ranks lower: the rule points that set it back (or lift the top pick) when on cost alone it would lead, else its
+    higher cost per unit (it gets through less of the work for its money). `points`: each candidate's (rule id,
+    points) by GPU id."""
     if not advice.candidates or advice.candidates[0].usd_per_month <= 0:
         return ""
     top = advice.candidates[0]
@@ -109,7 +110,9 @@ def cheaper_line(advice: Advice, t: Text, points: dict[str, tuple[tuple[str, flo
         return ""
     rules = [(r, p) for r, p in points.get(c.gpu, ()) if p < 0]
     rules += [(r, p) for r, p in points.get(top.gpu, ()) if p > 0]
-    if rules:
+    cheaper_on_cost = (c.score_breakdown is not None and top.score_breakdown is not None
+                       and c.score_breakdown.cost_points >= top.score_breakdown.cost_points)
+    if rules and cheaper_on_cost:  # on cost alone it would lead: the rule points explain the order
         named = ", ".join(f"{r} ({p:+g})" for r, p in rules)
         return t("summary.cheaper_month_rules", count=c.count, name=c.name, month=c.usd_per_month, rules=named)
     if c.cost.usd_per_unit > top.cost.usd_per_unit > 0:

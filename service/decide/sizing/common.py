@@ -54,6 +54,7 @@ class Sizing:
     usd_per_hour: float = 0.0
     usd_per_month: float = 0.0  # the brief's month at this price (decide/month.py); 0 = unpriced
     tier_allowed: bool = False  # priced on an offer in a tier the brief allows (placement.priced_tiers)
+    fixed_demand: bool = False  # serves a demand the brief states as a rate: the same for every GPU (month.py)
     compared_tier: str = DEFAULT_PRICE_TIER  # the tier every candidate is compared at
     price_tier: str = ""  # the tier of the price used ("" when unpriced)
     tflops: float = 0.0  # dense TFLOPS per GPU at the precision used for compute

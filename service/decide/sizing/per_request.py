@@ -66,8 +66,8 @@ class RequestSizer:
         self.weights_bound = min(c.kv_cache_bytes, c.activation_bytes_per_token_hidden, c.engine_overhead_gb,
                                  c.sampler_bytes_per_vocab_entry, c.media_activation_peak_gb) >= 0
         # Generation speed by GPU for this brief and shape, kept across requests in the rules' Tables (`speeds`).
-        # The key leaves out the economics, which the speed never reads: a reserve route's second pass (the
-        # same brief at the RESERVED tier) finds every GPU's width search already done.
+        # The key leaves out the economics, which the speed never reads: the same brief with other hours, horizon
+        # or budget finds every GPU's width search already done.
         self.speeds: dict[int, tuple[object, dict[str, object], tuple[str, ...]]] | None = None
         if speeds is not None and self.decode:
             if len(speeds) > SPEED_BRIEFS:
