@@ -56,6 +56,24 @@ def rank(items: list[Scored]) -> None:
         c.score = round(relative + c.points, 2)
         c.cost_points = round(relative, 2)
     items.sort(key=lambda c: (-c.score, c.sizing.usd_per_hour, c.sizing.gpu.id))
+    _ties_to_the_smaller_commitment(items)
+
+
+TIE_POINTS = 0.5  # scores closer than this are a tie: the smaller commitment ($/h) goes first
+
+
+def _ties_to_the_smaller_commitment(items: list[Scored]) -> None:
+    """Candidates whose scores differ by less than TIE_POINTS (half a percent of the best cost) are tied: the one
+    that costs less an hour goes first (4x H200 at $16/h before 8x H100 at $24/h for the same cost per token).
+    Adjacent swaps until none is left; a shown list is a few dozen candidates at most."""
+    moved = True
+    while moved:
+        moved = False
+        for i in range(len(items) - 1):
+            a, b = items[i], items[i + 1]
+            if a.score - b.score < TIE_POINTS and b.sizing.usd_per_hour < a.sizing.usd_per_hour:
+                items[i], items[i + 1] = b, a
+                moved = True
 
 
 def rentable(s: Sizing) -> bool:
