@@ -8,11 +8,13 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import pytest
 from google.protobuf.json_format import ParseDict
 from ruamel.yaml import YAML
 
 from service.decide.month import fixed_load, with_volume_rate
 from service.domain.advice import Advice, Candidate
+from service.money import cost as money
 from service.render.offer_lines import CHEAPER_BY
 from service.rulebook.version import Bundle
 from service.wire.api import pb, request_from_proto
@@ -105,3 +107,14 @@ def test_a_batch_volume_sizes_the_copies_that_finish_it(bundle: Bundle) -> None:
     none = copies(0)
     small, large = copies(1e6), copies(1e8)
     assert none == 1 and 1 <= small <= large and large > 1, (none, small, large)
+
+
+def test_the_month_formulas() -> None:
+    """An hourly tier bills the hours used, a term every hour of the month; a term pays at 1 - hours/730 off."""
+    assert money.month_usd(3.5, 730, term=False) == pytest.approx(2555.0)
+    assert money.month_usd(3.5, 300, term=False) == pytest.approx(1050.0)
+    assert money.month_usd(14.8, 300, term=True) == pytest.approx(10804.0)  # the hours do not lower a term's bill
+    assert money.term_discount_needed(450) == pytest.approx(0.3836, abs=1e-4)  # the issue's "38% or more"
+    assert money.term_discount_needed(730) == 0.0 and money.term_discount_needed(744) == 0.0
+    with pytest.raises(ValueError):
+        money.month_usd(-1.0, 730, term=False)

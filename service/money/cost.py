@@ -49,7 +49,8 @@ TERM_HOURS_PER_MONTH = 730.0  # a reserved term bills every hour of the month, u
 
 def month_usd(usd_per_hour: float, hours_per_month: float, term: bool) -> float:
     """What a month costs on one price: an hourly tier bills the hours used, a reserved term every hour."""
-    return monthly_usd(usd_per_hour, TERM_HOURS_PER_MONTH if term else hours_per_month)
+    _nonneg(usd_per_hour=usd_per_hour, hours_per_month=hours_per_month)
+    return usd_per_hour * (TERM_HOURS_PER_MONTH if term else hours_per_month)
 
 
 def term_discount_needed(hours_per_month: float) -> float:
