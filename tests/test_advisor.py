@@ -151,17 +151,19 @@ def test_answers_keep_their_invariants(bundle, brief, locale):
     def group(c):  # noqa: ANN001, ANN202
         return not c.placements
 
+    def falls(scores: list[float]) -> bool:
+        return all(a > b - TIE_POINTS for i, a in enumerate(scores) for b in scores[i + 1:])
+
     own = advice.route is not None and advice.route.kind == "BUY"
     groups = [group(c) if not own and advice.offers_loaded else False for c in advice.candidates]
-    if own and advice.offers_loaded and [c.score for c in advice.candidates] != sorted(
-            (c.score for c in advice.candidates), reverse=True):
+    if own and advice.offers_loaded and not falls([c.score for c in advice.candidates]):
         # A route first decided on another kind ranked the placed candidates first, and the route decided again on
         # the new first pick is BUY (test_a_route_that_leaves_renting_keeps_the_rentable_pick_first).
         groups = [group(c) for c in advice.candidates]
     assert groups == sorted(groups)
     for g in set(groups):
         scores = [c.score for c, h in zip(advice.candidates, groups, strict=True) if h == g]
-        assert all(a > b - TIE_POINTS for i, a in enumerate(scores) for b in scores[i + 1:]), scores
+        assert falls(scores), scores
     training = brief.workload in ("PRETRAINING", "FULL_FINETUNE", "ADAPTER_FINETUNE")  # no serving headroom
     safety = bundle.book.assumptions.num("training_safety_headroom" if training else "safety_headroom")
     for c in advice.candidates:

@@ -71,7 +71,8 @@ def _ties_to_the_smaller_commitment(items: list[Scored]) -> None:
         moved = False
         for i in range(len(items) - 1):
             a, b = items[i], items[i + 1]
-            if a.score - b.score < TIE_POINTS and b.sizing.usd_per_hour < a.sizing.usd_per_hour:
+            # an unpriced candidate ($0/h) is never the smaller commitment
+            if a.score - b.score < TIE_POINTS and 0 < b.sizing.usd_per_hour < a.sizing.usd_per_hour:
                 items[i], items[i + 1] = b, a
                 moved = True
 
