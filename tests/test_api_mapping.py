@@ -34,7 +34,7 @@ FULL_BRIEF = {
               "kv_cache_precision": "PRECISION_FP8"},
     "traffic": {"concurrent_sessions": 64, "batch_size": 16, "avg_input_tokens": 2000,
                 "p95_input_tokens": 9000, "avg_output_tokens": 400, "requests_per_second": 7.5,
-                "cached_input_share": 0.25},
+                "requests_per_month": 2.5e6, "window_hours": 200, "cached_input_share": 0.25},
     # The "none" answers are set beside targets only to map every field (validate.py refuses them together).
     "latency": {"p95_ms": 2000, "p99_ms": 3500, "ttft_ms": 400, "no_latency_target": True},
     "run_cycle": "RUN_CYCLE_ALWAYS_ON",
@@ -82,7 +82,7 @@ def test_full_request_to_domain():
     assert b.model == B.Model(70, 12.5, "FP8", 32768, 80, 8, 128, 8192, "GQA", 512, 64, 4096, "mixtral-8x7b", 16, 8, 2,
                               1.6, "FP8")
     assert b.parallelism == B.Parallelism(4, 2, 8) and b.gpus == ("h100-sxm", "h200")
-    assert b.traffic == B.Traffic(64, 16, 2000, 9000, 400, 7.5, 0.25)
+    assert b.traffic == B.Traffic(64, 16, 2000, 9000, 400, 7.5, 2.5e6, 200, 0.25)
     assert b.latency == B.Latency(2000, 3500, 400, True)
     assert b.training == B.Training(1.5, 3, 4194304)
     assert b.media == B.Media(30, 1344, 768, 5.5, 121)

@@ -15,8 +15,8 @@ import pytest
 
 from service.domain.api_offers import API_COLUMNS
 from service.market.api_import import imported, refresh
-from service.market.api_offer_files import check_api_offers, read_api_offers, write_api_offers_csv
 from service.market.importers.litellm import read_table
+from service.rulebook.api_offer_files import check_api_offers, read_api_offers, write_api_offers_csv
 
 ROOT = Path(__file__).resolve().parents[1]
 REAL = ROOT / "tests" / "fixtures" / "api_offers" / "litellm-1.110.2-model_prices_and_context_window_backup.json.gz"

@@ -1,7 +1,6 @@
-"""Lean paths of decide/ held to the plain ones: a request at another price tier built without the frozen
-constructors, the reserved term read at another tier, a GPU's generation speed set again from what a rules
-version keeps (a copy of each list, never the kept one), and candidate facts whose message-only figures are
-filled in for the candidates shown alone."""
+"""Lean paths of decide/ held to the plain ones: the reserved term read at another tier, a GPU's generation
+speed set again from what a rules version keeps (a copy of each list, never the kept one), and candidate facts
+whose message-only figures are filled in for the candidates shown alone."""
 
 from __future__ import annotations
 
@@ -12,32 +11,21 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from service.bench.loadgen import distinct_briefs
 from service.decide import facts as F
 from service.decide import tables
 from service.decide.placement import reserve_term
-from service.decide.reserve import with_price_tier
 from service.decide.sizing.common import Sizing
 from service.decide.sizing.per_gpu import size_all
 from service.decide.sizing.per_request import NO_ECONOMICS, RequestSizer
 from service.decide.sizing.shape import shape_of
-from service.domain.brief import PRICE_TIERS, UNSPECIFIED, AdviceRequest, Brief, Latency, Model, Traffic
+from service.domain.brief import PRICE_TIERS, UNSPECIFIED, Brief, Latency, Model, Traffic
 from service.engine.ir import Condition, Rule
 from service.rulebook.version import Bundle
-from service.wire.api import advice_to_proto
+from service.wire.api import advice_to_proto, pb, request_from_proto
+from service.wire.validate import validate
+from tests.fuzz_requests import request_from_seed
 from tests.test_advisor import brief_strategy
-from tests.test_reprice import _requests
-
-
-@settings(max_examples=150, deadline=None)
-@given(brief=brief_strategy(), tier=st.sampled_from((UNSPECIFIED, *PRICE_TIERS)),
-       locale=st.sampled_from(("en", "zh-CN")), limit=st.integers(0, 20), trace=st.booleans())
-def test_a_request_at_another_tier_is_what_replace_makes(brief, tier, locale, limit, trace) -> None:  # noqa: ANN001
-    req = AdviceRequest(brief=brief, locale=locale, max_candidates=limit, include_trace=trace, as_of=date(2026, 11, 2))
-    before = repr(req)
-    made = with_price_tier(req, tier)
-    want = replace(req, brief=replace(brief, economics=replace(brief.economics, price_tier=tier)))
-    assert made == want and repr(made) == repr(want) and hash(made) == hash(want)
-    assert repr(req) == before  # the request asked about is left as it was
 
 
 @settings(max_examples=150, deadline=None)
@@ -47,6 +35,15 @@ def test_the_term_at_another_tier_is_the_terms_of_that_brief(bundle: Bundle, bri
     at = replace(brief, economics=replace(brief.economics, price_tier=tier))
     assert reserve_term(brief, a, tier) == reserve_term(at, a)
     assert reserve_term(brief, a) == reserve_term(brief, a, brief.economics.price_tier)
+
+
+def _requests(bundle: Bundle) -> list:  # noqa: ANN401 - AdviceRequest
+    reqs = [request_from_proto(pb.RecommendRequest.FromString(b[5:])) for b in distinct_briefs(4)]
+    for seed in range(160):
+        r = request_from_seed(seed * 104729 + 3)
+        if not validate(r, bundle.known_gpu_ids()):
+            reqs.append(request_from_proto(r))
+    return reqs
 
 
 def test_kept_speeds_give_each_sizing_its_own_lists(bundle: Bundle) -> None:

@@ -228,7 +228,8 @@ def reference_advice_to_proto(a: Advice) -> pb.RecommendResponse:
             reasons=_ref_reasons(c.reasons), caveats=_ref_reasons(c.caveats), interconnect=c.interconnect,
             throughput=c.throughput, performance=_ref_performance(c.performance),
             score_breakdown=_ref_score_breakdown(c.score_breakdown),
-            placements=[pb.Placement(offer=offer_to_proto(p.offer), instances=p.instances, usd_per_hour=p.usd_per_hour)
+            placements=[pb.Placement(offer=offer_to_proto(p.offer), instances=p.instances, usd_per_hour=p.usd_per_hour,
+                                     usd_per_month=p.usd_per_month)
                         for p in c.placements],
             market=pb.MarketSpread(
                 tier=enum_number("PriceTier", c.market.tier), min_usd_per_gpu_hour=c.market.min_usd_per_gpu_hour,
@@ -236,6 +237,7 @@ def reference_advice_to_proto(a: Advice) -> pb.RecommendResponse:
                 max_usd_per_gpu_hour=c.market.max_usd_per_gpu_hour, offers=c.market.offers,
                 providers=c.market.providers) if c.market else None,
             gpus_needed=c.gpus_needed,
+            usd_per_month=c.usd_per_month,
         ))
     for x in a.excluded:
         out.excluded.append(pb.Exclusion(gpu=x.gpu, reasons=_ref_reasons(x.reasons)))

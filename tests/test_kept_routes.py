@@ -92,7 +92,8 @@ def test_placements_and_spreads_shown_are_kept_by_what_they_show(bundle: Bundle,
     assert shown and any(c.market for c, _ in shown)
     for c, d in shown:
         assert all(p is q for p, q in zip(c.placements, d.placements, strict=True))
-        assert c.placements == tuple(Placement(p.offer, p.instances, p.usd_per_hour) for p in c.placements)
+        assert c.placements == tuple(Placement(p.offer, p.instances, p.usd_per_hour, p.usd_per_month)
+                                      for p in c.placements)
         if c.market is not None:
             m = c.market
             assert m is d.market

@@ -22,7 +22,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("render",),
     ("decide",),
     ("wire",),
-    ("rulebook", "market"),
+    ("rulebook",),
+    ("market",),  # the offer pipeline sits on the rules loader and imports down (issue 34 item 10)
     ("serving",),
     ("frontends",),
     ("bench", "accuracy", "__main__"),

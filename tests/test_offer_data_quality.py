@@ -13,8 +13,8 @@ from google.protobuf.json_format import ParseDict
 from service.decide.freshness import freshness
 from service.decide.sizing.common import Placed, Sizing
 from service.domain.offers import Offer
-from service.market.offer_files import read_offers
 from service.rulebook.expectations import relative_failures
+from service.rulebook.offer_files import read_offers
 from service.rulebook.version import Bundle
 from service.wire import api
 

@@ -9,9 +9,9 @@ import pytest
 from ruamel.yaml import YAML
 
 from service.domain.offers import COLUMNS, Offer, OfferTable
-from service.market.accelerators import read_accelerator_map
-from service.market.offer_checks import check_offers
-from service.market.offer_files import read_offers
+from service.rulebook.accelerators import read_accelerator_map
+from service.rulebook.offer_checks import check_offers
+from service.rulebook.offer_files import read_offers
 
 ROOT = Path(__file__).parents[1]
 RULES = ROOT / "rules"

@@ -9,14 +9,14 @@ import pytest
 from ruamel.yaml import YAML
 
 from service.domain.offers import Offer
-from service.market.accelerators import AcceleratorMap, read_accelerator_map
 from service.market.importers.__main__ import catalog_memory, main
 from service.market.importers.common import offers_csv_text
 from service.market.importers.gpuhunt import import_gpuhunt
 from service.market.importers.regions import country_of
 from service.market.importers.skypilot import import_skypilot
-from service.market.offer_checks import check_offers
-from service.market.offer_files import read_offers
+from service.rulebook.accelerators import AcceleratorMap, read_accelerator_map
+from service.rulebook.offer_checks import check_offers
+from service.rulebook.offer_files import read_offers
 
 RULES = Path(__file__).parents[1] / "rules"
 FIX = Path(__file__).parent / "fixtures" / "offers"

@@ -15,14 +15,15 @@ import pytest
 
 from service.decide.facts import SCHEMA
 from service.decide.placement import reserve_term
+from service.decide.rank import TIE_POINTS
 from service.domain.assumptions import Assumptions
 from service.domain.brief import AdviceRequest, Brief, Economics, Model, PlacementPolicy, Traffic
 from service.domain.offers import OfferTable, offer_filter
 from service.frontends.cli import print_advice
 from service.frontends.offers_cli import offer_rows
-from service.market.offer_checks import check_offers
-from service.market.offer_files import read_offers
 from service.rulebook.folder import load_rulebook
+from service.rulebook.offer_checks import check_offers
+from service.rulebook.offer_files import read_offers
 from service.rulebook.version import Bundle
 from service.wire.api import advice_to_proto, offer_to_proto
 
@@ -110,14 +111,25 @@ def test_reserve_term_follows_the_horizon():
     assert reserve_term(replace(SERVING, economics=replace(STEADY, horizon_months=0, price_tier="RESERVED")), a) == 12
 
 
+# A need that only a whole 8-GPU node holds (a 405B model in FP8), rented at Lambda: its on-demand node, its
+# 12-month term and the fixture's cheaper 36-month one price the same configuration, so the month decides alone.
+NODE_NEED = replace(SERVING, model=Model(405, precision="FP8", context_tokens=8192),
+                    traffic=Traffic(concurrent_sessions=16, avg_input_tokens=1000, avg_output_tokens=300),
+                    gpus=("h100-sxm",), placement=PlacementPolicy(providers=("lambda",)))
+
+
 @pytest.mark.parametrize(("horizon", "term"), [(12, 12), (24, 12), (36, 36)])
 def test_a_reserve_route_is_priced_on_a_term_the_horizon_covers(with_three_years: Bundle, horizon: int, term: int):
-    brief = replace(SERVING, economics=replace(STEADY, horizon_months=horizon))
+    """One pass over every tier (issue 34): the pick is priced on the cheapest month of the terms the horizon
+    covers, and the route reserves because that term is the cheapest month, so the route and the pick agree."""
+    brief = replace(NODE_NEED, economics=replace(STEADY, horizon_months=horizon))
     advice = with_three_years.advise(AdviceRequest(brief=brief, as_of=TODAY, max_candidates=20))
-    assert advice.route.kind == "RESERVE" and advice.price_tier == "RESERVED"
     top = advice.candidates[0]
+    assert advice.route.kind == "RESERVE" and advice.route.rationale[0].rule_id == "routing.reserve"
     assert top.cost.price_tier == "RESERVED" and top.placements[0].offer.term_months == term
     assert all(p.offer.term_months <= horizon for c in advice.candidates for p in c.placements)
+    months = [p.usd_per_month for p in top.placements]
+    assert months == sorted(months) and top.usd_per_month == months[0]  # cheapest month first, and it prices
     # the reserved month beside the on-demand one, and the rent buying is weighed against named
     assert f"Reserved {term} months" in advice.summary and "on-demand at" in advice.summary
     be = next(r.text for r in top.reasons if r.rule_id == "ownership.break-even")
@@ -164,12 +176,13 @@ def test_the_table_says_where_each_candidate_is_rented(bundle: Bundle):
     assert placed == sorted(placed, reverse=True)
 
 
-def test_unplaced_rank_behind_only_on_rent_routes(bundle: Bundle):
-    """A buy route keeps the score order: the catalog's purchase price may still rank a GPU no offer rents."""
+def test_unplaced_rank_behind_on_every_route_but_buy(bundle: Bundle):
+    """A buy route keeps the score order (a tie, within rank.TIE_POINTS, to the lower $/h): the catalog's purchase
+    price may still rank a GPU no offer rents."""
     brief = replace(SERVING, boundary="ON_PREM", placement=PlacementPolicy(providers=("lambda",)),
                     economics=replace(STEADY, horizon_months=36))
     advice = bundle.advise(AdviceRequest(brief=brief, as_of=date(2026, 12, 1), max_candidates=20))
     assert advice.route.kind == "BUY"
     scores = [c.score for c in advice.candidates]
-    assert scores == sorted(scores, reverse=True)
+    assert all(a > b - TIE_POINTS for i, a in enumerate(scores) for b in scores[i + 1:]), scores
     assert "NO_OFFER_IN_SCOPE" not in {w.code for w in advice.warnings}

@@ -75,8 +75,8 @@ def test_import_says_its_progress_on_stderr_and_keeps_the_report_on_stdout(tmp_p
 
 def test_importers_count_every_row_in_batches(monkeypatch: pytest.MonkeyPatch):
     """Each row is counted once, in batches of BATCH and the rest at the end (gpuhunt and SkyPilot alike)."""
-    from service.market.accelerators import AcceleratorMap
     from service.market.importers.gpuhunt import import_gpuhunt_csv
+    from service.rulebook.accelerators import AcceleratorMap
 
     monkeypatch.setattr("service.market.importers.gpuhunt.BATCH", 3)
     header = "provider,instance_name,location,price,cpu,memory,gpu_count,gpu_name,gpu_memory,spot\n"
@@ -93,8 +93,8 @@ def test_importers_count_every_row_in_batches(monkeypatch: pytest.MonkeyPatch):
 
 
 def test_refresh_counts_each_provider_done_also_when_its_download_fails():
-    from service.market.accelerators import AcceleratorMap
     from service.market.refresh import FetchError, Options, gpuhunt_tables, skypilot_tables
+    from service.rulebook.accelerators import AcceleratorMap
 
     opts = Options(skypilot=("aws", "lambda"), gpuhunt=("vast", "cudo"))
 

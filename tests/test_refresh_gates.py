@@ -38,8 +38,8 @@ def catalog(rows: int = 12, scale: float = 1.0) -> str:
 
 def seed(rules: Path, text: str) -> bytes:
     """Write `text`'s import as nebius's last good table, as an earlier refresh would have."""
-    from service.market.accelerators import read_accelerator_map
     from service.market.importers.__main__ import catalog_memory
+    from service.rulebook.accelerators import read_accelerator_map
 
     memory = catalog_memory(rules)
     amap = rules / "offers" / "accelerators.csv"
@@ -138,8 +138,8 @@ def test_thresholds_come_from_the_rules_folder(rules_copy: Path) -> None:
 
 
 def _accel() -> object:
-    from service.market.accelerators import read_accelerator_map
     from service.market.importers.__main__ import catalog_memory
+    from service.rulebook.accelerators import read_accelerator_map
 
     memory = catalog_memory(RULES)
     amap = RULES / "offers" / "accelerators.csv"

@@ -48,10 +48,10 @@ def _none(_: Path) -> str:
 
 
 def _reference(folder: Path) -> str:
-    from ..market.accelerators import read_accelerator_map
     from ..market.importers.__main__ import catalog_memory
     from ..market.importers.common import write_offers_csv
     from ..market.importers.skypilot import import_skypilot
+    from ..rulebook.accelerators import read_accelerator_map
 
     memory = catalog_memory()
     amap, _ = read_accelerator_map("accelerators.csv", (folder / "accelerators.csv").read_text(), set(memory))

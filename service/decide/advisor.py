@@ -40,6 +40,7 @@ from .charts import charts_of
 from .freshness import freshness
 from .host_ram import host_ram_ok
 from .models import filled_fields, resolve
+from .month import cost_months, with_volume_rate
 from .placement import (
     ByScope,
     Scope,
@@ -54,21 +55,13 @@ from .placement import (
     scopes_of,
 )
 from .provisional import route_depends_on
-from .rank import rank
-from .reserve import (
-    Sized,
-    may_reserve_again,
-    placed_first,
-    rentable,
-    reserved_again,
-    reserved_top,
-    with_price_tier,
-)
+from .rank import placed_first, rank, rentable
+from .route_money import money_facts
 from .run import Evaluator, Run, Scored
 from .shape_notes import shape_notes
 from .sizing.common import Sizing, compared_tier
 from .sizing.inference import prefill_batch_sequences
-from .sizing.per_gpu import latency_of, repriced, size, size_all, unplaced
+from .sizing.per_gpu import latency_of, size, size_all
 from .sizing.per_request import NO_ECONOMICS
 from .sizing.shape import Shape, shape_of
 from .targets import Resize, unmet_targets
@@ -95,6 +88,8 @@ def _params(s: Sizing, fact: dict[str, Any], unit_text: str) -> dict[str, Any]:
         train_hours=s.train_hours,
         train_days=s.train_hours / 24,
         capacity_gb=s.capacity_gb,
+        # one model copy's need: the whole configuration's over its copies (a sentence never sums copies)
+        copy_need_gb=(s.memory.total_gb if s.memory else 0.0) / max(1, s.replicas),
         per_replica=s.per_replica,
         replicas=s.replicas,
         compute_count=s.compute_count,
@@ -112,8 +107,8 @@ def _params(s: Sizing, fact: dict[str, Any], unit_text: str) -> dict[str, Any]:
 
 def _params_of(c: Scored, run: Run, base: dict[str, Any]) -> dict[str, Any]:
     """What the candidate's messages are filled from, made on first use: only for a candidate whose texts are
-    said (a warning or note of its rules, a shown or excluded candidate of the answer given), not for those of a
-    reserve route's first pass or past max_candidates."""
+    said (a warning or note of its rules, a shown or excluded candidate of the answer), not for those past
+    max_candidates."""
     if not c.params:
         if c.fact["need_gb"] is None:  # made with its messages' figures left for later (F.SHOWN_ONLY)
             c.fact.update(F.shown_fields(c.sizing))
@@ -152,24 +147,21 @@ def _defaults_stated(brief: Brief, shape: Shape, a: Any) -> dict[str, Any]:
 
 def advise(
     book: Rulebook, engine: Evaluator, req: AdviceRequest, today: date | None = None,
-    still_wanted: StillWanted | None = None, also_depends_on: tuple[str, ...] = (), sized: Sized | None = None,
+    still_wanted: StillWanted | None = None,
 ) -> Advice:
-    """The decision in the order it is made; `still_wanted` (optional) is asked between stages, and when it says
-    no, `Cancelled` is raised. `also_depends_on`: brief fields the route waits on besides its own (a reserve
-    route answered again at reserved prices keeps those of the first pass); `sized`: that first pass's sizings,
-    which the second prices again rather than sizing every GPU again."""
-    given = req  # as the caller sent it: a second pass at reserved prices names its model from it again
+    """The decision in the order it is made, in one pass over every price tier the brief allows; `still_wanted`
+    (optional) is asked between stages, and when it says no, `Cancelled` is raised."""
     req, said = _named_model(book, req)
+    # A batch's volume is sized as the rate that finishes it in its window (decide/month.py).
+    req = replace(req, brief=with_volume_rate(req.brief, book.assumptions))
     run = Run(book, engine, req)
     run.notes += [Reason("models.registry", run.text("note.model_registry", said))] if said else []
     day = req.as_of or today or date.today()
     checkpoint(still_wanted, "sizing")
     a = book.assumptions
-    shape, sizings = _size_every_gpu(book, req, day, sized)
-    # Placement rewrites the sizings in place: a brief that may be answered again keeps them as sized.
-    first = Sized(shape, unplaced(sizings)) if shape and sized is None and may_reserve_again(req, book.offers, a) \
-        else None
+    shape, sizings = _size_every_gpu(book, req, day)
     _place_every_gpu(run, shape, sizings, day)
+    cost_months(sizings, req.brief, a)
     base = F.brief_fact(req.brief, a.num("default_utilization"), shape, sizings, len(req.quotes),
                         (a.num("small_job_gpu_hours"), a.num("small_job_max_gpus")))
     asks = _brief_rules(run, base, shape)
@@ -178,30 +170,19 @@ def advise(
     ranked = _ranked(scored, req, book.assumptions)
     checkpoint(still_wanted, "plan")
     asked = {q.field for q in asks.questions}
-    planned = _rent_route(run, base, shape, ranked, day)
-    if reserved_again(req, planned[2], book.offers, book.assumptions):
-        # A reserve route compares at reserved prices: the same brief again at the RESERVED tier, for a term the
-        # horizon covers. Kept only when it still routes to reserve and a reserved offer prices its first pick.
-        # A field that could change this pass's route decides whether that second answer is given at all, so
-        # the second waits on it too (a horizon that makes buying pay back on the first pick's on-demand rent).
-        first_depends_on = _depends_on(run, planned[0], planned[2], asked, also_depends_on)
-        again = advise(book, engine, with_price_tier(given, "RESERVED"), today, still_wanted, first_depends_on, first)
-        if again.route and again.route.kind == "RESERVE" and reserved_top(again):
-            return again
-    # The outcome rules and what the route depends on, only for the pass whose answer is given.
-    route = _outcome(run, *planned, asked, also_depends_on)
+    planned = _route(run, base, shape, ranked, day)
+    route = _outcome(run, *planned, asked)
     checkpoint(still_wanted, "render")
     return _render(run, shape, asks, scored, ranked, route, base)
 
 
-def _rent_route(run: Run, base: dict[str, Any], shape: Shape | None, ranked: _Ranked,
-                day: date) -> tuple[dict[str, Any], dict[str, Any], str, list[Reason]]:
-    """The route (`_plan_route`); on a route that rents from offers, candidates an offer in the brief's scope
-    prices (or the caller's quote) rank before every other, and the route is decided again on the new first
-    pick."""
+def _route(run: Run, base: dict[str, Any], shape: Shape | None, ranked: _Ranked,
+           day: date) -> tuple[dict[str, Any], dict[str, Any], str, list[Reason]]:
+    """The route (`_plan_route`); on every route but BUY, candidates an offer in the brief's scope prices (or the
+    caller's quote) rank before every other, and the route is decided again on the new first pick."""
     mark = (len(run.trace), len(run.warnings), len(run.notes))
     plan, said, kind, rationale = _plan_route(run, base, shape, ranked, day)
-    if kind in F.RENT_ROUTES and placed_first(ranked, kind):
+    if kind not in F.OWN_ROUTES and placed_first(ranked):
         del run.trace[mark[0]:], run.warnings[mark[1]:], run.notes[mark[2]:]
         plan, said, kind, rationale = _plan_route(run, base, shape, ranked, day)
     return plan, said, kind, rationale
@@ -242,19 +223,17 @@ def _named_model(book: Rulebook, req: AdviceRequest) -> tuple[AdviceRequest, dic
     return replace(req, brief=resolve(req.brief, book.models)), said
 
 
-def _size_every_gpu(book: Rulebook, req: AdviceRequest, day: date,
-                    sized: Sized | None = None) -> tuple[Shape | None, list[Sizing]]:
+def _size_every_gpu(book: Rulebook, req: AdviceRequest, day: date) -> tuple[Shape | None, list[Sizing]]:
     a = book.assumptions
-    if sized is not None:  # the same GPUs, brief but its price tier, and shape: priced again at this tier
-        return sized.shape, repriced(sized.sizings, req.brief, sized.shape, a, req.quotes, day)
-    shape = shape_of(req.brief, a)
+    brief = req.brief
+    shape = shape_of(brief, a)
     entry = find(book.models, req.brief.model.name) if req.brief.workload == "MEDIA_GENERATION" else None
     if shape and entry and entry.denoiser:  # the named model's denoiser: its VAE's latent and its architecture
         shape = replace(shape, denoiser=entry.denoiser)
-    allowed = set(req.brief.gpus)
+    allowed = set(brief.gpus)
     # brief.gpus: a team that owns H100s asks about H100s; the others are not sized, ranked or excluded.
     gpus = [g for g in book.catalog if g.id in allowed] if allowed else book.catalog
-    return shape, (size_all(gpus, req.brief, shape, a, req.quotes, day) if shape else [])
+    return shape, (size_all(gpus, brief, shape, a, req.quotes, day) if shape else [])
 
 
 def _place_every_gpu(run: Run, shape: Shape | None, sizings: list[Sizing], day: date) -> None:
@@ -406,6 +385,7 @@ def _plan_route(
         sum(1 for c in ranked.survivors if rentable(c.sizing)),
     )
     plan.update(freshness([c.sizing for c in ranked.shown], day, int(a.values.get("stale_price_days", 45))))
+    plan.update(money_facts(top, brief, a))  # the first pick's months by tier (decide/route_money.py)
     # The model-API leg on the brief's token mix against this first pick (decide/api_leg.py).
     run.api = price(run.book.api_offers, run.book.models, brief, shape, top, a)
     plan.update(plan_fields(run.api, top, brief.economics.hours_per_month or a.num("hours_per_month"), day,
@@ -424,22 +404,21 @@ def _plan_route(
     return plan, said, route_kind, rationale
 
 
-def _depends_on(run: Run, plan: dict[str, Any], route_kind: str, asked: set[str] | None,
-                also_depends_on: tuple[str, ...]) -> tuple[str, ...]:
+def _depends_on(run: Run, plan: dict[str, Any], route_kind: str, asked: set[str] | None) -> tuple[str, ...]:
     """The missing brief fields that could change the route (and the caller's), without the outcome rules."""
     depends_on = route_depends_on(run.book.program.for_fact("plan"), plan, route_kind, DEFAULT_ROUTE)
     if asked is not None:
         askable = _askable(run.book.program.for_fact("brief"))
         depends_on = tuple(f for f in depends_on if f in asked or f not in askable)
-    return tuple(dict.fromkeys(depends_on + also_depends_on))
+    return depends_on
 
 
 def _outcome(run: Run, plan: dict[str, Any], said: dict[str, Any], route_kind: str,
-             rationale: list[Reason], asked: set[str] | None = None, also_depends_on: tuple[str, ...] = ()) -> _Routed:
+             rationale: list[Reason], asked: set[str] | None = None) -> _Routed:
     """Which missing brief fields could change the route; stage 4, the outcome rules on the chosen route.
     `asked`: the fields the questions ask; a route input some rule could ask about but that the rules left
     unasked for this brief (a single run's hours a month) is not one the route waits on."""
-    depends_on = _depends_on(run, plan, route_kind, asked, also_depends_on)
+    depends_on = _depends_on(run, plan, route_kind, asked)
     outcome = F.outcome_fact(plan, route_kind)
     for rule in run.fire("outcome", [outcome])["outcome"]:
         run.common(rule, {**said, **outcome})
@@ -497,7 +476,8 @@ def _render(
     )
     # The summary is rendered from the otherwise finished answer, which nobody else holds yet: set in place
     # rather than copied field by field through the frozen constructor.
-    advice.__dict__["summary"] = render_summary(advice, run.msgs, run.locale, base, shape is not None)
+    points = {c.sizing.gpu.id: tuple(c.parts) for c in ranked.shown}
+    advice.__dict__["summary"] = render_summary(advice, run.msgs, run.locale, base, shape is not None, points)
     if run.req.include_charts:  # pictures of the finished answer's own figures (decide/charts.py)
         advice.__dict__["charts"] = charts_of(advice, run)
     return advice
@@ -524,7 +504,7 @@ def _resizer(run: Run, sized: Shape | None) -> Resize:
     """Size one GPU again for this request with another average output length (the headline's suggestion): its
     fit and latency only, on the model architecture `sized` already resolved. Each GPU's and length's result is
     kept per rules version, brief and day (the economics left out unless training: the speed never reads them),
-    so a repeated brief or a reserve route's second pass does not search again."""
+    so a repeated brief does not search again."""
     book, req = run.book, run.req
     day = req.as_of or date.today()
     arch = sized.arch if sized else None

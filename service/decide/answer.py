@@ -44,7 +44,10 @@ def candidate_of(c: Scored, run: Run, summary: bool = False) -> Candidate:
     caveats, the score's rule points), so those texts are not made."""
     s = c.sizing
     mem = s.memory
-    need = mem.total_gb if mem else 0.0
+    # One model copy's memory (its tensor x pipeline width); performance.replicas says how many copies run.
+    copies = 1 if c.fact["is_training"] else max(1, s.replicas)
+    need = (mem.total_gb if mem else 0.0) / copies
+    capacity = s.gpu.capacity_gb * max(1, s.per_replica) if copies > 1 else s.capacity_gb
     params = c.params
     if s.quote:
         price_src = run.text("price.from_quote", {"provider": s.quote.provider or "-", "as_of": s.quote.as_of or "-"})
@@ -87,9 +90,9 @@ def candidate_of(c: Scored, run: Run, summary: bool = False) -> Candidate:
         memory=build(
             MemoryFit,
             need_gb=round(need, 2),
-            capacity_gb=round(s.capacity_gb, 2),
-            headroom=round(s.headroom, 4),
-            breakdown=tuple([(n, round(v, 2)) for n, v in mem.components]) if mem else (),
+            capacity_gb=round(capacity, 2),
+            headroom=round(1.0 - need / capacity, 4) if copies > 1 and capacity > 0 else round(s.headroom, 4),
+            breakdown=tuple([(n, round(v / copies, 2)) for n, v in mem.components]) if mem else (),
         ),
         cost=build(
             Cost,
@@ -128,6 +131,7 @@ def candidate_of(c: Scored, run: Run, summary: bool = False) -> Candidate:
         market=market_of(s),
         gpus_needed=s.gpus_needed or s.count,
         spare_gpus=s.spare_gpus,
+        usd_per_month=round(s.usd_per_month, 2),
     )
 
 
@@ -151,7 +155,8 @@ _break_evens: dict[tuple[Any, ...], tuple[tuple[object, ...], tuple[Reason, ...]
 
 
 def _placement(p: Placed) -> Placement:
-    return build(Placement, offer=p.offer, instances=p.instances, usd_per_hour=p.usd_per_hour)
+    return build(Placement, offer=p.offer, instances=p.instances, usd_per_hour=p.usd_per_hour,
+                 usd_per_month=round(p.usd_per_month, 2))
 
 
 # A placement as the answer shows it, by the Placed it shows (kept with the placement options of a rules version,
@@ -168,7 +173,8 @@ def placements_of(s: Sizing) -> tuple[Placement, ...]:
                        vcpus=None, memory_gib=None, region="", country="", tier=(q.tier or "ON_DEMAND").lower(),
                        usd_per_hour=q.usd_per_hour, as_of=_date(q.as_of), source="your quote",
                        valid_from=_date(q.as_of), valid_until=None)
-        out.insert(0, build(Placement, offer=quoted, instances=s.count, usd_per_hour=round(s.usd_per_hour, 4)))
+        out.insert(0, build(Placement, offer=quoted, instances=s.count, usd_per_hour=round(s.usd_per_hour, 4),
+                            usd_per_month=round(s.usd_per_month, 2)))
     return tuple(out)
 
 

@@ -34,6 +34,7 @@ from .api_leg import API_FIELDS, NO_API
 from .counts import COUNT_FIELDS, count_fields
 from .freshness import FRESHNESS_FIELDS
 from .job_size import JOB_FIELDS, job_fields
+from .route_money import MONEY_FIELDS, NO_MONEY
 from .sizing.common import Sizing, compared_tier
 from .sizing.shape import INFERENCE_WORKLOADS, Shape
 
@@ -84,7 +85,9 @@ BRIEF_FIELDS: dict[str, FieldSpec] = {
     "avg_input_tokens": FieldSpec("int", "average input tokens"),
     "p95_input_tokens": FieldSpec("int", "p95 input tokens"),
     "avg_output_tokens": FieldSpec("int", "average output tokens"),
-    "requests_per_second": FieldSpec("number", "offered load"),
+    "requests_per_second": FieldSpec(
+        "number", "offered load; for batch work with a volume, that volume over its window (requests_per_month)"),
+    "requests_per_month": FieldSpec("number", "batch and scale-out work: requests a month (0 = not given)"),
     "p95_ms": FieldSpec("number", "p95 latency target (0 = none)"),
     "p99_ms": FieldSpec("number", "p99 latency target (0 = none)"),
     "ttft_ms": FieldSpec("number", "time-to-first-token target (0 = none)"),
@@ -185,9 +188,8 @@ CANDIDATE_FIELDS: dict[str, FieldSpec] = {
     ),
     "extra_gpus": FieldSpec("int", "GPUs rented beyond gpus_needed (whole instances): spare, or put to work"),
     "scales_out": FieldSpec(
-        "bool", "more GPUs do more of the work: training, or batch inference, embeddings and media generation "
-        "with no offered requests/s"
-    ),
+        "bool", "more GPUs do more of the work: a training run (data parallel); inference rents the copies its load "
+        "or volume needs"),
     **COUNT_FIELDS,
 }
 
@@ -247,6 +249,7 @@ PLAN_FIELDS: dict[str, FieldSpec] = {
     ),
     "offers_loaded": FieldSpec("bool", "the rules folder has offer tables at all"),
     "placed_candidates": FieldSpec("int", "how many surviving candidates an offer in the brief's scope prices"),
+    **MONEY_FIELDS,  # the first pick's months by tier, the term's saving, buy break-even (decide/route_money.py)
 }
 
 OUTCOME_FIELDS: dict[str, FieldSpec] = {
@@ -255,8 +258,8 @@ OUTCOME_FIELDS: dict[str, FieldSpec] = {
     "self_run": FieldSpec("bool", "the route runs our own GPUs (anything but MODEL_API)"),
     "commitment": FieldSpec("bool", "the route commits money for months (BUY, RESERVE, DEDICATED_CLUSTER)"),
     "rent_route": FieldSpec(
-        "bool", "the route rents from a provider's offers (RENT_ON_DEMAND, RENT_MARKETPLACE, RESERVE): candidates "
-        "no offer in the brief's scope prices rank after every placed one"
+        "bool", "the route takes capacity from providers (every route but BUY): candidates no offer in the "
+        "brief's scope prices rank after every placed one"
     ),
 }
 
@@ -323,6 +326,7 @@ def brief_fact(
         "p95_input_tokens": int(t.p95_input_tokens),
         "avg_output_tokens": int(t.avg_output_tokens),
         "requests_per_second": float(t.requests_per_second),
+        "requests_per_month": float(t.requests_per_month),
         "p95_ms": float(lat.p95_ms),
         "p99_ms": float(lat.p99_ms),
         "ttft_ms": float(lat.ttft_ms),
@@ -565,15 +569,13 @@ def plan_fact(
         "placed": bool(top and (top.placement is not None or top.quote is not None)),
         "offers_loaded": bool(top and top.offers_loaded),
         "placed_candidates": placed,
+        **NO_MONEY,  # advisor._plan_route fills these in for the first pick (decide/route_money.py)
     }
 
 
-SCALE_OUT = ("BATCH_INFERENCE", "EMBEDDING", "MEDIA_GENERATION")
-
-
 def scales_out_of(base: dict[str, Any]) -> bool:
-    """The brief fact's view of placement.scales_out: training, or a backlog of scale-out inference work."""
-    return base["is_training"] or (base["workload"] in SCALE_OUT and base["requests_per_second"] <= 0)
+    """The brief fact's view of placement.scales_out: a training run."""
+    return bool(base["is_training"])
 
 
 def outcome_fact(plan: dict[str, Any], route: str) -> dict[str, Any]:
@@ -583,8 +585,8 @@ def outcome_fact(plan: dict[str, Any], route: str) -> dict[str, Any]:
         "route": route,
         "self_run": route != "MODEL_API",
         "commitment": route in ("BUY", "RESERVE", "DEDICATED_CLUSTER"),
-        "rent_route": route in RENT_ROUTES,
+        "rent_route": route not in OWN_ROUTES,
     }
 
 
-RENT_ROUTES = ("RENT_ON_DEMAND", "RENT_MARKETPLACE", "RESERVE")
+OWN_ROUTES = ("BUY",)  # the routes that take no capacity from a provider's offers

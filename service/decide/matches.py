@@ -2,7 +2,7 @@
 
 A rule tests one fact at a time (engine/durable.py compiles one pattern per rule branch), so what matches a fact
 is a function of the values of the fields its type's rules read, nothing else: the same brief, plan or GPU
-figures asked again (another answer of the same shape, a reserve route's second pass) need not go through the
+figures asked again (another answer of the same shape) need not go through the
 engine. The value's type is part of the key: the engine tells `true` from `1` and `1` from `1.0` as JSON does.
 
 A fact whose values were not seen is looked up once more by what its rules can tell of them: a number that the

@@ -31,7 +31,6 @@ from ..domain.offers import EU_MEMBERS, Offer, OfferTable, expand_countries
 from ..memo import keep, keep_held
 from ..money import cost as money
 from ..money import ownership as own
-from ..physics.memory import MemoryBreakdown
 from .sizing.common import Placed, Sizing, size_unit_cost
 from .sizing.shape import Shape
 
@@ -190,58 +189,88 @@ def allowed_ids(rows: ByScope, scopes: frozenset[Scope], term: int, brief: Brief
     return out
 
 
-# Work that scales out: more GPUs are more copies (or data-parallel width) doing the same work, so GPUs a whole
-# instance brings beyond the need are used, and a placement is chosen by its cost per unit of that work.
-SCALE_OUT_WORKLOADS = ("BATCH_INFERENCE", "EMBEDDING", "MEDIA_GENERATION")
-
-
 def scales_out(brief: Brief) -> bool:
-    """Training (data parallel) always; batch inference, embeddings and media generation when the work is a
-    backlog to get through (no offered requests/s: a fixed load gains nothing from copies beyond it)."""
-    if brief.workload in TRAINING_WORKLOADS:
-        return True
-    return brief.workload in SCALE_OUT_WORKLOADS and brief.traffic.requests_per_second <= 0
+    """Work that scales out over every GPU it rents: a training run (data parallel). Inference copies are sized to
+    the work (the offered rate, or a batch's volume over its window; one copy when neither is given): a node's
+    extra GPUs are spare, never copies the brief did not ask for."""
+    return brief.workload in TRAINING_WORKLOADS
+
+
+def month_hours(brief: Brief, a: Any) -> float:  # noqa: ANN401 - Assumptions
+    """Hours an hourly tier bills in the brief's month: a volume's window when given, else hours_per_month, else
+    the rules' full month (`hours_per_month` in assumptions)."""
+    t, e = brief.traffic, brief.economics
+    if t.requests_per_month > 0 and t.window_hours > 0:
+        return float(t.window_hours)
+    return float(e.hours_per_month) if e.hours_per_month > 0 else float(a.num("hours_per_month"))
+
+
+# Demand that a commitment does not suit: a reserved term is priced only for use that stays.
+NO_TERM_DEMANDS = ("VOLATILE", "UNCERTAIN")
+NO_TERM_CYCLES = ("BURST", "EXPERIMENTAL")
+
+
+def priced_tiers(brief: Brief) -> tuple[str, ...]:
+    """The offer tiers that may price this brief's candidates, as the offer tables name them: the brief's own tier
+    when it names one; else on-demand, a reserved term (one its horizon covers: allowed_ids) for steady use with
+    its hours a month given, and spot or marketplace hosts when the work checkpoints (placement.interruptible_ok;
+    the placement rules may still rule a scope out). Training prices its run on hourly tiers."""
+    e = brief.economics
+    if e.price_tier != UNSPECIFIED:
+        return (_offer_tier(e.price_tier),)
+    tiers = ["on_demand"]
+    if (e.hours_per_month > 0 and brief.workload not in TRAINING_WORKLOADS and e.demand not in NO_TERM_DEMANDS
+            and brief.run_cycle not in NO_TERM_CYCLES):
+        tiers.append("reserved")
+    if brief.placement.interruptible_ok:
+        tiers += ["spot", "marketplace"]
+    return tuple(tiers)
 
 
 def _work(s: Sizing, gpus: int, training: bool, fills: bool) -> float:
-    """Units of parallel work `gpus` GPUs carry: GPUs (training), model copies (scale-out inference), else 1."""
+    """Units of parallel work `gpus` GPUs carry: GPUs (training), else 1 (a fixed need: inference never fills a
+    node with copies the brief did not ask for)."""
     if not fills:
         return 1
     if training and s.train_hours > 0:
         return 1.0 / s.hours_at(gpus)  # runs an hour: the key is the run's cost, start-up paid on every GPU
-    return gpus if training else max(1, gpus // max(1, s.per_replica))
+    return gpus if training else 1
 
 
-def _key(s: Sizing, o: Offer, n: int, training: bool, fills: bool) -> tuple[Any, ...]:
-    """Orders placements: $/h per unit of parallel work (whole configuration $/h when the work is a fixed load),
-    then whole configuration $/h, GPUs, provider, instance type, region; then the offer and instances."""
+def _key(s: Sizing, o: Offer, n: int, training: bool, fills: bool, hours: float) -> tuple[Any, ...]:
+    """Orders placements: the brief's month per unit of parallel work (the whole configuration's month when the
+    need is fixed), then that month, GPUs, provider, instance type, region; then the offer and instances."""
     total, gpus = n * o.usd_per_hour, n * o.gpus_per_instance
-    return (total / _work(s, gpus, training, fills), total, gpus, o.provider, o.instance_type, o.region, o, n)
+    month = money.month_usd(total, hours, o.tier == "reserved")
+    return (month / _work(s, gpus, training, fills), month, gpus, o.provider, o.instance_type, o.region, o, n,
+            total)
 
 
 # What `options` found for a GPU type's grouping on one Leaders: (gpu id, GPUs per node, count, GPUs per copy,
-# copies, compared tier, training, fills) -> its result, which readers must not change; and beside each, by
-# ("shown", its ids, the compared tier), the placements `place` lists from it (with the objects, so ids stay theirs).
+# copies, tiers, hours, training, fills) -> its result, which readers must not change; and beside each, by
+# ("shown", its ids), the placements `place` lists from it (with the objects, so ids stay theirs).
 Options = dict[tuple[Any, ...], tuple[Any, ...]]
 OPTIONS_KEPT = 256  # groupings and their lists kept per Leaders (64 at most are kept); all are dropped past it
 
 
 def options(
     s: Sizing, leaders: Leaders, training: bool, fills: bool = False, kept: Options | None = None,
+    tiers: tuple[str, ...] = ("on_demand",), hours: float = money.TERM_HOURS_PER_MONTH,
 ) -> tuple[dict[str, Placed], list[Placed]]:
-    """The cheapest placement per offer tier, and the cheapest of each of the first few providers in the tier
-    compared (like for like), cheapest first. Keys order by (cost per unit of parallel work, whole configuration
-    $/h, GPUs, provider, instance type, region): `fills` when the work scales out over every GPU it rents.
-    `kept`: results for these `leaders` by what they read of the sizing (GPUs and copies, not the speed or the
-    price), so another brief grouped alike, or a reserve route's second pass, looks them up."""
+    """The cheapest placement per offer tier (every tier the offers hold; `tiers` say which may price), and the
+    cheapest of each of the first few providers in the tier of the cheapest of `tiers`, cheapest first, all by
+    the brief's month (`hours` for an hourly tier, 730 for a term). `kept`: results for these `leaders` by what
+    they read of the sizing (GPUs and copies, not the speed or the price), so another brief grouped alike looks
+    them up."""
     if kept is None:
-        return _options(s, leaders, training, fills)
-    key = (s.gpu.id, s.gpu.gpus_per_node, s.count, s.per_replica, s.replicas, s.compared_tier, training, fills)
-    return keep(kept, key, lambda: _options(s, leaders, training, fills), OPTIONS_KEPT)
+        return _options(s, leaders, training, fills, tiers, hours)
+    key = (s.gpu.id, s.gpu.gpus_per_node, s.count, s.per_replica, s.replicas, tiers, hours, s.compared_tier,
+           training, fills)
+    return keep(kept, key, lambda: _options(s, leaders, training, fills, tiers, hours), OPTIONS_KEPT)
 
 
 def _options(
-    s: Sizing, leaders: Leaders, training: bool, fills: bool
+    s: Sizing, leaders: Leaders, training: bool, fills: bool, tiers: tuple[str, ...], hours: float,
 ) -> tuple[dict[str, Placed], list[Placed]]:
     best: dict[str, tuple[Any, ...]] = {}
     fits: dict[str, list[tuple[int, int, tuple[Offer, ...]]]] = {}  # tier -> (gpus per instance, instances, offers)
@@ -251,16 +280,18 @@ def _options(
             n = instances_needed(s, gpi, training)
             if n is None:
                 continue
-            key = _key(s, offers[0], n, training, fills)  # a shape's cheapest is its first
+            key = _key(s, offers[0], n, training, fills, hours)  # a shape's cheapest is its first
             cur = best.get(tier)
             if cur is None or key[:6] < cur[:6]:
                 best[tier] = key
             fits.setdefault(tier, []).append((gpi, n, offers))
-    compared = next((_offer_tier(t) for t in tier_preference(s.compared_tier) if _offer_tier(t) in fits), "")
-    keys = sorted((_key(s, o, n, training, fills) for gpi, n, offers in fits.get(compared, ()) for o in offers)
-                  if fills else  # a fixed load: whole configuration $/h (the first two key fields are equal)
-                  ((n * o.usd_per_hour, n * o.usd_per_hour, n * gpi, o.provider, o.instance_type, o.region, o, n)
-                   for gpi, n, offers in fits.get(compared, ()) for o in offers), key=lambda k: k[:6])
+    priced = [t for t in tiers if t in best]
+    if priced:
+        compared = min(priced, key=lambda t: best[t][:6])
+    else:  # no tier that may price it holds it: the next tier of the brief's preference stands in
+        compared = next((_offer_tier(t) for t in tier_preference(s.compared_tier) if _offer_tier(t) in fits), "")
+    keys = sorted((_key(s, o, n, training, fills, hours) for gpi, n, offers in fits.get(compared, ())
+                   for o in offers), key=lambda k: k[:6])
     seen: set[str] = set()
     providers: list[Placed] = []
     for k in keys:
@@ -269,22 +300,23 @@ def _options(
             providers.append(_placed(k))
             if len(providers) >= LEADERS:
                 break
-    return {t: _placed(k) for t, k in best.items()}, providers
+    shown = {t: k for t, k in best.items() if t in tiers or t == compared}
+    return {t: _placed(k) for t, k in sorted(shown.items(), key=lambda x: x[1][:6])}, providers
 
 
 def _placed(key: tuple[Any, ...]) -> Placed:
     o, n = key[6], key[7]
-    return Placed(o, n, key[1], TIER_OF_OFFER[o.tier])
+    return Placed(o, n, key[8], TIER_OF_OFFER[o.tier], key[1])
 
 
 def place(
     s: Sizing, brief: Brief, shape: Shape, a: Any, table: OfferTable, day: date,  # noqa: ANN401 - Assumptions
     leaders: Leaders, max_age_days: int, markets: Markets | None = None, kept: Options | None = None,
 ) -> None:
-    """Price `s` on its cheapest placement in the compared tier (else the next tier that has one) and list the
-    placements a team could take; a caller's quote keeps pricing it. Nothing changes without an allowed offer.
-    `markets`: the on-demand spread of each GPU over the offers the brief may use (else over every offer);
-    `kept`: `options`' results for these leaders."""
+    """Price `s` on its cheapest placement for the brief's month over every tier that may price it (else the
+    next tier that has one) and list the placements a team could take; a caller's quote keeps pricing it.
+    Nothing changes without an allowed offer. `markets`: the on-demand spread of each GPU over the offers the
+    brief may use (else over every offer); `kept`: `options`' results for these leaders."""
     training = brief.workload in TRAINING_WORKLOADS
     s.offers_loaded = bool(len(table))
     s.has_offers = bool(table.for_gpu(s.gpu.id))
@@ -293,39 +325,31 @@ def place(
     if not s.has_offers or not s.fits or s.count <= 0:
         return
     fills = scales_out(brief)
-    best, by_provider = options(s, leaders, training, fills, kept)
+    tiers, hours = priced_tiers(brief), month_hours(brief, a)
+    best, by_provider = options(s, leaders, training, fills, kept, tiers, hours)
     if not best:
         return
-    chosen = best.get(_offer_tier(s.compared_tier))
-    if chosen is None and not (s.price is not None and s.price_tier == s.compared_tier):
-        # No offer in the compared tier and no catalog row in it either: the next tier's offer stands in (the
-        # answer says so, as for catalog prices). A catalog row in the compared tier is like for like: it stays.
-        for tier in tier_preference(s.compared_tier):
-            chosen = best.get(_offer_tier(tier))
-            if chosen is not None:
-                break
-    if chosen is None:
-        return  # the catalog's row in the compared tier prices it, like for like; a caveat says no offer did
+    chosen = next(iter(best.values()))  # cheapest first
+    if _offer_tier(chosen.offer_tier) not in tiers and s.price is not None and s.price_tier == s.compared_tier:
+        return  # the catalog's row in the brief's tier prices it, like for like; a caveat says no offer did
     if kept is None:
-        s.placements = _shown(best, by_provider, chosen, s.compared_tier)
+        s.placements = _shown(best, by_provider, chosen)
     else:
-        # The list depends only on `options`' result (kept beside it in `kept`), the offer chosen and the tier.
-        s.placements = keep_held(kept, ("shown", id(by_provider), id(chosen), s.compared_tier), (by_provider, chosen),
-                                 lambda: _shown(best, by_provider, chosen, s.compared_tier), OPTIONS_KEPT)
+        # The list depends only on `options`' result (kept beside it in `kept`) and the offer chosen.
+        s.placements = keep_held(kept, ("shown", id(by_provider), id(chosen)), (by_provider, chosen),
+                                 lambda: _shown(best, by_provider, chosen), OPTIONS_KEPT)
     if s.quote is not None:
         return  # the caller's quote prices it (answer.py lists it first); the offers are there for reference
     _reprice(s, chosen, brief, shape, a, training, s.market, fills)
     s.placement = chosen
+    s.tier_allowed = _offer_tier(chosen.offer_tier) in tiers
     s.offer_stale = (day - chosen.offer.as_of).days > max_age_days
 
 
-def _shown(best: dict[str, Placed], by_provider: list[Placed], chosen: Placed, compared: str) -> tuple[Placed, ...]:
-    """The placements a candidate lists: the chosen, each tier's cheapest, then a few other providers."""
-    shown = [chosen]
-    for tier in tier_preference(compared):
-        p = best.get(_offer_tier(tier))
-        if p is not None and p not in shown:
-            shown.append(p)
+def _shown(best: dict[str, Placed], by_provider: list[Placed], chosen: Placed) -> tuple[Placed, ...]:
+    """The placements a candidate lists: each tier's cheapest for the month, cheapest first (the chosen is the
+    first), then a few other providers of the chosen tier."""
+    shown = [chosen, *(p for p in best.values() if p is not chosen)]
     for p in by_provider:
         if len(shown) >= len(best) + MAX_PROVIDERS_SHOWN:
             break
@@ -352,12 +376,6 @@ def _reprice(
         if s.train_hours > 0 and new != old:
             s.train_hours = s.hours_at(new)  # compute linear in the count, the start-up not
         s.per_replica = new
-    elif fills and new != old:
-        copies = max(1, new // max(1, s.per_replica))
-        if copies != s.replicas and s.memory is not None:
-            k = copies / max(1, s.replicas)
-            s.memory = MemoryBreakdown(tuple((c, v * k) for c, v in s.memory.components))
-        s.replicas = copies
     s.spare_gpus = 0 if training else max(0, new - max(1, s.replicas) * max(1, s.per_replica))
     s.count = new
     s.nodes = p.instances if gpi >= max(1, s.gpu.gpus_per_node) or p.instances > 1 else 1
@@ -365,6 +383,7 @@ def _reprice(
     need = s.memory.total_gb if s.memory else 0.0
     s.headroom = 1.0 - need / s.capacity_gb if s.capacity_gb > 0 else 0.0
     s.usd_per_hour = p.usd_per_hour
+    s.usd_per_month = p.usd_per_month
     s.usd_per_gpu_hour = p.usd_per_hour / s.count
     s.price_tier = p.offer_tier
     s.usd_per_tflop_hour = (
@@ -398,7 +417,10 @@ def _rescale_ownership(s: Sizing, k: float, rent: float, basis: str, a: Any) -> 
 def _reference_rent(s: Sizing, market: tuple[float, float, float, int, int] | None) -> tuple[float, str]:
     """What buying is weighed against, for the whole configuration: the rules' reference rent in the compared
     tier (the catalog row, with its source), else the market's median offer in that tier, else this offer. Not
-    simply the cheapest offer: one cheap listing is not the rent a team can count on for years."""
+    simply the cheapest offer: one cheap listing is not the rent a team can count on for years. A pick priced on
+    a reserved term (its cheapest month) is weighed against that term: a rent fixed for years already."""
+    if s.price_tier == "RESERVED":
+        return s.usd_per_hour, "own"
     if s.price is not None and s.price.tier == s.compared_tier and s.price.usd > 0:
         return s.price.usd * s.count, "catalog"
     if market is not None and s.compared_tier == "ON_DEMAND":

@@ -124,8 +124,8 @@ def route_depends_on(
 ) -> tuple[str, ...]:
     """Brief paths, not given in `plan`, that change `route` when given (each tried alone). `default` is the
     route when no rule gives one. Kept per rules version by the values of the plan fields it reads (the route
-    rules' and the counterfactuals'), with their types as in matches.py: a repeated brief, or a reserve route's
-    second pass whose first pick reads the same, does not try every counterfactual again."""
+    rules' and the counterfactuals'), with their types as in matches.py: a repeated brief whose first pick reads
+    the same does not try every counterfactual again."""
     fields, kept = _kept(rules)
     if fields is None:
         return _route_depends_on(rules, plan, route, default)

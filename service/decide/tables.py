@@ -149,8 +149,8 @@ class Tables:
     def __init__(self, a: Assumptions) -> None:
         self.constants = Constants.of(a)
         self.gpu = IdentityMemo(lambda g: gpu_table(g, self.constants), limit=1024)
-        # A generation brief's speed figures by GPU, kept per brief and shape (sizing/per_request.py): a reserve
-        # route's second pass and a repeated brief differ only in what the speed does not read.
+        # A generation brief's speed figures by GPU, kept per brief and shape (sizing/per_request.py): briefs that
+        # differ only in their economics differ only in what the speed does not read.
         self.speeds: dict[object, dict[int, tuple[object, dict[str, object], tuple[str, ...]]]] = {}
         # The missed-target suggestion's fit and latency by GPU and output length, per brief (all but what the
         # latency does not read) and day: advisor._resizer.

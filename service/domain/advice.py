@@ -49,7 +49,7 @@ class Ownership:
 
 @dataclass(frozen=True)
 class ScoreBreakdown:
-    basis: str  # usd_per_unit | usd_per_million_output_tokens | usd_per_effective_tflop_hour
+    basis: str  # usd_per_unit | usd_per_month | usd_per_million_output_tokens | usd_per_effective_tflop_hour
     cost: float  # this candidate's, on that basis
     best_cost: float  # the lowest among the ranked candidates
     cost_points: float  # 100 x best_cost / cost
@@ -87,6 +87,7 @@ class Placement:
     offer: Offer
     instances: int
     usd_per_hour: float
+    usd_per_month: float = 0.0  # the brief's month (a reserved term at 730 h), whole configuration
 
 
 @dataclass(frozen=True)
@@ -120,6 +121,7 @@ class Candidate:
     market: MarketSpread | None = None
     gpus_needed: int = 0  # GPUs the sizing needs before whole-instance rounding (count >= it)
     spare_gpus: int = 0  # GPUs rented that do no work (a fixed load on a wider instance); 0 when work scales out
+    usd_per_month: float = 0.0  # the brief's month at the candidate's cost (its first placement's)
 
 
 @dataclass(frozen=True)

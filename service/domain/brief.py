@@ -101,6 +101,8 @@ class Traffic:
     p95_input_tokens: int = 0
     avg_output_tokens: int = 0
     requests_per_second: float = 0.0
+    requests_per_month: float = 0.0  # batch and scale-out work: the month's volume (0 = not given)
+    window_hours: float = 0.0  # hours that volume must finish in (0 = economics.hours_per_month)
     cached_input_share: float = 0.0  # of input tokens billed at a model API's cached price; 0 = not given
 
 

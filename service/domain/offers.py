@@ -3,7 +3,7 @@
 The rules folder ships them as `rules/offers/*.csv` (CSV, not YAML: 50,000 rows load in well under a second and
 every problem has a line number). Columns are mapped by header name, so authors may order them as they like.
 This module parses one file's text (`read_offers`) and indexes the rows (`OfferTable`); the lints that need the
-catalog or the date live in `service/market/offer_checks.py`.
+catalog or the date live in `service/rulebook/offer_checks.py`.
 """
 
 from __future__ import annotations

@@ -155,10 +155,14 @@ def print_advice(resp: pb.RecommendResponse, out: TextIO | None = None, request:
         tier = _tier(c.cost.price_tier, w) + ("*" if c.cost.price_tier_fallback else "")
         rows.append([
             str(i), c.gpu, str(c.count), str(c.gpus_needed or c.count), f"{c.score:.1f}", _money(c.cost.usd_per_hour),
-            _money(c.cost.usd_per_hour * (c.performance.training_days * 24 if per_run else hours), 0), tier,
+            # the candidate's month (a reserved term bills 730 h), else $/h x the run's or the month's hours
+            _money(c.usd_per_month if c.usd_per_month > 0 and not per_run
+                   else c.cost.usd_per_hour * (c.performance.training_days * 24 if per_run else hours), 0), tier,
             _where(c, w, placed_any), _unit_cost(c.cost.usd_per_unit),
             *([speed[i - 1]] if speed_head else []),
-            f"{c.memory.need_gb:,.1f}/{c.memory.capacity_gb:,.0f}", f"{c.memory.headroom:.0%}",
+            f"{c.memory.need_gb:,.1f}/{c.memory.capacity_gb:,.0f}" + (
+                w["per_copy"].format(replicas=c.performance.replicas) if c.performance.replicas > 1 else ""),
+            f"{c.memory.headroom:.0%}",
             _months(c.ownership.break_even_months, w),
         ])
     if len(rows) > 1:

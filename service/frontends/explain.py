@@ -17,6 +17,7 @@ BASIS_TEXT = {
     "usd_per_unit": "$ per {unit}",
     "usd_per_million_output_tokens": "$ per 1M output tokens",
     "usd_per_effective_tflop_hour": "$ per effective TFLOP-hour",
+    "usd_per_month": "$ a month for the brief's demand",
 }
 
 

@@ -1,2 +1,3 @@
-"""The offer data pipeline: offer tables (`offer_files`, `offer_checks`), provider accelerator names
-(`accelerators`), the importers from SkyPilot and gpuhunt (`importers/`), and `refresh`."""
+"""The offer data pipeline, above the rules loader: the importers from SkyPilot and gpuhunt (`importers/`), the
+rows a rules version will not place (`dropped`), and `refresh`. The offer tables' reader and checks and the
+accelerator map live in `rulebook/` (the loader needs them; this package imports down)."""

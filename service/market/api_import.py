@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import TextIO
 
 from ..domain.api_offers import ApiOffer
+from ..rulebook.api_offer_files import read_api_offers, write_api_offers_csv
 from ..rulebook.atomic import write_atomically
-from .api_offer_files import read_api_offers, write_api_offers_csv
 from .importers.common import ImportReport
 from .importers.litellm import import_litellm, read_table, registry_from
 from .refresh import _vet, fetch

@@ -37,15 +37,15 @@ from typing import TextIO
 
 from ..domain.offers import Offer
 from ..engine.load import Problem
+from ..rulebook.accelerators import AcceleratorMap, read_accelerator_map
 from ..rulebook.atomic import write_atomically
-from .accelerators import AcceleratorMap, read_accelerator_map
+from ..rulebook.offer_files import read_offers
 from .diff import Diff, diff
 from .gates import Limits, Priced, check, read_limits
 from .importers.__main__ import catalog_memory
 from .importers.common import ImportReport, offers_csv_text
 from .importers.gpuhunt import import_gpuhunt_csv
 from .importers.skypilot import import_vms_csv
-from .offer_files import read_offers
 from .progress import Progress
 
 SKYPILOT_URL = "https://raw.githubusercontent.com/skypilot-org/skypilot-catalog/master/catalogs"

@@ -37,3 +37,19 @@ def usd_per_million_tokens(usd_per_hour: float, tokens_per_second: float) -> flo
     if tokens_per_second <= 0:
         raise ValueError("tokens_per_second must be positive")
     return usd_per_hour / (tokens_per_second * 3600) * 1e6
+
+
+TERM_HOURS_PER_MONTH = 730.0  # a reserved term bills every hour of the month, used or not (8,760 h / 12)
+
+
+def month_usd(usd_per_hour: float, hours_per_month: float, term: bool) -> float:
+    """What a month costs on one price: an hourly tier bills the hours used, a reserved term every hour."""
+    _nonneg(usd_per_hour=usd_per_hour, hours_per_month=hours_per_month)
+    return usd_per_hour * (TERM_HOURS_PER_MONTH if term else hours_per_month)
+
+
+def term_discount_needed(hours_per_month: float) -> float:
+    """The share off the on-demand rate at which a term (billing 730 h) costs no more than renting the hours
+    used: 1 - hours / 730 (450 h a month: 38%); 0 at 730 h or more, where any discount pays."""
+    _nonneg(hours_per_month=hours_per_month)
+    return max(0.0, 1.0 - hours_per_month / TERM_HOURS_PER_MONTH)

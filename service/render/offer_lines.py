@@ -1,6 +1,7 @@
 """The summary's sentences about where to rent: the offer the top pick is priced on (provider, instance type,
 region and country, tier, $/h) and the next provider's, how many of the rented GPUs the work needs, a rent
-answer with nothing rentable in scope, and a reserved term beside the on-demand month it replaces.
+answer with nothing rentable in scope, a reserved term beside the on-demand month it replaces, and the candidate
+shown that costs less a month than the top pick, with why it ranks lower.
 
 Each sentence is a message template (summary.* in rules/messages); this module only picks the figures.
 """
@@ -73,7 +74,7 @@ def no_offer_line(advice: Advice, t: Text) -> str:
 def reserved_line(advice: Advice, brief: dict[str, Any], t: Text) -> str:
     """A top pick priced on a reserved term, beside the on-demand placement of the same work: the month of each
     (the term bills every hour; on-demand only the brief's hours) and what the term saves."""
-    if not advice.candidates or advice.price_tier != "RESERVED":
+    if not advice.candidates:
         return ""
     c = advice.candidates[0]
     if not c.placements or c.placements[0].offer.tier != "reserved":
@@ -90,3 +91,31 @@ def reserved_line(advice: Advice, brief: dict[str, Any], t: Text) -> str:
              provider=c.placements[0].offer.provider, reserved=reserved, on_demand=on_demand,
              od_provider=od.offer.provider, od_instance_type=od.offer.instance_type, hours=hours,
              saving=abs(saving), saving_share=abs(saving) / on_demand if on_demand > 0 else 0.0)
+
+
+CHEAPER_BY = 1.1  # a candidate whose month is below the top pick's by more than this share is named
+
+
+def cheaper_line(advice: Advice, t: Text, points: dict[str, tuple[tuple[str, float], ...]]) -> str:
+    """A candidate shown whose month (on an offer in scope) is under the top pick's by more than 10%, and why it
+    ranks lower: the rule points that set it back (or lift the top pick) when on cost alone it would lead, else its
+    higher cost per unit (it gets through less of the work for its money). `points`: each candidate's (rule id,
+    points) by GPU id."""
+    if not advice.candidates or advice.candidates[0].usd_per_month <= 0:
+        return ""
+    top = advice.candidates[0]
+    placed = [c for c in advice.candidates[1:] if c.placements and c.usd_per_month > 0]
+    c = min(placed, key=lambda x: x.usd_per_month, default=None)
+    if c is None or c.usd_per_month * CHEAPER_BY >= top.usd_per_month:
+        return ""
+    rules = [(r, p) for r, p in points.get(c.gpu, ()) if p < 0]
+    rules += [(r, p) for r, p in points.get(top.gpu, ()) if p > 0]
+    cheaper_on_cost = (c.score_breakdown is not None and top.score_breakdown is not None
+                       and c.score_breakdown.cost_points >= top.score_breakdown.cost_points)
+    if rules and cheaper_on_cost:  # on cost alone it would lead: the rule points explain the order
+        named = ", ".join(f"{r} ({p:+g})" for r, p in rules)
+        return t("summary.cheaper_month_rules", count=c.count, name=c.name, month=c.usd_per_month, rules=named)
+    if c.cost.usd_per_unit > top.cost.usd_per_unit > 0:
+        return t("summary.cheaper_month_unit", count=c.count, name=c.name, month=c.usd_per_month,
+                 unit_cost=c.cost.usd_per_unit, top_unit_cost=top.cost.usd_per_unit, unit=c.cost.unit)
+    return ""

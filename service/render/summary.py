@@ -9,10 +9,10 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from ..domain.advice import Advice, UnmetTarget
+from ..domain.advice import Advice, Candidate, UnmetTarget
 from .accuracy import band_lines
 from .messages import Messages
-from .offer_lines import no_offer_line, reserved_line, unplaced, where
+from .offer_lines import cheaper_line, no_offer_line, reserved_line, unplaced, where
 
 MAX_ALTERNATIVES = 2
 MAX_QUESTIONS = 5
@@ -27,7 +27,10 @@ UNMET_KEYS = {
 }
 
 
-def render_summary(advice: Advice, msgs: Messages, locale: str, brief: dict[str, Any], sized: bool) -> str:
+def render_summary(advice: Advice, msgs: Messages, locale: str, brief: dict[str, Any], sized: bool,
+                   points: dict[str, tuple[tuple[str, float], ...]] | None = None) -> str:
+    """`points`: each shown candidate's rule points by GPU id (the summary names those that rank a cheaper month
+    lower; a VIEW_SUMMARY answer's candidates do not carry them)."""
     text = msgs.table(locale).text  # what msgs.text(key, locale, params) reads, looked up once
 
     def t(key: str, **params: Any) -> str:
@@ -77,15 +80,19 @@ def render_summary(advice: Advice, msgs: Messages, locale: str, brief: dict[str,
                 need_gb=c.memory.need_gb,
                 capacity_gb=c.memory.capacity_gb,
                 headroom=c.memory.headroom,
+                per_copy=t("summary.per_copy", replicas=c.performance.replicas)
+                if c.performance is not None and c.performance.replicas > 1 else "",
                 monthly=run_total(c.cost.usd_per_hour, c.performance.training_days, t,
                                   c.performance.cost_per_run_usd)
                 if (brief.get("single_run") or brief.get("run_headline")) and c.performance.training_days > 0
-                else monthly(c.cost.usd_per_hour, brief.get("hours_per_month", 0.0), t),
+                # a reserved term bills every hour of the month, whatever the brief's hours
+                else monthly(c.cost.usd_per_hour, HOURS_PER_MONTH if _on_term(c)
+                             else brief.get("hours_per_month", 0.0), t),
             )
             + where(c, t, advice.offers_loaded)
         )
         lines += band_lines(c.performance, brief, text)
-        lines += [x for x in (reserved_line(advice, brief, t),) if x]
+        lines += [x for x in (reserved_line(advice, brief, t), cheaper_line(advice, t, points or {})) if x]
         for alt in ([] if api_route else advice.candidates[1 : 1 + MAX_ALTERNATIVES]):
             lines.append(
                 t(
@@ -144,6 +151,10 @@ def none_fit_line(advice: Advice, t: Callable[..., str]) -> str:
     top = max(counts, key=lambda rid: counts[rid])
     example = next(r.text for r in reasons if r.rule_id == top)
     return t("summary.none_fit_because", count=counts[top], total=len(advice.excluded), reason=example)
+
+
+def _on_term(c: Candidate) -> bool:
+    return bool(c.placements) and c.placements[0].offer.tier == "reserved"
 
 
 def monthly(usd_per_hour: float, hours_per_month: float, t: Callable[..., str]) -> str:

@@ -105,6 +105,7 @@ CANDIDATE_EXTRAS = (
     "train_hours",
     "train_days",
     "capacity_gb",
+    "copy_need_gb",
     "per_replica",
     "replicas",
     "compute_count",

@@ -29,11 +29,9 @@ from ..engine.ir import Program
 from ..engine.load import Doc, Problem, load_yaml, plain, pos
 from ..engine.parse import compile_docs, did_you_mean
 from ..engine.schema_errors import most_specific, readable
-from ..market.accelerators import read_accelerator_map
-from ..market.api_offer_files import check_api_offers, read_api_offers
-from ..market.offer_checks import check_offers, supersede
-from ..market.offer_files import read_offers
+from .accelerators import read_accelerator_map
 from .accuracy_file import accuracy_table
+from .api_offer_files import check_api_offers, read_api_offers
 from .checks import (
     format_spec_problems,
     lint_problems,
@@ -45,6 +43,8 @@ from .checks import (
 from .files import RuleFile, read_folder, walk
 from .limits import size_problems
 from .model_files import model_entries
+from .offer_checks import check_offers, supersede
+from .offer_files import read_offers
 
 KINDS = ("catalog", "assumptions", "rules", "decision_table", "benchmark_plan", "checklist", "messages", "models",
          "accuracy")

@@ -16,13 +16,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..decide.advisor import advise
-from ..domain.offers import COLUMNS, OfferTable
+from ..domain.offers import COLUMNS, EXTRA_COLUMNS, OfferTable
 from ..engine.load import Problem, plain, pos
-from ..market.offer_checks import check_offers
-from ..market.offer_files import read_offers
 from .expectations import check
 from .files import read_yaml
 from .folder import schema_problems
+from .offer_checks import check_offers
+from .offer_files import read_offers
 
 if TYPE_CHECKING:
     from .version import Bundle
@@ -160,10 +160,11 @@ def case_offers(rows: list[dict[str, Any]], known_gpus: frozenset[str]) -> tuple
     offer table, read by the same reader as `offers/*.csv`."""
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow(COLUMNS)
+    columns = COLUMNS + EXTRA_COLUMNS  # a reserved row's term_months as well
+    w.writerow(columns)
     for r in rows:
         r = {**r, "source": r.get("source", "rule test offer"), "valid_from": r.get("valid_from", r.get("as_of"))}
-        w.writerow(["" if r.get(c) is None else str(_jsonable(r.get(c))) for c in COLUMNS])
+        w.writerow(["" if r.get(c) is None else str(_jsonable(r.get(c))) for c in columns])
     got, problems = read_offers("offers", buf.getvalue(), set(known_gpus))
     problems += [p for p in check_offers(got, set(known_gpus), date.today(), 10**6) if p.severity == "error"]
     return OfferTable(got), problems

@@ -130,6 +130,8 @@ def request_from_proto(r: pb.RecommendRequest) -> AdviceRequest:
             p95_input_tokens=t.p95_input_tokens,
             avg_output_tokens=t.avg_output_tokens,
             requests_per_second=t.requests_per_second,
+            requests_per_month=t.requests_per_month,
+            window_hours=t.window_hours,
             cached_input_share=t.cached_input_share,
         ),
         latency=Latency(p95_ms=lat.p95_ms, p99_ms=lat.p99_ms, ttft_ms=lat.ttft_ms, no_target=lat.no_latency_target),
@@ -208,6 +210,7 @@ def request_to_proto(r: AdviceRequest) -> pb.RecommendRequest:
             concurrent_sessions=t.concurrent_sessions, batch_size=t.batch_size,
             avg_input_tokens=t.avg_input_tokens, p95_input_tokens=t.p95_input_tokens,
             avg_output_tokens=t.avg_output_tokens, requests_per_second=t.requests_per_second,
+            requests_per_month=t.requests_per_month, window_hours=t.window_hours,
             cached_input_share=t.cached_input_share,
         ),
         latency=pb.Latency(p95_ms=lat.p95_ms, p99_ms=lat.p99_ms, ttft_ms=lat.ttft_ms,
@@ -294,7 +297,8 @@ def _placement_field(p: domain.Placement) -> bytes:
     """One placement as a Candidate's `placements` field on the wire (tag, length, message): a candidate's
     placements go in with one parse of their bytes joined, in order, rather than three calls per placement."""
     holder = pb.Candidate()
-    holder.placements.add(instances=p.instances, usd_per_hour=p.usd_per_hour).offer.MergeFromString(
+    holder.placements.add(instances=p.instances, usd_per_hour=p.usd_per_hour,
+                          usd_per_month=p.usd_per_month).offer.MergeFromString(
         _offer_bytes(p.offer))
     return holder.SerializeToString()
 
@@ -324,6 +328,7 @@ def advice_to_proto(a: Advice) -> pb.RecommendResponse:
             throughput=c.throughput, performance=_performance(c.performance),
             score_breakdown=_score_breakdown(c.score_breakdown),
             market=None if c.market is None else _market_dict(c.market), gpus_needed=c.gpus_needed,
+            usd_per_month=c.usd_per_month,
         )
         if c.placements:
             # A repeated field's entries parsed from the wire append in order, as add() would have.

@@ -34,6 +34,7 @@ _UNIT_SUFFIXES: tuple[tuple[str, str], ...] = (
     ("_usd_per_kwh", "USD per kWh"),
     ("hours_per_month", "hours per month"),
     ("requests_per_second", "requests per second"),
+    ("requests_per_month", "requests per month"),
     ("usd_per_unit", "USD per accepted unit"),
     ("params_billion", "billion parameters"),
     ("tokens_billion", "billion tokens"),

@@ -81,6 +81,9 @@ LIMITS: dict[str, float] = {
     "brief.traffic.avg_output_tokens": 10_000_000,
     # A million responses a second is beyond the largest public model APIs; more is a unit mistake (per day?).
     "brief.traffic.requests_per_second": 1_000_000,
+    # A million a second for a month (2.6e12): the bound above, over the month.
+    "brief.traffic.requests_per_month": 2.7e12,
+    "brief.traffic.window_hours": 744,  # the longest month
     "brief.traffic.cached_input_share": 1,  # a fraction
     "brief.latency.p95_ms": 86_400_000,
     "brief.latency.p99_ms": 86_400_000,

@@ -30,6 +30,7 @@ class Placed:
     instances: int
     usd_per_hour: float  # the whole configuration
     offer_tier: str  # brief.PRICE_TIERS name of the offer's tier
+    usd_per_month: float = 0.0  # the whole configuration for the brief's month (a reserved term bills 730 h)
 
     @property
     def gpus(self) -> int:
@@ -51,6 +52,9 @@ class Sizing:
     quote: Quote | None = None
     usd_per_gpu_hour: float = 0.0
     usd_per_hour: float = 0.0
+    usd_per_month: float = 0.0  # the brief's month at this price (decide/month.py); 0 = unpriced
+    tier_allowed: bool = False  # priced on an offer in a tier the brief allows (placement.priced_tiers)
+    fixed_demand: bool = False  # serves a demand the brief states as a rate: the same for every GPU (month.py)
     compared_tier: str = DEFAULT_PRICE_TIER  # the tier every candidate is compared at
     price_tier: str = ""  # the tier of the price used ("" when unpriced)
     tflops: float = 0.0  # dense TFLOPS per GPU at the precision used for compute
@@ -130,8 +134,9 @@ class Sizing:
 
     @property
     def price_tier_fallback(self) -> bool:
-        """Priced, but not in the tier the candidates are compared at."""
-        return bool(self.price_tier) and self.price_tier != self.compared_tier
+        """Priced, but neither in the brief's tier nor on an offer of a tier the brief allows (its cheapest month
+        over those is like for like)."""
+        return bool(self.price_tier) and self.price_tier != self.compared_tier and not self.tier_allowed
 
 
 BLANK_SIZING = {f.name: f.default for f in fields(Sizing) if f.default is not MISSING}

@@ -16,7 +16,6 @@ from ...physics.memory import MemoryBreakdown
 from .. import tables as tb
 from .cluster import size_cluster, whole_racks
 from .common import (
-    BLANK_SIZING,
     Memo,
     Sizing,
     compared_tier,
@@ -40,49 +39,6 @@ def size_all(
     t = tb.tables(a)
     req = RequestSizer(brief, shape, a, t.constants, quotes, day, speeds=t.speeds)
     return [req.size(t.gpu(g)) for g in gpus]
-
-
-def unplaced(sizings: list[Sizing]) -> list[Sizing]:
-    """Copies of `sizings` as sized, before placement rewrites their counts and prices in place: what `repriced`
-    starts from. A copy shares the immutable parts (GPU, prices, memory breakdown) and has its own lists."""
-    out = []
-    for s in sizings:
-        c = Sizing.__new__(Sizing)
-        c.__dict__.update(s.__dict__)
-        c.formulas = list(s.formulas)
-        out.append(c)
-    return out
-
-
-# The figures `RequestSizer.size` sets from the price, or after it, and only there (its price-dependent tail, which
-# `repriced` sets again); every other field is set from the GPU, the brief but its economics, and the shape.
-PRICED = ("price", "quote", "usd_per_gpu_hour", "price_tier", "purchase", "usd_per_hour", "usd_per_tflop_hour",
-          "units_per_hour", "usd_per_unit", "annual_power_usd", "owned_usd_per_hour", "break_even_hours",
-          "break_even_months", "running_usd_per_busy_hour", "ownership_utilization", "break_even_rent",
-          "break_even_basis")
-
-
-def repriced(
-    sized: list[Sizing], brief: Brief, shape: Shape, a: Assumptions, quotes: tuple[Quote, ...], day: date
-) -> list[Sizing]:
-    """`size_all` for `brief`, from `sized`: the same GPUs sized for a brief that differs from this one only in
-    its price tier (a reserve route's second pass), before placement (`unplaced`). Memory, widths, speeds,
-    counts and clusters read no price and are kept; the rent in the new tier and what follows from it (cost per
-    unit, break-even) are worked out again, in `RequestSizer.size`'s order. tests/test_reprice.py holds the two
-    equal."""
-    t = tb.tables(a)
-    req = RequestSizer(brief, shape, a, t.constants, quotes, day)
-    out = []
-    for first in sized:
-        s = Sizing.__new__(Sizing)
-        s.__dict__.update(first.__dict__)
-        for name in PRICED:
-            s.__dict__[name] = BLANK_SIZING[name]
-        s.formulas = list(first.formulas)
-        s.compared_tier = req.tier
-        req.price(s, t.gpu(s.gpu))
-        out.append(s)
-    return out
 
 
 def latency_of(

@@ -67,8 +67,8 @@ class RequestSizer:
         self.weights_bound = min(c.kv_cache_bytes, c.activation_bytes_per_token_hidden, c.engine_overhead_gb,
                                  c.sampler_bytes_per_vocab_entry, c.media_activation_peak_gb) >= 0
         # Generation speed by GPU for this brief and shape, kept across requests in the rules' Tables (`speeds`).
-        # The key leaves out the economics, which the speed never reads: a reserve route's second pass (the
-        # same brief at the RESERVED tier) finds every GPU's width search already done.
+        # The key leaves out the economics, which the speed never reads: the same brief with other hours, horizon
+        # or budget finds every GPU's width search already done.
         self.speeds: dict[int, tuple[object, dict[str, object], tuple[str, ...]]] | None = None
         if speeds is not None and self.decode:
             if len(speeds) > SPEED_BRIEFS:
@@ -113,7 +113,7 @@ class RequestSizer:
 
     def price(self, s: Sizing, gt: tb.GpuTable) -> None:
         """The rent in the compared tier (a caller's quote first) and every figure that follows from it. Nothing
-        sized before it reads a price, so a sizing of another tier can be priced again here (per_gpu.repriced)."""
+        sized before it reads a price."""
         gpu = gt.gpu
         row, purchase = gt.prices_on(self.day, self.tiers)
         quote = self.quote_of.get(gpu.id)

@@ -16,7 +16,7 @@ from pathlib import Path
 from ruamel.yaml import YAML
 
 from ...domain.offers import Offer
-from ..accelerators import read_accelerator_map
+from ...rulebook.accelerators import read_accelerator_map
 from ..progress import Progress
 from .common import write_offers_csv
 from .gpuhunt import import_gpuhunt

@@ -32,7 +32,7 @@ from datetime import date
 from pathlib import Path
 
 from ...domain.offers import Offer
-from ..accelerators import AcceleratorMap
+from ...rulebook.accelerators import AcceleratorMap
 from ..progress import BATCH, Progress
 from .common import MALFORMED, ImportReport, csv_lines, parse_number, parse_price
 from .regions import country_of
