@@ -37,7 +37,14 @@ def test_the_flagship_brief_is_one_the_service_meets(bundle: Bundle):
     advice = _advise(bundle, FLAGSHIP)
     assert advice.unmet == ()
     top = advice.candidates[0]
-    assert 0 < top.performance.e2e_p95_ms <= 6000 and 0 < top.performance.ttft_ms <= 500
+    assert 0 < top.performance.ttft_ms <= 500
+    # Issue 37: a miss inside the class's measured error is kept, ranked on its cost and flagged at risk, as a
+    # near hit is (with issue 36's 16-bit KV cache for a brief naming no engine, 8x H100 is 2.6% over 6 s).
+    # Anything further over would be unmet, and the headline would say so.
+    if top.performance.e2e_p95_ms > 6000:
+        assert any(r.rule_id == "eligibility.latency-near-miss" for r in top.reasons)
+        assert "At risk" in advice.summary and "6.0 s p95 target is missed by" in advice.summary
+    assert 0 < top.performance.e2e_p95_ms
     assert top.name in _headline(advice)  # no miss: the top pick comes first
 
 
