@@ -42,6 +42,7 @@ from service.rulebook.version import Bundle
 from service.wire import views
 from service.wire.api import (
     advice_to_proto,
+    api_leg_to_proto,
     enum_number,
     offer_to_proto,
     pb,
@@ -264,6 +265,14 @@ def reference_advice_to_proto(a: Advice) -> pb.RecommendResponse:
         out.trace.append(pb.TraceEntry(rule_id=t.rule_id, location=t.location, fact=t.fact, fired=t.fired,
                                        detail=t.detail))
     out.notes.extend(_ref_reasons(a.notes))
+    if a.api is not None:
+        out.api.CopyFrom(api_leg_to_proto(a.api))
+    for ch in a.charts:
+        out.charts.append(pb.Chart(
+            kind=enum_number("ChartKind", ch.kind), title=ch.title, x_label=ch.x_label, y_label=ch.y_label,
+            series=[pb.ChartSeries(name=se.name, points=[pb.ChartPoint(x=x, y=y) for x, y in se.points])
+                    for se in ch.series],
+            marks=[pb.ChartMark(x=m.x, label=m.label) for m in ch.marks]))
     return out
 
 
