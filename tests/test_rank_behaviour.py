@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from service.decide.rank import rank
+from service.decide.rank import TIE_POINTS, rank
 from service.decide.run import Scored
 from service.decide.sizing.common import Sizing
 from service.domain.catalog import Gpu
@@ -190,7 +190,7 @@ def test_a_cheaper_offer_never_ranks_worse_all_else_equal(items, which, factor):
 
 @settings(max_examples=300, deadline=None)
 @given(items=_candidates())
-def test_the_order_is_by_score_then_cheaper_per_hour_and_the_best_cost_is_the_least(items):
+def test_the_order_is_by_score_ties_to_the_smaller_commitment_and_the_best_cost_is_the_least(items):
     rank(items)
     finite = [c.basis for c in items if math.isfinite(c.basis)]
     for c in items:
@@ -198,7 +198,10 @@ def test_the_order_is_by_score_then_cheaper_per_hour_and_the_best_cost_is_the_le
         relative = 100.0 * c.best / c.basis if math.isfinite(c.basis) and c.basis > 0 else 0.0
         assert (c.cost_points, c.score) == (round(relative, 2), round(relative + c.points, 2))
     for a, b in zip(items, items[1:], strict=False):
-        assert a.score >= b.score
-        if a.score == b.score:
-            assert (not math.isfinite(a.basis), a.sizing.usd_per_hour, a.sizing.gpu.id) <= (
-                not math.isfinite(b.basis), b.sizing.usd_per_hour, b.sizing.gpu.id)
+        # Issue 34: scores closer than TIE_POINTS are a tie, and the smaller commitment (a lower $/h, never an
+        # unpriced $0/h) goes first; otherwise the higher score does.
+        assert not (a.score - b.score < TIE_POINTS and 0 < b.sizing.usd_per_hour < a.sizing.usd_per_hour)
+        if a.score < b.score:
+            assert b.score - a.score < TIE_POINTS and 0 < a.sizing.usd_per_hour < b.sizing.usd_per_hour
+        if a.score == b.score and a.sizing.usd_per_hour == b.sizing.usd_per_hour:
+            assert (not math.isfinite(a.basis), a.sizing.gpu.id) <= (not math.isfinite(b.basis), b.sizing.gpu.id)

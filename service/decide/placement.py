@@ -260,12 +260,14 @@ def options(
     """The cheapest placement per offer tier (every tier the offers hold; `tiers` say which may price), and the
     cheapest of each of the first few providers in the tier of the cheapest of `tiers`, cheapest first, all by
     the brief's month (`hours` for an hourly tier, 730 for a term). `kept`: results for these `leaders` by what
-    they read of the sizing (GPUs and copies, not the speed or the price), so another brief grouped alike looks
-    them up."""
+    they read of the sizing (GPUs and copies, a run's hours, not the speed or the price), so another brief
+    grouped alike looks them up."""
     if kept is None:
         return _options(s, leaders, training, fills, tiers, hours)
+    # A training run's hours order its shapes by the run's cost (_work): two runs alike in GPUs differ in them.
+    run = (s.train_hours, s.fixed_hours) if training else None
     key = (s.gpu.id, s.gpu.gpus_per_node, s.count, s.per_replica, s.replicas, tiers, hours, s.compared_tier,
-           training, fills)
+           training, fills, run)
     return keep(kept, key, lambda: _options(s, leaders, training, fills, tiers, hours), OPTIONS_KEPT)
 
 
