@@ -61,8 +61,9 @@ def _rent_lines(c: Candidate, compared: str, reference: float) -> list[tuple[str
     """(tier, term months, $/h, is the break-even's rent): the break-even's rent first, then the cheapest
     placement per tier and reserved term that is not that same rate."""
     lines: list[tuple[str, int, float, bool]] = []
-    if reference > 0:
-        lines.append((compared or "ON_DEMAND", 0, reference, True))
+    if reference > 0:  # the tier the candidate is priced in (a reserved term since issue 34), else the compared
+        lines.append((c.cost.price_tier if c.cost.price_tier in RENT_TIERS else compared or "ON_DEMAND", 0,
+                      reference, True))
     cheapest: dict[tuple[str, int], float] = {}
     for p in c.placements:
         tier = p.offer.tier.upper()
