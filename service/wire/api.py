@@ -375,15 +375,20 @@ def api_offer_to_proto(o: ApiOffer) -> pb.ApiOffer:
     )
 
 
+def _day_asked(as_of: str, bad: list[tuple[str, str]]) -> date:
+    """The day a listing is for: `as_of` (YYYY-MM-DD), else today; a malformed one is a violation (and today)."""
+    if as_of:
+        try:
+            return date.fromisoformat(as_of)
+        except ValueError:
+            bad.append(("as_of", "must be a date YYYY-MM-DD"))
+    return date.today()
+
+
 def api_offer_query_from_proto(r: pb.ListApiOffersRequest, registry: Any) -> tuple[ApiOfferQuery, list[Any]]:  # noqa: ANN401
     """ListApiOffers' query (the model resolved to its registry id) and its violations (field path, description)."""
     bad: list[tuple[str, str]] = []
-    day = date.today()
-    if r.as_of:
-        try:
-            day = date.fromisoformat(r.as_of)
-        except ValueError:
-            bad.append(("as_of", "must be a date YYYY-MM-DD"))
+    day = _day_asked(r.as_of, bad)
     entry = find(registry, r.model[:256]) if r.model else None
     if r.model and entry is None:
         bad.append(("model", f"unknown model '{r.model[:40]}' (ListModels lists the registry)"))
@@ -485,12 +490,7 @@ DEFAULT_OFFER_PAGE = 100
 def offer_query_from_proto(r: pb.ListOffersRequest, known_gpus: frozenset[str]) -> tuple[OfferQuery, list[Any]]:
     """The query and its violations (field path, description), as validate does for Recommend."""
     bad: list[tuple[str, str]] = []
-    day = date.today()
-    if r.as_of:
-        try:
-            day = date.fromisoformat(r.as_of)
-        except ValueError:
-            bad.append(("as_of", "must be a date YYYY-MM-DD"))
+    day = _day_asked(r.as_of, bad)
     if r.gpu and r.gpu not in known_gpus:
         bad.append(("gpu", f"unknown GPU id '{r.gpu[:40]}'" + did_you_mean(r.gpu[:40], sorted(known_gpus))))
     if r.country and not is_country_code(r.country):
