@@ -15,6 +15,7 @@ from ..domain.api_offers import API_COLUMNS, API_OPTIONAL_COLUMNS, ApiOffer
 from ..engine.load import Problem
 from ..engine.parse import did_you_mean
 from ..rulebook.atomic import write_atomically
+from .offer_files import csv_rows
 
 _NUMBERS = ("usd_per_million_input", "usd_per_million_output", "usd_per_million_cached_input")
 _REQUIRED = ("provider", "model", "registry_model", "usd_per_million_input", "usd_per_million_output", "as_of",
@@ -72,21 +73,8 @@ def read_api_offers(path_label: str, text: str) -> tuple[list[ApiOffer], list[Pr
     if problems:
         return [], problems
     rows: list[ApiOffer] = []
-    line = 1
-    while True:
-        try:
-            raw = next(reader)
-        except StopIteration:
-            break
-        except csv.Error as exc:
-            problems.append(Problem(path_label, reader.line_num, 1, "", f"is not valid CSV here: {exc}"))
-            break
-        start, line = line + 1, reader.line_num
-        if not raw or all(not c.strip() for c in raw):
-            continue
-        if len(raw) != len(header):
-            problems.append(Problem(path_label, start, 1, "", f"has {len(raw)} values; the header names "
-                                    f"{len(header)} columns"))
+    for start, raw in csv_rows(reader, path_label, len(header), problems):
+        if all(not c.strip() for c in raw):
             continue
         cells = {c: (raw[index[c]].strip() if c in index else "") for c in API_COLUMNS}
         errors = _value_errors(cells)

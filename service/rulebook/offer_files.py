@@ -5,8 +5,9 @@ from __future__ import annotations
 import csv
 import io
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import date
+from typing import Any
 
 from ..domain.offers import COLUMNS, EXTRA_COLUMNS, OPTIONAL_COLUMNS, TIERS, Offer
 from ..engine.load import Problem
@@ -87,6 +88,29 @@ def _row_errors(
     return sorted(errors, key=lambda e: order.get(e.column, len(order)))  # optional columns come last
 
 
+def csv_rows(reader: Any, path_label: str, width: int,  # noqa: ANN401 - a csv.reader (its line_num)
+             problems: list[Problem]) -> Iterator[tuple[int, list[str]]]:
+    """The rows after the header with the header's `width`, each with the line it starts on (a quoted value may
+    span lines). A blank line is not a row; a row of another width is a problem and is skipped; CSV that cannot be
+    read ends the table there, a problem too (the rows before it stand)."""
+    line = 1  # the header's last line
+    while True:
+        try:
+            raw = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:
+            problems.append(Problem(path_label, reader.line_num, 1, "", f"is not valid CSV here: {exc}"))
+            return
+        start, line = line + 1, reader.line_num
+        if len(raw) != width:
+            if raw and any(c.strip() for c in raw):
+                problems.append(Problem(path_label, start, 1, "", f"has {len(raw)} values; the header names "
+                                        f"{width} columns"))
+            continue
+        yield start, raw
+
+
 def read_offers(
     path_label: str, text: str, known_gpus: set[str] | None = None
 ) -> tuple[list[Offer], list[Problem]]:
@@ -130,22 +154,7 @@ def read_offers(
     i_term = at["term_months"]  # optional: a file without it has no reserved terms (0)
     tiers = set(TIERS)
     rows: list[Offer] = []
-    line = 1  # the header's last line
-    while True:
-        try:
-            raw = next(reader)
-        except StopIteration:
-            break
-        except csv.Error as exc:
-            problems.append(Problem(path_label, reader.line_num, 1, "", f"is not valid CSV here: {exc}"))
-            break
-        start, line = line + 1, reader.line_num  # a quoted value may span lines: report where the row starts
-        if len(raw) != width:
-            if not raw or all(not c.strip() for c in raw):
-                continue  # blank lines (a trailing one above all) are not rows
-            problems.append(Problem(path_label, start, 1, "", f"has {len(raw)} values; the header names {width} "
-                                    "columns"))
-            continue
+    for start, raw in csv_rows(reader, path_label, width, problems):
         c = [x.strip() for x in raw]
         c.append("")
         try:
