@@ -91,7 +91,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--attack", action="store_true",
                         help="only legitimate traffic under hostile clients (idle streams, rapid reset, floods)")
     parser.add_argument("--attack-seconds", type=float, default=8.0)
+    parser.add_argument("--routes", action="store_true",
+                        help="only reserve-route briefs' answer cost, repeated and first-time (issue 34)")
     args = parser.parse_args(argv)
+    if args.routes:
+        from .route_bench import run_routes
+
+        return run_routes(args.baseline, args.rounds, args.briefs)
     if args.attack:
         from .attack_bench import run_attacks
 
