@@ -84,15 +84,40 @@ def _output_tokens(target: float, s: Sizing, resize: Resize | None, outputs: int
     """For a p95 target: an average output length with which the closest GPU type meets it, sized again at each
     length tried (shorter outputs change the batch and so the time per token); 0 when none does. The length
     returned is checked to meet the target and is within 2% of the longest that does: the search starts at the
-    per-token estimate and stops there, a few sizings rather than a bisection down to one token."""
+    per-token estimate and walks down by tenths until a length meets, then bisects (`_walk`).
+
+    The walk's answers come from a few sizings: end-to-end is TTFT + output tokens x ITL, near a line in the
+    length where it crosses the target and, below the fastest length, rising again as more prompts are batched
+    into each step (a valley). `_solve` finds the crossing (or the valley's floor) along lines through the lengths
+    known; the walk then sizes only what the lengths known do not settle on a valley (`_settled`)."""
     if resize is None or outputs <= 1 or s.est_ttft_ms >= target or s.step_ms <= 0:
         return 0
+    known: dict[int, float] = {outputs: s.est_latency_ms}  # a length's latency; inf when it does not fit
+    met: set[int] = set()
+
+    def lat(n: int) -> float:
+        got = known.get(n)
+        if got is None:
+            fits, latency_ms = resize(s, n)
+            got = known[n] = latency_ms if fits and latency_ms > 0 else math.inf
+            if got <= target * (1 + _SLACK):
+                met.add(n)
+        return got
 
     def meets(n: int) -> bool:
-        fits, latency_ms = resize(s, n)
-        return fits and 0 < latency_ms <= target * (1 + _SLACK)
+        settled = _settled(n, known, met)
+        if settled is None:
+            lat(n)
+            return n in met
+        return settled
 
     guess = min(outputs - 1, max(1, int((target - s.est_ttft_ms) / s.step_ms)))
+    _solve(guess, outputs, known, lat, met, target)
+    return _walk(guess, outputs, meets)
+
+
+def _walk(guess: int, outputs: int, meets: Callable[[int], bool]) -> int:
+    """From the per-token estimate, down by tenths until a length meets, then a bisection to within 2%."""
     if meets(guess):
         low, high = guess, outputs  # meets at `low`, misses at `high` (the brief's own length)
     else:
@@ -105,3 +130,97 @@ def _output_tokens(target: float, s: Sizing, resize: Resize | None, outputs: int
         mid = (low + high) // 2
         low, high = (mid, high) if meets(mid) else (low, mid)
     return low
+
+
+def _settled(n: int, known: dict[int, float], met: set[int]) -> bool | None:
+    """Whether length n meets, as the lengths known settle it when the latency is a valley in the length (falls
+    to a fastest length, rises past it; a length that does not fit is slowest): between two that meet, it meets;
+    beyond a miss that is past one that meets, or past a rise between two lengths known, it misses. None when
+    they do not settle it."""
+    if n in known:
+        return n in met
+    if met and min(met) <= n <= max(met):
+        return True
+    for x, fx in known.items():
+        if x in met:
+            continue
+        for y, fy in known.items():
+            # y meets and x, between y and n, misses; or x misses and rises away from y toward n.
+            if (y < x < n or n < x < y) and (y in met or fy < fx):
+                return False
+    return None
+
+
+def _solve(n: int, outputs: int, known: dict[int, float], lat: Callable[[int], float], met: set[int],
+           target: float) -> int:
+    """The longest length that meets (it meets, one token more misses), 0 when none does, from `n` down along
+    the line through the two shortest lengths that miss, while shorter is faster (never past half the length:
+    the line overshoots where the prompts batched into each step take over); where shorter is no faster, the
+    valley's floor is looked for instead. `_output_tokens` keeps what it sized (`known`, `met`), not its answer:
+    the walk's, within 2%, is the one users have been told."""
+    before, longer = outputs, outputs
+    lat(n)
+    while n not in met:
+        slope = (known[longer] - known[n]) / (longer - n)
+        if not (slope > 0 and math.isfinite(slope)):  # shorter is no faster: the fastest lies between
+            return _from_fastest(n, longer, before, known, lat, met, target)
+        if n == 1:  # the fastest is below `longer`, maybe above 1
+            return _from_fastest(1, 0, longer, known, lat, met, target)
+        before, longer, n = longer, n, max(n // 2, min(n - 1, int(n - (known[n] - target) / slope)))
+        lat(n)
+    return _longest(n, longer, lat, met, target)
+
+
+def _longest(low: int, high: int, lat: Callable[[int], float], met: set[int], target: float) -> int:
+    """The longest length that meets between `low` (meets) and `high` (misses): where the line through the two
+    crosses the target and the length beside it, a bisection step when that did not halve the gap."""
+    while high - low > 1:
+        gap = high - low
+        a, b = lat(low), lat(high)
+        step = int((target - a) / (b - a) * gap) if math.isfinite(b) and b > a else gap // 2
+        for mid in (low + step, low + step + 1):
+            if low < mid < high:
+                lat(mid)
+                low, high = (mid, high) if mid in met else (low, mid)
+        if high - low > max(1, gap // 2):
+            mid = (low + high) // 2
+            lat(mid)
+            low, high = (mid, high) if mid in met else (low, mid)
+    return low
+
+
+def _from_fastest(lo: int, mid: int, hi: int, known: dict[int, float], lat: Callable[[int], float], met: set[int],
+                  target: float) -> int:
+    """The fastest length between `lo` and `hi` (a golden-section search on the bracket lo < mid < hi, mid no
+    slower than either; mid 0 = none known yet), stopping at the first length that meets: from there, the longest
+    that meets below the shortest longer length known (which misses). 0 when the fastest misses."""
+    def found(x: int) -> int:  # the shortest length known above x misses: x is the first that met
+        return _longest(x, min(k for k in known if k > x), lat, met, target)
+
+    while hi - lo > 2:
+        # No length known to be faster than both ends: the middle; else the middle of the wider side.
+        x = (lo + hi) // 2 if mid <= 0 else (mid + hi) // 2 if hi - mid > mid - lo else (lo + mid) // 2
+        if x in (lo, mid, hi):
+            break
+        lat(x)
+        if x in met:
+            return found(x)
+        if mid <= 0:
+            if lat(x) <= min(lat(lo), lat(hi)):
+                mid = x
+            elif lat(lo) < lat(hi):
+                hi = x
+            else:
+                lo = x
+        elif lat(x) < lat(mid):
+            lo, mid, hi = (lo, x, mid) if x < mid else (mid, x, hi)
+        elif x < mid:
+            lo = x
+        else:
+            hi = x
+    for x in range(lo, hi + 1):
+        lat(x)
+        if x in met:
+            return found(x)
+    return 0
+
