@@ -74,9 +74,13 @@ mcp-config: $(GEN)
 		"$(CURDIR)/$(VENV)/bin/gpu-advisor" "$${GPU_ADVISOR_ADDR:-127.0.0.1:50051}"
 
 # In a random order (pytest-randomly): the seed is printed at the end; --randomly-seed=N replays an order,
-# -p no:randomly runs the files' own order.
+# -p no:randomly runs the files' own order. On TEST_WORKERS processes (pytest-xdist; default one per core, 0 =
+# this process alone): most tests wait on a server or a child process, so two workers on two cores finish well
+# before one (docs/testing.md). A free worker takes tests from a busy one (worksteal): one slow file does not
+# hold the end.
+TEST_WORKERS ?= auto
 test: $(GEN) $(CLIENT) $(DEV)
-	$(PY) -m pytest
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist worksteal
 
 # Mutation testing of the decision core ([tool.mutmut] in pyproject.toml; docs/testing.md): CPU for tens of
 # minutes per module, so never part of `make test`. MUTATE: which mutants, e.g. MUTATE='service.money.ownership*'
