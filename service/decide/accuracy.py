@@ -25,9 +25,15 @@ def band_of(c: Scored, run: Run) -> tuple[Band | None, str]:
 def risk_caveats(perf: Any, band: Band | None, run: Run, brief: dict[str, Any]) -> tuple[Reason, ...]:  # noqa: ANN401
     if band is None:
         return ()
-    return tuple(Reason("accuracy.at_risk", run.text(
-        "caveat.accuracy_at_risk" if m.at_risk else "caveat.accuracy_near_miss", risk_params(m, band, run.text)))
-        for m in margins_of(perf, band, brief) if m.at_risk or m.near_miss)
+    out = []
+    for m in margins_of(perf, band, brief):
+        at_risk = m.at_risk
+        if at_risk or m.near_miss:
+            reason = object.__new__(Reason)  # Reason(...) without the frozen __init__ (answer.build)
+            reason.__dict__.update(rule_id="accuracy.at_risk", text=run.text(
+                "caveat.accuracy_at_risk" if at_risk else "caveat.accuracy_near_miss", risk_params(m, band, run.text)))
+            out.append(reason)
+    return tuple(out)
 
 
 def mark_near_misses(scored: list[Scored], run: Run) -> None:
