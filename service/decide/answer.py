@@ -42,10 +42,11 @@ def cost_unit(unit: str) -> str:
 def candidate_of(c: Scored, run: Run, summary: bool = False) -> Candidate:
     """`summary` (VIEW_SUMMARY): without what the summary leaves out and nothing else reads (the reasons, the
     caveats, the score's rule points), so those texts are not made."""
-    s = c.sizing
+    s, fact = c.sizing, c.fact
+    training, workload = fact["is_training"], fact["workload"]
     mem = s.memory
     # One model copy's memory (its tensor x pipeline width); performance.replicas says how many copies run.
-    copies = 1 if c.fact["is_training"] else max(1, s.replicas)
+    copies = 1 if training else max(1, s.replicas)
     need = (mem.total_gb if mem else 0.0) / copies
     capacity = s.gpu.capacity_gb * max(1, s.per_replica) if copies > 1 else s.capacity_gb
     params = c.params
@@ -64,23 +65,22 @@ def candidate_of(c: Scored, run: Run, summary: bool = False) -> Candidate:
             price_as_of = s.price.as_of
     interconnect = ""
     if s.count > 1:
-        key = "interconnect.training" if c.fact["is_training"] else "interconnect.inference"
-        if c.fact["is_training"] and s.count > params["domain_gpus"]:
+        key = "interconnect.training" if training else "interconnect.inference"
+        if training and s.count > params["domain_gpus"]:
             # Beyond the NVLink domain the GPUs talk over the cluster network, not NVLink; an MoE run's experts
             # exchange every token there (all-to-all), a dense run's gradients (all-reduce).
-            moe = c.fact["active_params_billion"] < c.fact["params_billion"]
+            moe = fact["active_params_billion"] < fact["params_billion"]
             key = "interconnect.training_cluster_moe" if moe else "interconnect.training_cluster"
         interconnect = run.text(key, params)
     throughput = ""
     if s.train_hours > 0:
         throughput = run.text("throughput.training", params)
     elif s.tokens_per_second > 0:
-        key = {"EMBEDDING": "throughput.embedding", "MEDIA_GENERATION": "throughput.media"}.get(
-            c.fact["workload"], "throughput.inference")
+        key = _THROUGHPUT_KEYS.get(workload, "throughput.inference")
         throughput = run.text(key, params)
     formula = "" if summary else run.text("score.formula", {"score": c.score, "points": c.points, "basis": c.basis})
     band, _ = band_of(c, run)
-    perf = performance(s, c.fact["workload"] == "MEDIA_GENERATION", band)
+    perf = performance(s, workload == "MEDIA_GENERATION", band)
     return build(
         Candidate,
         gpu=s.gpu.id,
@@ -117,9 +117,9 @@ def candidate_of(c: Scored, run: Run, summary: bool = False) -> Candidate:
             purchase_as_of=s.purchase.as_of if s.purchase else "",
         ),
         reasons=() if summary else (build(Reason, rule_id="rank.score", text=formula),
-                                    *ownership_reason(s, run, c.fact["utilization_given"]),
+                                    *ownership_reason(s, run, fact["utilization_given"]),
                                     *said_texts(c.reasons, c, run)),
-        caveats=() if summary else said_texts(c.caveats, c, run) + risk_caveats(perf, band, run, c.fact),
+        caveats=() if summary else said_texts(c.caveats, c, run) + risk_caveats(perf, band, run, fact),
         interconnect=interconnect,
         throughput=throughput,
         score_breakdown=build(
@@ -133,6 +133,9 @@ def candidate_of(c: Scored, run: Run, summary: bool = False) -> Candidate:
         spare_gpus=s.spare_gpus,
         usd_per_month=round(s.usd_per_month, 2),
     )
+
+
+_THROUGHPUT_KEYS = {"EMBEDDING": "throughput.embedding", "MEDIA_GENERATION": "throughput.media"}
 
 
 def _offer_price(placed: Placed, run: Run) -> tuple[str, str]:

@@ -14,7 +14,7 @@ number equal to a bound stays itself, and so does anything else: a bool, a strin
 
 from __future__ import annotations
 
-from bisect import bisect_left, bisect_right
+from bisect import bisect_left
 from collections.abc import Callable, Sequence
 from operator import itemgetter
 from typing import Any, Protocol
@@ -150,9 +150,12 @@ def _places(values: tuple[Any, ...], cuts: tuple[tuple[int, tuple[float, ...]], 
     out = list(values)
     for i, bounds in cuts:
         v = out[i]
-        if _number(v):
+        # _number(v), inline: ~10 tested numbers per fact, ~20 facts per first-time answer
+        if type(v) is float and v == v or type(v) is int and -_EXACT < v < _EXACT:
             at = bisect_left(bounds, v)
-            if at == bisect_right(bounds, v):  # equal to none of the bounds
+            # Equal to none of the bounds: the first bound not below it (if any) is above it. For numbers that
+            # order totally (no NaN), as bisect_right(bounds, v) == at tells.
+            if at == len(bounds) or bounds[at] != v:
                 out[i] = (at,)
     return tuple(out)
 

@@ -279,13 +279,18 @@ def _straight(head: str, fields: tuple[tuple[Any, ...], ...], reference: Callabl
     value's text and the literal after it. A string without a spec and a small float with a `.2f`-like spec are
     written inline, as their formatter's first branch does; anything else calls the formatter. A missing
     value hands the whole fill to `reference` (the loop), which prints the placeholder. ~1.5x cheaper per text.
+    Also inline, as their formatters' own branches for them: an int without a spec (grouped), a float of 1,000 or
+    more with a `.2f`-like spec (its grouped spec), and an int's plural form without a spec (`one` when it is 1):
+    an answer's ~150 texts make ~100 fewer formatter calls.
     `wide`: `_Compiled.fill_wide` instead (for templates without conversions), the text and whether a string
     value with CJK or full-width characters went in."""
     specs = tuple(getattr(fmt, "inline_spec", "") for _, fmt, _, _, _ in fields)
-    kinds = tuple("plain" if f[1] is _plain else ("fixed" if spec else "call")
+    kinds = tuple("plain" if f[1] is _plain else ("fixed" if spec else "plural" if hasattr(f[1], "inline_forms")
+                                                  else "call")
                   for f, spec in zip(fields, specs, strict=True))
+    extras = tuple(getattr(f[1], "inline_grouped", None) or getattr(f[1], "inline_forms", None) for f in fields)
     return _straight_maker(kinds, wide)(head, tuple(f[0] for f in fields), tuple(f[1] for f in fields),
-                                        tuple(f[4] for f in fields), specs, reference, _WIDE_CHAR.search)
+                                        tuple(f[4] for f in fields), specs, extras, reference, _WIDE_CHAR.search)
 
 
 @lru_cache(maxsize=512)
@@ -293,20 +298,26 @@ def _straight_maker(kinds: tuple[str, ...], wide: bool = False) -> Callable[...,
     """The source of a filler for templates whose placeholders have these kinds. The generated text depends on
     the kinds alone (indices, never a template's words or names): the template's parts come in as arguments."""
     n = len(kinds)
-    out = ["def make(head, names, fmts, tails, specs, reference, search):"]
+    out = ["def make(head, names, fmts, tails, specs, extras, reference, search):"]
     for i in range(n):
-        out.append(f"    n{i}, f{i}, t{i}, s{i} = names[{i}], fmts[{i}], tails[{i}], specs[{i}]")
+        out.append(f"    n{i}, f{i}, t{i}, s{i}, e{i} = names[{i}], fmts[{i}], tails[{i}], specs[{i}], extras[{i}]")
+        if kinds[i] == "plural":
+            out.append(f"    o{i}, x{i} = e{i}")
     out += ["    def fill(p):", "        try:"]
     out += [f"            v{i} = p[n{i}]" for i in range(n)]
     out += ["        except KeyError:", "            return reference(p)"]
     pieces = []
     for i, kind in enumerate(kinds):
-        if kind == "plain":
-            pieces.append(f"{{v{i} if type(v{i}) is str else f{i}(v{i})}}{{t{i}}}")
-        elif kind == "fixed":
+        if kind == "plain":  # _plain: a string as it is, an int grouped
+            pieces.append(f"{{v{i} if type(v{i}) is str else format(v{i}, ',') if type(v{i}) is int else f{i}(v{i})}}"
+                          f"{{t{i}}}")
+        elif kind == "fixed":  # fixed: a float below 1,000 in its spec, from 1,000 (or an infinity) in e (grouped)
             pieces.append(
-                f"{{format(v{i}, s{i}) if type(v{i}) is float and -1000.0 < v{i} < 1000.0 else f{i}(v{i})}}{{t{i}}}"
+                f"{{(format(v{i}, s{i}) if -1000.0 < v{i} < 1000.0 else format(v{i}, e{i}) if v{i} >= 1000.0 or "
+                f"v{i} <= -1000.0 else f{i}(v{i})) if type(v{i}) is float else f{i}(v{i})}}{{t{i}}}"
             )
+        elif kind == "plural":  # choose without a spec: an int's form is `one` exactly when it is 1
+            pieces.append(f"{{(o{i} if v{i} == 1 else x{i}) if type(v{i}) is int else f{i}(v{i})}}{{t{i}}}")
         else:
             pieces.append(f"{{f{i}(v{i})}}{{t{i}}}")
     text = f'f"{{head}}{"".join(pieces)}"'
@@ -374,6 +385,7 @@ def _formatter(spec: str, conv: str | None) -> Callable[[Any], str]:
             return format(value, grouped if grouped and abs(value) >= 1000 else spec)
         return formatted(value)
     fixed.inline_spec = spec  # type: ignore[attr-defined]  # what _straight writes a small float with
+    fixed.inline_grouped = grouped or spec  # type: ignore[attr-defined]  # ... and a float from 1,000
     return fixed
 
 
@@ -443,6 +455,8 @@ def _plural(forms: str) -> Callable[[Any], str]:
             except ValueError:
                 return other
         return one if value == 1 else other
+    if not spec:
+        choose.inline_forms = (one, other)  # type: ignore[attr-defined]  # what _straight writes an int's form with
     return choose
 
 
