@@ -112,4 +112,7 @@ def run_routes(baseline: str, rounds: int, k: int) -> int:
     if baseline:
         (b_rep, b_fst), (t_rep, t_fst) = medians[sides[0]], medians[sides[1]]
         print(f"  this checkout / baseline: repeated {t_rep / b_rep:.2f}x, first-time {t_fst / b_fst:.2f}x")
+        pairs = list(zip(costs[sides[0]], costs[sides[1]], strict=True))
+        print("  per round, repeated: " + " ".join(f"{t[0] / b[0]:.2f}" for b, t in pairs)
+              + "; first-time: " + " ".join(f"{t[1] / b[1]:.2f}" for b, t in pairs))
     return 0
