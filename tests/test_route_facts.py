@@ -28,15 +28,21 @@ def _rule(rid: str, route: str | None, priority: int, *conds: tuple[str, str, An
 # API when an API in scope is cheaper and may do the work; BUY when buying pays back within the horizon;
 # PRIVATE for a team that needs the hardware and has a platform team; RESERVE for steady use of 500 h or more;
 # BURST to the spot market for bursts. A rule with no route is never read.
-RULES = (
+RULES = [
     _rule("reserve", "RESERVE", 10, ("hours_per_month", "ge", 500.0), ("demand", "eq", "STEADY")),
     _rule("note", None, 99, ("hours_per_month", "ge", 0.0)),
     _rule("buy", "BUY", 20, ("break_even_within_horizon", "eq", True)),
     _rule("api", "API", 30, ("api_cheaper", "eq", True), ("api_comparable", "eq", True)),
     _rule("private", "PRIVATE", 15, ("hardware_control", "eq", "YES"), ("platform_team", "eq", "YES")),
     _rule("burst", "SPOT", 12, ("run_cycle", "eq", "BURST")),
-)
-ORDERED = P.route_rules(RULES)
+]
+ORDERED = P.route_rules(tuple(RULES))
+
+
+def _fresh() -> tuple[Rule, ...]:
+    """The rules as a new tuple: provisional keeps its route table and answers per rules object, so each test
+    (and each Hypothesis example) works them out itself instead of reading another test's."""
+    return tuple(RULES)
 
 
 def _plan(**kw: Any) -> dict[str, Any]:  # noqa: ANN401
@@ -56,7 +62,10 @@ def _route(plan: dict[str, Any]) -> str:
 
 
 def _depends(plan: dict[str, Any]) -> tuple[str, ...]:
-    return P.route_depends_on(RULES, plan, _route(plan), DEFAULT)
+    rules = _fresh()
+    got = P.route_depends_on(rules, plan, _route(plan), DEFAULT)
+    assert P.route_depends_on(rules, plan, _route(plan), DEFAULT) == got  # asked again: the kept answer
+    return got
 
 
 def test_the_route_rules_are_read_highest_priority_first_then_by_group_and_order():
@@ -68,6 +77,7 @@ def test_the_route_rules_are_read_highest_priority_first_then_by_group_and_order
 
 def test_the_route_is_the_first_matching_rule_in_that_order_else_none():
     assert P.route_of(ORDERED, _plan()) is None
+    assert P.route_of(P.route_rules(_fresh()), _plan(run_cycle="BURST")) == "SPOT"
     assert P.route_of(ORDERED, _plan(hours_per_month=730.0)) == "RESERVE"
     # both match: API (30) before RESERVE (10)
     assert P.route_of(ORDERED, _plan(hours_per_month=730.0, api_scope="IN_SCOPE", api_usd_per_unit=0.005)) == "API"
@@ -118,6 +128,10 @@ def test_an_unknown_horizon_is_named_when_buying_pays_back_within_a_plausible_on
 def test_a_known_horizon_is_the_one_break_even_is_read_against():
     assert _route(_plan(horizon_months=12.0, top_break_even_months=12.0)) == "BUY"
     assert _route(_plan(horizon_months=12.0, top_break_even_months=12.5)) == DEFAULT
+    # a one-month horizon is a horizon; paying back at once (0 months) is within it
+    assert _route(_plan(horizon_months=1.0, top_break_even_months=1.0)) == "BUY"
+    assert _route(_plan(horizon_months=1.0, top_break_even_months=0.0)) == "BUY"
+    assert _route(_plan(horizon_months=1.0, top_break_even_months=0.5)) == "BUY"
 
 
 def test_unknown_utilization_moves_the_cost_per_unit_the_api_is_compared_with():
@@ -163,20 +177,49 @@ def test_work_an_api_cannot_do_never_depends_on_the_api():
 
 
 def test_an_unhashable_value_is_worked_out_not_kept():
+    rules = _fresh()
     plan = {**_plan(hours_per_month=0.0), "demand": ["STEADY"]}  # a list: never equal to "STEADY"
-    assert P.route_depends_on(RULES, plan, DEFAULT, DEFAULT) == P._route_depends_on(RULES, plan, DEFAULT, DEFAULT)
+    assert P.route_depends_on(rules, plan, DEFAULT, DEFAULT) == P._route_depends_on(rules, plan, DEFAULT, DEFAULT)
+    # as RESERVE: every month tried (a list is no steady demand) routes RENT, so the hours change it
+    assert P.route_depends_on(rules, plan, "RESERVE", DEFAULT) == ("economics.hours_per_month",)
 
 
 def test_a_kept_answer_is_the_answer_for_a_plan_that_reads_the_same():
+    rules = _fresh()
     plan = _plan(hours_per_month=0.0)
-    first = P.route_depends_on(RULES, plan, DEFAULT, DEFAULT)
+    first = P.route_depends_on(rules, plan, DEFAULT, DEFAULT)
+    assert first == ("economics.hours_per_month",)
     # a field no rule and no try reads does not change the answer; one they read does
-    assert P.route_depends_on(RULES, {**plan, "unread": 1}, DEFAULT, DEFAULT) == first
-    assert P.route_depends_on(RULES, {**plan, "demand": "VOLATILE"}, DEFAULT, DEFAULT) == ()
+    assert P.route_depends_on(rules, {**plan, "unread": 1}, DEFAULT, DEFAULT) == first
+    assert P.route_depends_on(rules, {**plan, "demand": "VOLATILE"}, DEFAULT, DEFAULT) == ()
     # the route asked about is part of the question: asked as RESERVE, 730 h does not change it (300 h does)
-    assert P.route_depends_on(RULES, plan, "RESERVE", DEFAULT) == ("economics.hours_per_month",)
-    assert P.route_depends_on(RULES, {**plan, "demand": "VOLATILE"}, "RESERVE", DEFAULT) == (
+    assert P.route_depends_on(rules, plan, "RESERVE", DEFAULT) == ("economics.hours_per_month",)
+    assert P.route_depends_on(rules, {**plan, "demand": "VOLATILE"}, "RESERVE", DEFAULT) == (
         "economics.hours_per_month",)
+    # a field only the tries read (no rule tests the months to break even, only the derived flag) is read too
+    unknown_horizon = _plan(horizon_months=0.0, top_break_even_months=10.0)
+    assert P.route_depends_on(rules, unknown_horizon, DEFAULT, DEFAULT) == ("economics.horizon_months",)
+    assert P.route_depends_on(rules, {**unknown_horizon, "top_break_even_months": 40.0}, DEFAULT, DEFAULT) == ()
+
+
+def test_a_try_that_may_change_any_field_is_compared_on_every_field_and_never_kept(monkeypatch: pytest.MonkeyPatch):
+    # A path whose changed fields are not declared (not in VARIES): nothing is kept, every field is compared,
+    # and the answer is the same as with the declaration.
+    rules = _fresh()
+    plan = _plan(hours_per_month=0.0, horizon_months=0.0)  # no purchase price: no horizon changes the route
+    assert P.route_depends_on(rules, plan, DEFAULT, DEFAULT) == ("economics.hours_per_month",)
+    monkeypatch.delitem(P.VARIES, "economics.horizon_months")
+    rules = _fresh()
+    assert P._fields_read(rules) == (None, {})
+    assert P.route_depends_on(rules, plan, DEFAULT, DEFAULT) == ("economics.hours_per_month",)
+    # asked as RESERVE: 300 h routes RENT, so the hours are named; so is the horizon, whose tries keep 0 h and
+    # match no rule (the default, RENT)
+    assert P.route_depends_on(rules, plan, "RESERVE", DEFAULT) == (
+        "economics.hours_per_month", "economics.horizon_months")
+    # a try no rule matches gets the default given: with "BUY" as the default and the route, the horizon's
+    # tries keep it; 730 h reserves, so only the hours are named
+    assert P.route_depends_on(rules, plan, "BUY", "BUY") == ("economics.hours_per_month",)
+    assert P.route_depends_on(rules, _plan(), DEFAULT, DEFAULT) == ()
 
 
 def test_every_try_differs_from_the_plan_only_in_the_fields_it_varies():
@@ -216,6 +259,6 @@ def test_the_incremental_evaluation_answers_as_the_plain_one(hours, horizon, dem
                  hardware_control=hw, platform_team=team, utilization_given=util_given, workload=workload,
                  api_scope="IN_SCOPE" if api else "NONE", api_usd_per_unit=api, top_break_even_months=be)
     route = asked or _route(plan)
-    want = _reference(RULES, plan, route)
-    assert P._route_depends_on(RULES, plan, route, DEFAULT) == want
-    assert P.route_depends_on(RULES, plan, route, DEFAULT) == want
+    want = _reference(_fresh(), plan, route)
+    assert P._route_depends_on(_fresh(), plan, route, DEFAULT) == want
+    assert P.route_depends_on(_fresh(), plan, route, DEFAULT) == want

@@ -113,11 +113,22 @@ def test_a_catalog_on_demand_price_is_the_on_demand_month_when_no_offer_places_i
     assert money_facts(placed, brief, A)["top_on_demand_month_usd"] == 0.0
 
 
+def test_the_months_are_in_cents():
+    # on-demand $1,500.256 and a $1,100.123 term: 1,500.26 and 1,100.12; saved 400.133 -> 400.13 (26.7%)
+    places = (_placed("on_demand", 1500.256), _placed("reserved", 1100.123, 12))
+    top = Sizing(gpu=_gpu(), count=1, placements=places, placement=places[1], usd_per_month=1100.123,
+                 price_tier="RESERVED")
+    got = money_facts(top, _brief(hours=730), A)
+    assert (got["top_month_usd"], got["top_on_demand_month_usd"], got["top_reserved_month_usd"],
+            got["reserve_saving_usd"], got["reserve_saving_pct"]) == (1100.12, 1500.26, 1100.12, 400.13, 26.7)
+
+
 def test_the_term_to_ask_for():
     top = Sizing(gpu=_gpu(), count=1, usd_per_month=900.0, price_tier="ON_DEMAND")
     assert money_facts(top, _brief(horizon=48), A)["quote_term_months"] == 36  # the longest published
     assert money_facts(top, _brief(horizon=36), A)["quote_term_months"] == 36
     assert money_facts(top, _brief(horizon=7), A)["quote_term_months"] == 7
+    assert money_facts(top, _brief(horizon=1), A)["quote_term_months"] == 1  # a month is a horizon
     assert money_facts(top, _brief(), A)["quote_term_months"] == 12  # no horizon: the usual year
     assert money_facts(top, _brief(), _Assumptions(reserve_term_months_default=24))["quote_term_months"] == 24
 
@@ -168,8 +179,15 @@ def test_a_batch_volume_is_the_rate_that_finishes_it_in_its_window():
     assert rated.traffic.avg_input_tokens == 700 and rated.traffic.requests_per_month == 360_000
 
 
+def test_a_volume_of_one_request_is_a_volume():
+    # 1 request over a 100 h window: 1 / 360,000 requests/s
+    got = with_volume_rate(_brief(requests_per_month=1, window_hours=100), A)
+    assert got.traffic.requests_per_second == pytest.approx(1 / 360_000)
+
+
 def test_a_stated_rate_no_volume_or_training_is_left_as_it_is():
     for brief in (_brief(requests_per_second=2.0, requests_per_month=360_000),
+                  _brief(requests_per_second=0.5, requests_per_month=360_000),  # a rate under 1/s is a rate
                   _brief(requests_per_month=0.0),
                   replace(_brief(requests_per_month=360_000), workload="FULL_FINETUNE")):
         assert with_volume_rate(brief, A) is brief
@@ -221,6 +239,27 @@ def test_a_fixed_load_costs_every_candidate_on_the_same_demand():
     # $3,000 a month / 500 h = $6/h over 7,199.9 units; $3/h over the same: half the cost per unit
     assert fast.usd_per_unit == pytest.approx(6.0 / 7199.9) and slow.usd_per_unit == pytest.approx(3.0 / 7199.9)
     assert none.usd_per_unit == 0.0
+
+
+def test_a_fixed_load_of_less_than_one_unit_an_hour_is_still_the_demand():
+    # A slow batch: the fitting configurations serve 0.5 and 2 units an hour; the demand is 0.5 for every one
+    # with units, the one that does not fit (0.8) included. $0.001/h x 500 h = $0.50 a month: a month too.
+    brief = _brief(hours=500, requests_per_second=0.0001)
+    a = Sizing(gpu=_gpu("a"), usd_per_hour=0.001, price_tier="ON_DEMAND", units_per_hour=0.5, fits=True)
+    b = Sizing(gpu=_gpu("b"), usd_per_hour=1.0, price_tier="ON_DEMAND", units_per_hour=2.0, fits=True)
+    c = Sizing(gpu=_gpu("c"), usd_per_hour=1.0, price_tier="ON_DEMAND", units_per_hour=0.8, fits=False)
+    cost_months([a, b, c], brief, A)
+    assert [s.units_per_hour for s in (a, b, c)] == [0.5, 0.5, 0.5]
+    assert a.usd_per_month == pytest.approx(0.5) and a.usd_per_unit == pytest.approx(0.001 / 0.5)
+
+
+def test_a_fixed_load_no_configuration_can_serve_costs_no_unit():
+    # Nothing fits: there is no demand any configuration serves, so no units and no cost per unit (not a
+    # division by a missing demand).
+    brief = _brief(hours=500, requests_per_second=2.0)
+    s = Sizing(gpu=_gpu(), usd_per_hour=2.0, price_tier="ON_DEMAND", units_per_hour=7200.0, fits=False)
+    cost_months([s], brief, A)
+    assert (s.units_per_hour, s.usd_per_unit, s.fixed_demand) == (0.0, 0.0, True)
 
 
 def test_an_unpriced_configuration_has_no_unit_cost():
