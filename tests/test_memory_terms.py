@@ -4,6 +4,8 @@ band boundary moved) fails here with the term named. GB = 1e9 bytes, as physics/
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -88,6 +90,97 @@ def test_full_training_states_are_sixteen_bytes_per_parameter_with_adamw():
     assert (got["weights"], got["gradients"], got["optimizer"]) == (2.0, 2.0, 12.0)
     assert got["engine"] == 6.0  # per GPU
     assert got["logits"] == pytest.approx(4 * 2048 * 128256 / 1e9)
+
+
+def test_full_recompute_scales_with_the_batch_in_both_terms():
+    # b = 3: 32 x 2 x (2048 x 3 x 4096) saved + 34 x (2048 x 3 x 4096) working = 3 x 0.822083584 GB
+    assert mem.activation_gb(2048, 3, 4096, 32, 32, "full") == pytest.approx(3 * 0.822083584, rel=1e-12)
+
+
+def test_no_attention_heads_counts_as_one_in_the_attention_term():
+    # a = max(1, heads): the 5 x a x s / h term with a = 1 (s 1024, h 4096: 34 + 1.25 per s x b x h)
+    s, b, h = 1024, 1, 4096
+    want = 2 * s * b * h * (34 + 5 * 1 * s / h) / 1e9
+    assert mem.activation_gb(s, b, h, 2, 0, "none") == mem.activation_gb(s, b, h, 2, 1, "none") == pytest.approx(want)
+
+
+def test_an_unknown_recompute_is_refused_by_name():
+    with pytest.raises(ValueError, match=r"^recompute must be none, selective or full, got 'partial'$"):
+        mem.activation_gb(1024, 1, 4096, 2, 32, "partial")
+
+
+@pytest.mark.parametrize("bad", [-1, float("nan")])
+@pytest.mark.parametrize(("name", "call"), [
+    ("seq_len", lambda v: mem.activation_gb(v, 1, 4096, 2, 32, "full")),
+    ("batch", lambda v: mem.activation_gb(1024, v, 4096, 2, 32, "full")),
+    ("hidden", lambda v: mem.activation_gb(1024, 1, v, 2, 32, "full")),
+    ("layers", lambda v: mem.activation_gb(1024, 1, 4096, v, 32, "full")),
+    ("seq_len", lambda v: mem.logits_gb(v, 1, 1000)),
+    ("batch", lambda v: mem.logits_gb(1024, v, 1000)),
+    ("vocab_size", lambda v: mem.logits_gb(1024, 1, v)),
+    ("step_tokens", lambda v: mem.serving_activation_gb(v, 1, 4096, 1000, 40.0, 12.0)),
+    ("sequences", lambda v: mem.serving_activation_gb(1, v, 4096, 1000, 40.0, 12.0)),
+    ("hidden", lambda v: mem.serving_activation_gb(1, 1, v, 1000, 40.0, 12.0)),
+    ("vocab_size", lambda v: mem.serving_activation_gb(1, 1, 4096, v, 40.0, 12.0)),
+    ("params_billion", lambda v: mem.weights_gb(v, 2.0)),
+    ("bytes_per_param", lambda v: mem.weights_gb(8, v)),
+    ("tokens_per_sequence", lambda v: mem.kv_cache_gb(_ARCH, v, 1)),
+    ("sequences", lambda v: mem.kv_cache_gb(_ARCH, 1024, v)),
+    ("kv_bytes", lambda v: mem.kv_cache_gb(_ARCH, 1024, 1, v)),
+])
+def test_a_negative_or_missing_size_is_refused_by_name(name: str, call, bad: float):  # noqa: ANN001
+    with pytest.raises(ValueError, match=rf"^{name} must be a non-negative number, got {re.escape(repr(bad))}$"):
+        call(bad)
+
+
+def test_a_layer_with_a_window_keeps_at_most_the_window_and_the_others_every_token():
+    # Gemma 3 27B: 62 layers, 52 at a 1,024-token window. 8,192 tokens: 10 x 8,192 + 52 x 1,024 = 135,168
+    # layer-tokens; 512 tokens (inside the window): 62 x 512 = 31,744.
+    gemma = mem.Architecture(62, 16, 128, 5376, 32, 262144, True, window=1024, window_layers=52)
+    assert mem.cached_layer_tokens(gemma, 8192) == 135_168
+    assert mem.cached_layer_tokens(gemma, 512) == 31_744
+
+
+def test_one_kv_head_is_not_split_and_not_doubled_by_default():
+    # MQA (Falcon-7B): 2 x 32 layers x 1 head x 64 x 2 B = 8,192 B per token, x 1,000 tokens = 8,192,000 B on
+    # one GPU (no TP given); over TP 2 each GPU keeps the one head: twice that in all.
+    falcon = mem.Architecture(32, 1, 64, 4544, 71, 65024, True, kind="MQA")
+    assert mem.kv_cache_gb(falcon, 1000, 1) == pytest.approx(0.008192, rel=1e-12)
+    assert mem.kv_cache_gb(falcon, 1000, 1, tensor_parallel=1) == pytest.approx(0.008192, rel=1e-12)
+    assert mem.kv_cache_gb(falcon, 1000, 1, tensor_parallel=2) == pytest.approx(0.016384, rel=1e-12)
+
+
+def test_an_mla_cache_is_one_latent_per_layer_and_token():
+    # DeepSeek-V3: 61 layers x (512 + 64) latent x 2 B = 70,272 B per token; 4,096 tokens x 8 sequences =
+    # 2,302,672,896 B; at 1 B per element, half.
+    v3 = mem.Architecture(61, 1, 128, 7168, 128, 129280, True, kind="MLA", kv_latent=576)
+    assert mem.kv_cache_gb(v3, 4096, 8) == pytest.approx(2.302672896, rel=1e-12)
+    assert mem.kv_cache_gb(v3, 4096, 8, kv_bytes=1.0) == pytest.approx(2.302672896 / 2, rel=1e-12)
+
+
+def test_no_size_and_no_bands_are_refused_by_name():
+    with pytest.raises(ValueError, match=r"^params_billion must be a non-negative number, got None$"):
+        mem.weights_gb(None, 2.0)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"^no architecture bands to estimate from$"):
+        mem.estimate_architecture(8.0, [])
+
+
+def test_the_kv_cache_of_a_copy_over_more_gpus_than_kv_heads_counts_the_replicated_heads():
+    # 8 KV heads over TP 16: each GPU holds one head (8 / 16 < 1), so 16 heads' worth: twice the TP-1 cache.
+    one = dict(mem.inference_memory(8, 2.0, _ARCH, 4096, 4, 2.0, 1.5, 2.0).components)["kv_cache"]
+    wide = dict(mem.inference_memory(8, 2.0, _ARCH, 4096, 4, 2.0, 1.5, 2.0, tensor_parallel=16).components)
+    assert wide["kv_cache"] == pytest.approx(2 * one)
+
+
+def test_training_memory_names_its_terms_and_counts_the_engine_once_per_gpu():
+    got = mem.full_training_memory(1.0, _ARCH, 2048, 1, 16.0, "full", 1.5)
+    assert [name for name, _ in got.components] == [
+        "weights", "gradients", "optimizer", "activations", "logits", "engine"]
+    assert dict(got.components)["engine"] == 1.5  # one GPU unless told
+    assert dict(mem.full_training_memory(1.0, _ARCH, 2048, 1, 16.0, "full", 1.5, gpus=0).components)["engine"] == 1.5
+    # states of 4 B per parameter (weights and gradients alone): no optimizer memory, never a negative one
+    for state in (4.0, 3.0):
+        assert dict(mem.full_training_memory(1.0, _ARCH, 2048, 1, state, "full", 1.5).components)["optimizer"] == 0
 
 
 # -- model-size bands ----------------------------------------------------------------------------------------
