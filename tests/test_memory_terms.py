@@ -17,6 +17,7 @@ from service.domain.brief import Brief, Model, Traffic
 from service.physics import memory as mem
 from service.rulebook.version import Bundle
 from tests.conftest import TODAY as DAY
+from tests.test_formulas import BANDS
 
 _ARCH = mem.Architecture(layers=32, kv_heads=8, head_dim=128, hidden_size=4096, attention_heads=32,
                          vocab_size=128256, exact=True)
@@ -163,6 +164,36 @@ def test_no_size_and_no_bands_are_refused_by_name():
         mem.weights_gb(None, 2.0)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match=r"^no architecture bands to estimate from$"):
         mem.estimate_architecture(8.0, [])
+
+
+def test_an_estimated_architecture_has_no_window_unless_one_is_given():
+    # Nothing said: a full-attention estimate, so twice the tokens keep twice the cache.
+    est = mem.resolve_architecture(70, 0, 0, 0, 0, BANDS)
+    assert est.window == 0 and not est.exact
+    assert mem.kv_cache_gb(est, 8192, 1) == pytest.approx(2 * mem.kv_cache_gb(est, 4096, 1))
+
+
+def test_the_layers_a_window_applies_to_are_the_ones_given():
+    # Gemma 3 27B as a caller gives it: 52 of 62 layers at 1,024 (135,168 layer-tokens at 8k); none of them
+    # windowed (0 layers): every layer keeps every token, 62 x 8,192 = 507,904; not said: all 62 windowed.
+    def gemma(window_layers: int) -> mem.Architecture:
+        return mem.resolve_architecture(27, 62, 16, 128, 5376, BANDS, window=1024, window_layers=window_layers)
+
+    assert mem.cached_layer_tokens(gemma(52), 8192) == 135_168
+    assert mem.cached_layer_tokens(gemma(0), 8192) == 507_904
+    assert mem.cached_layer_tokens(gemma(-1), 8192) == 62 * 1024
+
+
+@pytest.mark.parametrize(("layers", "rank", "rope", "exact"), [
+    (61, 512, 64, True), (1, 1, 1, True),  # every part given, however small
+    (0, 512, 64, False), (61, 0, 64, False), (61, 512, 0, False),  # one missing: filled, so an estimate
+])
+def test_an_mla_architecture_is_exact_only_with_layers_rank_and_rope_given(layers, rank, rope, exact):  # noqa: ANN001
+    arch = mem.resolve_architecture(671, layers, 0, 0, 7168, BANDS, kind="MLA", kv_lora_rank=rank,
+                                    rope_head_dim=rope)
+    assert arch.exact is exact and arch.kind == "MLA"
+    assert arch.kv_heads == 1  # one latent per layer and token, shown as one KV head
+    assert arch.kv_latent == (rank or 512) + (rope or 64)
 
 
 def test_the_kv_cache_of_a_copy_over_more_gpus_than_kv_heads_counts_the_replicated_heads():

@@ -104,6 +104,13 @@ def test_the_fields_are_named_in_their_fixed_order_each_once():
     assert _depends(plan) == ("economics.hours_per_month", "run_cycle", "economics.needs_hardware_control")
 
 
+def test_a_rule_no_try_touches_keeps_its_match():
+    # Bursts route to the spot market (priority 12) whatever the month: trying 730 h (which alone would reserve,
+    # priority 10) leaves SPOT first, so the hours change nothing.
+    plan = _plan(hours_per_month=0.0, run_cycle="BURST")
+    assert _route(plan) == "SPOT" and _depends(plan) == ()
+
+
 def test_each_field_is_tried_alone():
     # Hours and demand both unknown: 730 h with demand still unknown does not reserve, nor does steady demand
     # at 0 h; only the two together would. Neither alone changes the route, so neither is named.
