@@ -316,3 +316,15 @@ def test_nothing_moves_when_already_in_order_or_when_no_offers_were_loaded():
     mixed = [_placeable("x", False, loaded=False), _placeable("a", True, loaded=True)]
     ranked = _Ranked(list(mixed), limit=2)
     assert placed_first(ranked) is True and [c.sizing.gpu.id for c in ranked.survivors] == ["a", "x"]
+
+
+def test_scores_half_a_point_apart_are_not_a_tie():
+    # Same cost per token ($2/h at 100 tokens/s and $4/h at 200: 100 cost points each); rule points 0.5 and
+    # 0.49 on the dearer one. 100.5 against 100 is exactly TIE_POINTS apart: the higher score leads; 100.49
+    # is within it: a tie, and the smaller commitment ($2/h) leads.
+    apart = [_c("cheap", 2.0, tps=100), _c("dear", 4.0, tps=200, points=TIE_POINTS)]
+    rank(apart)
+    assert [(c.sizing.gpu.id, c.score) for c in apart] == [("dear", 100.5), ("cheap", 100.0)]
+    tied = [_c("cheap", 2.0, tps=100), _c("dear", 4.0, tps=200, points=0.49)]
+    rank(tied)
+    assert [(c.sizing.gpu.id, c.score) for c in tied] == [("cheap", 100.0), ("dear", 100.49)]
