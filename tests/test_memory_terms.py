@@ -196,6 +196,32 @@ def test_an_mla_architecture_is_exact_only_with_layers_rank_and_rope_given(layer
     assert arch.kv_latent == (rank or 512) + (rope or 64)
 
 
+A = mem.Architecture
+
+
+def test_what_the_caller_says_of_the_attention_is_kept_and_the_rest_comes_from_the_band():
+    # BANDS: up to 10B 32 layers, 8 KV heads, head 128, hidden 4,096, 32 heads; up to 90B 80 layers, 8 KV heads,
+    # head 128, hidden 8,192, 64 heads; both a 128,256 vocabulary.
+    def arch(params: float, layers: int, hd: int, hidden: int, kind: str, **kw: int) -> mem.Architecture:
+        return mem.resolve_architecture(params, layers, 0, hd, hidden, BANDS, kind=kind, **kw)
+
+    # MLA (DeepSeek-V3 shape on the 90B band): one latent of rank + rope; head size and heads from the band
+    assert arch(70, 61, 0, 7168, "MLA", kv_lora_rank=512, rope_head_dim=64, window=4096) == A(
+        61, 1, 128, 7168, 64, 128256, True, "MLA", 576, 4096)
+    assert arch(70, 61, 192, 7168, "MLA", kv_lora_rank=512, rope_head_dim=64).head_dim == 192
+    # MHA (Llama-2-13B: 40 layers, hidden 5,120, head 128): one KV head per query head, 5,120 // 128 = 40
+    assert arch(7, 40, 128, 5120, "MHA") == A(40, 40, 128, 5120, 40, 128256, True, "MHA", 0, 0)
+    assert arch(7, 40, 96, 4000, "MHA", window=512) == A(40, 41, 96, 4000, 41, 128256, True, "MHA", 0, 512)
+    assert arch(7, 40, 128, 64, "MHA").kv_heads == 1  # a hidden size under one head is still one head
+    assert arch(7, 1, 0, 1, "MHA").exact and not arch(7, 40, 0, 0, "MHA").exact
+    assert arch(7, 40, 0, 0, "MHA") == A(40, 32, 128, 4096, 32, 128256, False, "MHA", 0, 0)
+    # MQA (Falcon-7B-like): one KV head; the head size from hidden / heads (4,545 // 32 = 142) when a hidden
+    # size is given, else the band's
+    assert arch(7, 32, 0, 4545, "MQA") == A(32, 1, 142, 4545, 32, 128256, True, "MQA", 0, 0)
+    assert arch(7, 32, 0, 16, "MQA").head_dim == 1  # 16 // 32 = 0: at least 1
+    assert arch(7, 32, 0, 0, "MQA") == A(32, 1, 128, 4096, 32, 128256, False, "MQA", 0, 0)
+
+
 def test_the_kv_cache_of_a_copy_over_more_gpus_than_kv_heads_counts_the_replicated_heads():
     # 8 KV heads over TP 16: each GPU holds one head (8 / 16 < 1), so 16 heads' worth: twice the TP-1 cache.
     one = dict(mem.inference_memory(8, 2.0, _ARCH, 4096, 4, 2.0, 1.5, 2.0).components)["kv_cache"]
