@@ -222,6 +222,30 @@ def test_what_the_caller_says_of_the_attention_is_kept_and_the_rest_comes_from_t
     assert arch(7, 32, 0, 0, "MQA") == A(32, 1, 128, 4096, 32, 128256, False, "MQA", 0, 0)
 
 
+def test_a_grouped_query_architecture_is_pinned_by_layers_kv_heads_and_a_head_size_else_estimated():
+    def arch(layers: int, kv: int, hd: int, hidden: int, window: int = 0) -> mem.Architecture:
+        return mem.resolve_architecture(8, layers, kv, hd, hidden, BANDS, window=window)
+
+    # pinned: the head size from hidden // heads (4,100 // 32 = 128) when not given; at least 1
+    assert arch(32, 8, 0, 4100) == A(32, 8, 128, 4100, 32, 128256, True, "GQA", 0, 0)
+    assert arch(32, 8, 64, 0, window=4096) == A(32, 8, 64, 4096, 32, 128256, True, "GQA", 0, 4096)
+    assert arch(1, 1, 1, 0) == A(1, 1, 1, 4096, 32, 128256, True, "GQA", 0, 0)
+    assert arch(32, 8, 0, 16).head_dim == 1
+    # a part of it: what was said is kept, the rest from the band, not exact
+    assert arch(40, 0, 0, 0) == A(40, 8, 128, 4096, 32, 128256, False, "GQA", 0, 0)
+    assert arch(1, 0, 0, 0).layers == 1
+    assert arch(0, 4, 0, 0) == A(32, 4, 128, 4096, 32, 128256, False, "GQA", 0, 0)
+    assert arch(0, 1, 0, 0).kv_heads == 1
+    assert arch(0, 0, 0, 0, window=1) == A(32, 8, 128, 4096, 32, 128256, False, "GQA", 0, 1)
+    # a hidden size alone pins nothing: the band's estimate
+    assert arch(0, 0, 0, 4096) == arch(0, 0, 0, 0) == A(32, 8, 128, 4096, 32, 128256, False, "GQA", 0, 0)
+    # MQA is exact with layers and a head size or a hidden size, and keeps its window
+    mqa = mem.resolve_architecture(7, 1, 1, 1, 0, BANDS, kind="MQA", window=512)
+    assert mqa.exact and (mqa.kv_latent, mqa.window) == (0, 512)
+    assert mem.resolve_architecture(7, 1, 0, 0, 1, BANDS, kind="MQA").exact
+    assert not mem.resolve_architecture(7, 0, 0, 64, 4544, BANDS, kind="MQA").exact
+
+
 def test_the_kv_cache_of_a_copy_over_more_gpus_than_kv_heads_counts_the_replicated_heads():
     # 8 KV heads over TP 16: each GPU holds one head (8 / 16 < 1), so 16 heads' worth: twice the TP-1 cache.
     one = dict(mem.inference_memory(8, 2.0, _ARCH, 4096, 4, 2.0, 1.5, 2.0).components)["kv_cache"]
