@@ -236,6 +236,9 @@ def test_a_grouped_query_architecture_is_pinned_by_layers_kv_heads_and_a_head_si
     assert arch(1, 0, 0, 0).layers == 1
     assert arch(0, 4, 0, 0) == A(32, 4, 128, 4096, 32, 128256, False, "GQA", 0, 0)
     assert arch(0, 1, 0, 0).kv_heads == 1
+    assert arch(40, 0, 64, 0) == A(40, 8, 64, 4096, 32, 128256, False, "GQA", 0, 0)  # no KV heads: not pinned
+    assert arch(40, 4, 0, 0) == A(40, 4, 128, 4096, 32, 128256, False, "GQA", 0, 0)  # no head size: not pinned
+    assert arch(32, 8, 0, 1).exact  # a hidden size of 1 is a hidden size
     assert arch(0, 0, 0, 0, window=1) == A(32, 8, 128, 4096, 32, 128256, False, "GQA", 0, 1)
     # a hidden size alone pins nothing: the band's estimate
     assert arch(0, 0, 0, 4096) == arch(0, 0, 0, 0) == A(32, 8, 128, 4096, 32, 128256, False, "GQA", 0, 0)
