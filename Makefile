@@ -15,6 +15,8 @@ CLIENT_SRC := client/pyproject.toml client/setup.py $(wildcard client/src/gpu_ad
 PROTOS := $(wildcard protos/gpuadvisor/v1/*.proto)
 RULES  ?= rules
 K8S_OUT ?= build/k8s
+# make mutate: one mutant at a time by default (the machine's cores are shared); MUTATE names modules or mutants
+MUTATE_CHILDREN ?= 1
 K8S_OVERLAYS := dev production
 # The last released contract: `buf breaking` compares the proto against it. On a release, write a new one with
 # `$(VENV)/bin/buf build --exclude-source-info -o protos/releases/vX.Y.Z.binpb` and point this at it.
@@ -86,7 +88,7 @@ test: $(GEN) $(CLIENT) $(DEV)
 # minutes per module, so never part of `make test`. MUTATE: which mutants, e.g. MUTATE='service.money.ownership*'
 # (default: every module listed). Prints the score per module and every survivor with the line it changed.
 mutate: $(GEN) $(DEV)
-	$(VENV)/bin/mutmut run $(MUTATE)
+	$(VENV)/bin/mutmut run --max-children $(MUTATE_CHILDREN) $(MUTATE)
 	$(PY) tests/mutation_report.py
 
 lint: $(GEN) $(DEV)

@@ -11,6 +11,7 @@ import signal
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 import grpc
@@ -44,9 +45,13 @@ def wait_until(predicate, timeout: float = 60.0) -> bool:  # noqa: ANN001
     return predicate()
 
 
-def legit_round(addr: str, seconds: float = 4.0) -> Legit:
+def legit_round(addr: str, recommends: int = 3, checks: int = 10, also: Callable[[], bool] = lambda: True) -> Legit:
+    """Ordinary calls until `recommends` Recommend and `checks` health outcomes are counted (and `also` holds):
+    the round ends on counts, never on a duration (a hang guard of 120 s, not a speed claim)."""
     with Legit(addr, good_request(), callers=2, recommend_timeout=20, health_every=0.05, health_timeout=10) as legit:
-        time.sleep(seconds)
+        counted = wait_until(lambda: legit.recommend.total >= recommends and legit.health.total >= checks and also(),
+                             120)
+    assert counted, (legit.recommend, legit.health)
     return legit
 
 
@@ -129,8 +134,9 @@ def test_connections_left_idle_are_closed_and_give_the_connection_cap_back(tmp_p
         with ConnectionFlood("127.0.0.1", port, connections=20) as flood:
             assert flood.ready.wait(60) and not flood.refused
             if idle == "0":  # no idle limit: they stay, and the cap keeps a new client out
-                time.sleep(3)
-                assert flood.closed_by_server == 0
+                # An absence cannot be an event: watch for 3x the 1 s limit of the other case; any close fails
+                # at once. This orders nothing (a slow machine only makes the watch less strict, never red).
+                assert not wait_until(lambda: flood.closed_by_server > 0, 3), flood.closed_by_server
                 assert not _health_from_a_new_client(port)
             else:
                 assert wait_until(lambda: flood.closed_by_server == 20, 30), flood.closed_by_server
@@ -195,11 +201,12 @@ def test_rapid_reset_leaves_other_connections_answering_and_memory_where_it_was(
     proc, port, _log = start_process(tmp_path, {})
     addr = f"127.0.0.1:{port}"
     try:
-        legit_round(addr, 2.0)  # warm: caches and allocator pools settle before the memory is read
+        legit_round(addr, recommends=5, checks=10)  # warm: caches and allocator pools settle before the memory is read
         before = rss_mb(proc.pid)
         with RapidReset("127.0.0.1", port) as attack:
-            time.sleep(1.0)
-            legit = legit_round(addr, 6.0)
+            # the attack is under way (its resets counted, or it failed) before the ordinary calls start
+            assert wait_until(lambda: attack.resets >= 10 * RapidReset.BATCH or attack.error is not None)
+            legit = legit_round(addr, recommends=5, checks=10, also=lambda: attack.resets > 10_000 or attack.error)
         assert attack.error is None
         assert attack.resets > 10_000, f"the attack sent only {attack.resets} resets: it proved nothing"
         assert legit.recommend.total >= 5 and legit.recommend.ok_share >= 0.95, legit.recommend

@@ -230,7 +230,7 @@ def test_a_cheaper_offer_edit_reaches_the_answer(tmp_path: Path, start_server: A
         answer = _recommend(running.stub, BATCH)
         return next(c for c in answer.candidates if c.gpu == "b200").placements[0].offer.provider == "examplecloud"
 
-    wait_for(placed_there, timeout=10.0)
+    wait_for(placed_there, timeout=60.0)
     info = running.stub.GetRuleset(pb.GetRulesetRequest())
     assert info.last_error == "" and info.revision != before.ruleset.revision
 

@@ -6,15 +6,18 @@ decide/rank.py; the answers' own orderings are held by the golden cases."""
 from __future__ import annotations
 
 import math
+from datetime import date
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from service.decide.rank import TIE_POINTS, rank
+from service.decide.rank import TIE_POINTS, placed_first, rank, rentable
 from service.decide.run import Scored
-from service.decide.sizing.common import Sizing
+from service.decide.sizing.common import Placed, Sizing
+from service.domain.brief import Quote
 from service.domain.catalog import Gpu
+from service.domain.offers import Offer
 
 
 def _gpu(gid: str) -> Gpu:
@@ -205,3 +208,123 @@ def test_the_order_is_by_score_ties_to_the_smaller_commitment_and_the_best_cost_
             assert b.score - a.score < TIE_POINTS and 0 < a.sizing.usd_per_hour < b.sizing.usd_per_hour
         if a.score == b.score and a.sizing.usd_per_hour == b.sizing.usd_per_hour:
             assert (not math.isfinite(a.basis), a.sizing.gpu.id) <= (not math.isfinite(b.basis), b.sizing.gpu.id)
+
+
+# -- a fixed demand's month, thin throughput, nothing delivered --------------------------------------------
+
+
+def _fixed(gid: str, usd: float, month: float, *, fixed: bool = True, tps: float = 0.0, eff: float = 500.0) -> Scored:
+    s = Sizing(gpu=_gpu(gid), count=1, usd_per_hour=usd, usd_per_month=month, fixed_demand=fixed,
+               tokens_per_second=tps, effective_tflops=eff)
+    return Scored(s, {}, points=0.0)
+
+
+def test_a_fixed_demand_with_no_unit_cost_compares_the_months():
+    # Every candidate serves the brief's stated rate (a video's seconds: no unit to price): the cheaper month is
+    # the cheaper work. $1,000 against $1,500: 100 and 66.67 points, whatever their $/h or TFLOPS say
+    # (per TFLOP-hour the $1,500 one would win: $2/h over 1,000 TFLOPS against $1/h over 100).
+    items = [_fixed("dear", 2.0, 1500.0, eff=1000.0), _fixed("cheap", 1.0, 1000.0, eff=100.0)]
+    rank(items)
+    got = _by_id(items)
+    assert {c.basis_kind for c in items} == {"usd_per_month"}
+    assert (got["cheap"].basis, got["dear"].basis, got["dear"].best) == (1000.0, 1500.0, 1000.0)
+    assert got["cheap"].cost_points == 100.0 and got["dear"].cost_points == 66.67
+    assert [c.sizing.gpu.id for c in items] == ["cheap", "dear"]
+    # any positive month is a month (half a dollar too)
+    items = [_fixed("a", 1.0, 0.5), _fixed("b", 1.0, 1.0)]
+    rank(items)
+    assert {c.basis_kind for c in items} == {"usd_per_month"} and _by_id(items)["b"].cost_points == 50.0
+
+
+def test_the_months_are_compared_only_when_every_priced_candidate_serves_the_stated_demand_with_a_month():
+    # One not serving a fixed demand, or one with no month: the months are not comparable work; the ranking
+    # falls back (here to $ per effective TFLOP-hour).
+    for items in ([_fixed("a", 2.0, 1500.0), _fixed("b", 1.0, 1000.0, fixed=False)],
+                  [_fixed("a", 2.0, 1500.0), _fixed("b", 1.0, 0.0)]):
+        rank(items)
+        assert {c.basis_kind for c in items} == {"usd_per_effective_tflop_hour"}
+
+
+def test_a_throughput_below_one_token_a_second_is_still_priced_per_million_tokens():
+    # $1/h at 0.5 tokens/s = 1,800 tokens an hour: $555.56 per million; $1/h at 1 token/s: $277.78.
+    items = [_c("slow", 1.0, tps=0.5), _c("fast", 1.0, tps=1.0)]
+    rank(items)
+    got = _by_id(items)
+    assert {c.basis_kind for c in items} == {"usd_per_million_output_tokens"}
+    assert got["slow"].basis == pytest.approx(1e6 / 1800) and got["slow"].cost_points == 50.0
+
+
+def test_a_priced_candidate_that_delivers_nothing_has_no_cost_not_a_division_by_zero():
+    # Per TFLOP-hour, 0 effective TFLOPS delivers nothing: no cost compared (infinite), no cost points.
+    items = [_c("none", 2.0, eff=0.0), _c("some", 2.0, eff=100.0)]
+    rank(items)
+    got = _by_id(items)
+    assert math.isinf(got["none"].basis) and got["none"].cost_points == 0.0
+    assert got["some"].cost_points == 100.0 and [c.sizing.gpu.id for c in items] == ["some", "none"]
+
+
+# -- rentable candidates first -----------------------------------------------------------------------------
+
+
+class _Ranked:
+    def __init__(self, survivors: list[Scored], limit: int) -> None:
+        self.survivors, self.limit = survivors, limit
+        self.shown = survivors[:limit]
+
+
+def _placeable(gid: str, rentable: bool, loaded: bool = True, quote: bool = False) -> Scored:
+    placement = Placed(Offer("p", "i", gid, 1, None, None, "r", "US", "on_demand", 2.0, date(2026, 1, 1), "s",
+                             date(2026, 1, 1), None), 1, 2.0, "ON_DEMAND") if rentable and not quote else None
+    s = Sizing(gpu=_gpu(gid), count=1, usd_per_hour=2.0, placement=placement,
+               quote=Quote(gid, 2.0) if quote else None, offers_loaded=loaded)
+    return Scored(s, {})
+
+
+def test_a_candidate_is_rentable_on_an_offer_in_scope_or_on_the_callers_quote():
+    assert rentable(_placeable("a", True).sizing)
+    assert rentable(_placeable("b", True, quote=True).sizing)
+    assert not rentable(_placeable("c", False).sizing)
+
+
+def test_rentable_candidates_go_first_keeping_each_groups_order():
+    # best first: x (no offer), a (offer), y (no offer), b (quote): rentable a, b first, then x, y
+    survivors = [_placeable("x", False), _placeable("a", True), _placeable("y", False),
+                 _placeable("b", True, quote=True)]
+    ranked = _Ranked(survivors, limit=3)
+    assert placed_first(ranked) is True  # the first pick changed: the route is decided again
+    assert [c.sizing.gpu.id for c in ranked.survivors] == ["a", "b", "x", "y"]
+    assert [c.sizing.gpu.id for c in ranked.shown] == ["a", "b", "x"]
+
+
+def test_a_reorder_below_the_first_pick_is_not_a_new_first_pick():
+    survivors = [_placeable("a", True), _placeable("x", False), _placeable("b", True)]
+    ranked = _Ranked(survivors, limit=2)
+    assert placed_first(ranked) is False
+    assert [c.sizing.gpu.id for c in ranked.survivors] == ["a", "b", "x"]
+    assert [c.sizing.gpu.id for c in ranked.shown] == ["a", "b"]
+
+
+def test_nothing_moves_when_already_in_order_or_when_no_offers_were_loaded():
+    in_order = [_placeable("a", True), _placeable("b", True), _placeable("x", False)]
+    ranked = _Ranked(list(in_order), limit=1)
+    assert placed_first(ranked) is False and ranked.survivors == in_order and ranked.shown == in_order[:1]
+    # no offer table loaded (a catalog-only rulebook): there is nothing to be rentable on; the order stays
+    unloaded = [_placeable("x", False, loaded=False), _placeable("a", True, loaded=False)]
+    ranked = _Ranked(list(unloaded), limit=2)
+    assert placed_first(ranked) is False and ranked.survivors == unloaded
+    # one candidate with offers loaded is enough for the rule to apply
+    mixed = [_placeable("x", False, loaded=False), _placeable("a", True, loaded=True)]
+    ranked = _Ranked(list(mixed), limit=2)
+    assert placed_first(ranked) is True and [c.sizing.gpu.id for c in ranked.survivors] == ["a", "x"]
+
+
+def test_scores_half_a_point_apart_are_not_a_tie():
+    # Same cost per token ($2/h at 100 tokens/s and $4/h at 200: 100 cost points each); rule points 0.5 and
+    # 0.49 on the dearer one. 100.5 against 100 is exactly TIE_POINTS apart: the higher score leads; 100.49
+    # is within it: a tie, and the smaller commitment ($2/h) leads.
+    apart = [_c("cheap", 2.0, tps=100), _c("dear", 4.0, tps=200, points=TIE_POINTS)]
+    rank(apart)
+    assert [(c.sizing.gpu.id, c.score) for c in apart] == [("dear", 100.5), ("cheap", 100.0)]
+    tied = [_c("cheap", 2.0, tps=100), _c("dear", 4.0, tps=200, points=0.49)]
+    rank(tied)
+    assert [(c.sizing.gpu.id, c.score) for c in tied] == [("cheap", 100.0), ("dear", 100.49)]

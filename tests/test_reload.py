@@ -84,7 +84,7 @@ def test_broken_edit_never_reaches_a_user(rules_copy, start_server):
     f.write_text(
         f.read_text(encoding="utf-8").replace("demand: VOLATILE", "demand: VOLATLE"), encoding="utf-8"
     )
-    wait_for(lambda: running.stub.GetRuleset(pb.GetRulesetRequest()).last_error != "", timeout=3.0)
+    wait_for(lambda: running.stub.GetRuleset(pb.GetRulesetRequest()).last_error != "", timeout=60.0)
     info = running.stub.GetRuleset(pb.GetRulesetRequest())
     assert info.revision == before.revision, "the last good version must keep serving"
     assert "rules/routing.yaml:" in info.last_error and "VOLATLE" in info.last_error
@@ -133,7 +133,7 @@ def test_configmap_symlink_swap_is_picked_up(tmp_path, start_server):
     tmp_link.symlink_to(v2.name)
     os.replace(tmp_link, mount / "..data")
     # The folder must hold still for the settle time (1 s) first; a busy machine takes a while to load.
-    wait_for(lambda: h100_price(running.stub) == pytest.approx(3.33), timeout=10.0)
+    wait_for(lambda: h100_price(running.stub) == pytest.approx(3.33), timeout=60.0)
 
 
 def test_reloads_under_concurrent_load_fail_no_request(rules_copy, start_server):

@@ -651,18 +651,20 @@ def test_health_checks_that_keep_coming_do_not_hold_the_drain(tmp_path: Path):
     # it gave up, quiet False); it counts GpuAdvisor calls only.
     proc, port, log = start_process(tmp_path, {}, "--grace-seconds", "30")
     stop = threading.Event()
+    answered = [0, 0, 0]  # per probe: checks answered before the drain
 
-    def probe() -> None:
+    def probe(i: int) -> None:
         with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
             while not stop.is_set():
                 with contextlib.suppress(grpc.RpcError):  # gone: keep asking until the test stops
                     health_status(channel, timeout=5)
+                    answered[i] += 1
 
-    threads = [threading.Thread(target=probe) for _ in range(3)]
+    threads = [threading.Thread(target=probe, args=(i,)) for i in range(3)]
     try:
         for t in threads:
             t.start()
-        time.sleep(0.5)
+        wait_for(lambda: min(answered) >= 2, timeout=60)  # every probe is asking when the drain starts
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=60) == 0
     finally:
