@@ -56,9 +56,11 @@ def serving_rows(bundle: Any, folder: Path) -> list[Row]:  # noqa: ANN401
     return keep
 
 
-def errors(bundle: Any, rows: list[Row], day: Any) -> list[Err]:  # noqa: ANN401
+def errors(bundle: Any, rows: list[Row], day: Any, signed: list[tuple[str, str, float]] | None = None,  # noqa: ANN401
+           ) -> list[Err]:
     """(estimate, |error| %, classes) of every measured serving figure of `rows` under the bundle's current
-    assumptions (the engines' figures are read afresh: the sizing keeps them per rules version otherwise)."""
+    assumptions (the engines' figures are read afresh: the sizing keeps them per rules version otherwise).
+    `signed` (optional) gets (row id, estimate, signed error %) of each."""
     width_module._ENGINE_ON.clear()
     out = []
     for row in rows:
@@ -74,7 +76,10 @@ def errors(bundle: Any, rows: list[Row], day: Any) -> list[Err]:  # noqa: ANN401
         est = _at_width(bundle, brief, gpu, row.gpus, day, ARRIVALS.get(row.arrivals))
         for key in ("itl", "ttft", "throughput"):
             if key in row.measured and row.measured[key] > 0:
-                out.append((key, abs(est[key] - row.measured[key]) / row.measured[key] * 100, classes))
+                err = (est[key] - row.measured[key]) / row.measured[key] * 100
+                out.append((key, abs(err), classes))
+                if signed is not None:
+                    signed.append((row.id, key, err))
     return out
 
 
@@ -148,6 +153,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rules", type=Path, default=Path("rules"))
     ap.add_argument("--folds", type=int, default=4)
     ap.add_argument("--with-request", action="store_true", help="fit serving_engines request_ms too")
+    ap.add_argument("--rows", action="store_true", help="print every row's held-out signed error, worst first")
     args = ap.parse_args(argv)
     fields = (*FIELDS, REQUEST) if args.with_request else FIELDS
     day = datetime.now(UTC).date()
@@ -161,13 +167,18 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{len(rows)} serving rows from {groups} sources")
         print(_table("as shipped (in-sample where a row was fitted before):", shipped))
         held: list[Err] = []
+        per_row: list[tuple[str, str, float]] = []
         for k, test in enumerate(source_folds(rows, args.folds)):
             for e, v in start.items():
                 table[e].update(v)
             chosen = fit(bundle, [r for r in rows if r not in test], day, fields=fields)
-            held += errors(bundle, test, day)
+            held += errors(bundle, test, day, per_row)
             print(f"  fold {k + 1} ({len(test)} rows, {len({r.group for r in test})} sources): {chosen}")
         print(_table(f"held out ({args.folds}-fold over sources, each fold fitted on the others):", held))
+        if args.rows:
+            print("held out, per row (signed: negative = the estimate is faster / fewer than measured):")
+            for rid, key, err in sorted(per_row, key=lambda r: (r[1], -abs(r[2]))):
+                print(f"  {key:<11}{err:+8.1f}%  {rid}")
         for e, v in start.items():
             table[e].update(v)
         values = fit(bundle, rows, day, fields=fields)
