@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 from pathlib import Path
 from typing import Any
 
@@ -57,7 +58,11 @@ def test_every_row_is_compared_or_listed_with_why(catalog_bundle: Any) -> None:
     compared = {p.row for p in points}
     listed = {s.id: s.why for s in skipped}
     assert not compared & set(listed)
-    assert len(compared) + len(listed) == 35 + 23 + 13  # aiconfigurator's, published.csv's, published-serving's
+    # aiconfigurator's 35, published.csv's 23 and every row of published-serving.csv (it grows as sources are read)
+    with (FOLDER / "published-serving.csv").open(newline="", encoding="utf-8") as f:
+        serving = sum(1 for _ in csv.DictReader(f))
+    assert serving >= 13 + 5  # issue 36: the 13 rows of round 5 and the ones read since
+    assert len(compared) + len(listed) == 35 + 23 + serving
     disagg = [why for rid, why in listed.items() if "_disagg_" in rid]
     assert len(disagg) == 12 and all("disaggregated" in why for why in disagg)
     # A serving row is compared at the width it was measured on, and says when the answer chose another.
