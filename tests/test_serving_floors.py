@@ -40,3 +40,4 @@ def test_a_deepseek_prompt_attends_three_times_what_its_hidden_size_says(bundle)
     # At 128k tokens attention dominates the prompt: 2 x 61 x S^2 x 20,480 FLOPs against 2 x 37B x S.
     s = 131072
     assert compute.attention_flops(61, s, int(width)) > 3 * 2 * 37e9 * s
+
