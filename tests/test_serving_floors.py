@@ -1,17 +1,24 @@
 """Issue 36, physics round 5: the terms added where the held-out rows missed (docs/accuracy.md "How it moved"):
-an MLA prompt's attention at its decompressed heads' width."""
+an MLA prompt's attention at its decompressed heads' width; the calibration's fit kept inside the range each
+engine's scheduler allows."""
 
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
+from service.accuracy import calibrate
 from service.decide.models import resolve
 from service.decide.sizing.shape import shape_of
 from service.decide.sizing.width import attention_width
 from service.domain.brief import Brief, Model, Traffic
 from service.physics import compute, serving
+
+from .conftest import TODAY
+
+FOLDER = Path(__file__).parents[1] / "rules" / "accuracy"
 
 
 def test_mla_prefill_attends_at_its_decompressed_heads_width():
@@ -41,3 +48,23 @@ def test_a_deepseek_prompt_attends_three_times_what_its_hidden_size_says(bundle)
     s = 131072
     assert compute.attention_flops(61, s, int(width)) > 3 * 2 * 37e9 * s
 
+
+
+def test_the_fit_keeps_prefill_first_inside_the_engine_s_scheduler_range(catalog_bundle):
+    # Three of GPUStack's one-H100 rows (vLLM, SGLang, TensorRT-LLM at 4 sessions): whatever they pull towards, a
+    # chunked-prefill engine's share stays at most 0.3 and SGLang's at least 0.5.
+    table = catalog_bundle.book.assumptions.values["serving_engines"]
+    kept = {e: dict(v) for e, v in table.items()}
+    try:
+        rows = [r for r in calibrate.serving_rows(catalog_bundle, FOLDER) if r.id.startswith("gpustack-qwen3-8b-h100")]
+        assert {calibrate.engine_of(r.brief.toolchain) for r in rows} == {"vllm", "sglang", "tensorrt-llm"}
+        share = (("prefill_first", calibrate.PREFILL_FIRST),)
+        chosen = calibrate.fit(catalog_bundle, rows, TODAY, passes=1, fields=share)
+        for engine, values in chosen.items():
+            lo, hi = calibrate.PREFILL_FIRST_RANGE[engine]
+            assert lo <= values["prefill_first"] <= hi, (engine, values)
+    finally:
+        for e, v in kept.items():
+            table[e].clear()
+            table[e].update(v)
+        calibrate.width_module._ENGINE_ON.clear()
