@@ -1,6 +1,6 @@
 """Issue 36, physics round 5: the terms added where the held-out rows missed (docs/accuracy.md "How it moved"):
-an MLA prompt's attention at its decompressed heads' width; a step's launch floor per layer (decode at wide tensor
-parallelism); the calibration's fit kept inside the range each engine's scheduler allows."""
+an MLA prompt's attention at its decompressed heads' width; the calibration's fit kept inside the range each
+engine's scheduler allows."""
 
 from __future__ import annotations
 
@@ -11,10 +11,9 @@ import pytest
 
 from service.accuracy import calibrate
 from service.decide.models import resolve
-from service.decide.sizing.engines import efficiency
 from service.decide.sizing.shape import shape_of
 from service.decide.sizing.width import attention_width
-from service.domain.brief import AdviceRequest, Brief, Model, Parallelism, Traffic
+from service.domain.brief import Brief, Model, Traffic
 from service.physics import compute, serving
 
 from .conftest import TODAY
@@ -69,36 +68,3 @@ def test_the_fit_keeps_prefill_first_inside_the_engine_s_scheduler_range(catalog
             table[e].clear()
             table[e].update(v)
         calibrate.width_module._ENGINE_ON.clear()
-
-
-def test_a_step_takes_at_least_its_layers_launch_floor():
-    # 80 layers at 100 us: a TP8 batch-1 step whose slices read in 4.9 ms takes 8 ms; a big step is not moved.
-    args = dict(kv_gb=0.0, decode_attn_flops=0.0, prefill_attn_flops=0.0, bandwidth_tbs=8 * 4.8, mbu=0.75,
-                tflops=8 * 989, mfu=0.5, overhead_s=0.004)
-    small = serving.step_seconds(141.0, 2 * 70e9, **args)  # 17.6 GB a GPU, one token
-    assert small == pytest.approx(0.004 + 141.0 / (8 * 4.8 * 0.75) / 1000)
-    assert serving.step_seconds(141.0, 2 * 70e9, kernel_floor_s=80 * 100e-6, **args) == pytest.approx(0.004 + 0.008)
-    big = serving.step_seconds(141.0, 2 * 70e9 * 4096, **args)
-    assert serving.step_seconds(141.0, 2 * 70e9 * 4096, kernel_floor_s=0.008, **args) == big
-
-
-def test_vllm_s_layer_floor_is_read_per_gpu_vendor_and_other_engines_have_none(bundle):
-    a = bundle.book.assumptions
-    gpu = next(g for g in bundle.book.catalog if g.id == "h200")
-    assert efficiency(gpu, ("vllm",), a).layer_floor_s == pytest.approx(
-        a.values["serving_engines"]["vllm"]["layer_floor_us"]["nvidia"] / 1e6)
-    assert efficiency(gpu, ("sglang",), a).layer_floor_s == 0.0
-    assert efficiency(gpu, (), a).layer_floor_s == 0.0
-    # Measured on CUDA only: an MI300X keeps none (AMD's batch-1 TP8 rows read right without it).
-    mi300x = next(g for g in bundle.book.catalog if g.id == "mi300x")
-    assert efficiency(mi300x, ("vllm",), a).layer_floor_s == 0.0
-
-
-def test_llama_70b_at_tp8_batch_1_on_vllm_pays_the_layer_floor(bundle):
-    # AccelMark's Llama-3-70B BF16 on 8 x H200, vLLM 0.7.3, one request at a time: ITL 12.29 ms.
-    brief = Brief(workload="REALTIME_INFERENCE", model=Model(name="llama-3.1-70b-instruct", precision="BF16",
-                                                             context_tokens=1024),
-                  traffic=Traffic(concurrent_sessions=1, avg_input_tokens=280, avg_output_tokens=310),
-                  toolchain=("vllm",), parallelism=Parallelism(tensor_parallel=8), gpus=("h200",))
-    (cand,) = [c for c in bundle.advise(AdviceRequest(brief=brief, as_of=TODAY)).candidates if c.gpu == "h200"]
-    assert cand.performance.itl_ms == pytest.approx(12.29, rel=0.15)

@@ -51,15 +51,12 @@ def _roofline(read_gb: float, flops: float, bandwidth_tbs: float, mbu: float, tf
 
 def step_seconds(weights_gb: float, linear_flops: float, kv_gb: float, decode_attn_flops: float,
                  prefill_attn_flops: float, bandwidth_tbs: float, mbu: float, tflops: float, mfu: float,
-                 attn_tflops: float = 0.0, overhead_s: float = 0.0, overlap: float = 1.0,
-                 kernel_floor_s: float = 0.0) -> float:
+                 attn_tflops: float = 0.0, overhead_s: float = 0.0, overlap: float = 1.0) -> float:
     """One engine step, kernel by kernel (they run one after another; inside each the reads and the math overlap):
     the GEMMs take the longer of reading the weights and computing the linear FLOPs (a small prefill chunk hides
     under the read, a big one does not); decode attention the longer of reading the KV cache and its FLOPs (MLA's
     absorbed attention at thousands of sequences is compute); a prefill chunk's attention is compute; plus the
-    step's floor (launches, sampling, scheduling, tensor-parallel all-reduces). `kernel_floor_s`: the least the
-    step's kernels take however little each reads (layers x the engine's per-layer launch floor): a wide tensor-
-    parallel batch-1 step, whose per-GPU slices read in microseconds, is bound by it, a big step is not."""
+    step's floor (launches, sampling, scheduling, tensor-parallel all-reduces)."""
     gemm = bound_seconds(weights_gb, linear_flops, bandwidth_tbs, mbu, tflops, mfu, overlap=overlap)
     # The GEMM's call has checked the shared arguments (the rates and the overlap), so the attention kernels skip
     # those checks. A kernel with nothing to read and nothing to compute takes 0.0: skipped, as a prefill step has
@@ -68,9 +65,7 @@ def step_seconds(weights_gb: float, linear_flops: float, kv_gb: float, decode_at
         kv_gb, 0.0, bandwidth_tbs, mbu, tflops, mfu, decode_attn_flops, attn_tflops, overlap)
     prefill_attn = 0.0 if prefill_attn_flops <= 0 else _roofline(
         0.0, 0.0, bandwidth_tbs, mbu, tflops, mfu, prefill_attn_flops, attn_tflops, 1.0)
-    if kernel_floor_s > 0.0 and kernel_floor_s > gemm + decode_attn + prefill_attn:
-        return overhead_s + kernel_floor_s
-    return overhead_s + gemm + decode_attn + prefill_attn  # summed in this order: answers stay bit-identical
+    return overhead_s + gemm + decode_attn + prefill_attn
 
 
 def allreduce_transfer_seconds(nbytes: float, gpus: int, link_gbs: float) -> float:

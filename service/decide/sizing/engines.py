@@ -30,7 +30,6 @@ class Efficiency:
     request_s: float  # the front end's own time per request before its first token: HTTP, tokenizer, queueing
     prefill_first: float  # share of the other sessions' prefill a prompt waits for before its first token (the
     # rest is mixed into the decode steps): 1 = prefill batches run first, apart (SGLang), 0 = mixed (chunked)
-    layer_floor_s: float = 0.0  # the least a layer's kernels take in one step, however little they read
 
 
 def engine_of(toolchain: tuple[str, ...]) -> str:
@@ -54,12 +53,10 @@ def efficiency(gpu: Gpu, toolchain: tuple[str, ...], a: Assumptions) -> Efficien
         mbu, mfu = a.num("mbu_decode"), a.num("mfu_prefill")
         floor_ms, budget, request_ms = a.num("decode_step_floor_ms"), a.num("serving_max_batched_tokens"), 0.0
         first = a.num("prefill_first")
-        layer_us = 0.0
     else:
         mbu, mfu = float(row["decode_bandwidth_use"]), float(row["prefill_mfu"])
         floor_ms, budget, request_ms = float(row["step_floor_ms"]), float(row["token_budget"]), float(row["request_ms"])
         first = float(row["prefill_first"])
-        layer_us = float(row.get("layer_floor_us", {}).get(gpu.vendor, 0.0))  # measured per GPU vendor
     if gpu.id in by_gpu:  # measured for this GPU family: beats the engine's datacenter NVIDIA figure
         mbu = float(by_gpu[gpu.id])
     elif gpu.gpu_class == "consumer" and named != "llama.cpp":
@@ -70,4 +67,4 @@ def efficiency(gpu: Gpu, toolchain: tuple[str, ...], a: Assumptions) -> Efficien
     scale = (gpu.matmul_efficiency or ref) / ref
     return Efficiency(engine=named or "general", named=bool(named), mbu=mbu, mfu=mfu * scale,
                       floor_s=floor_ms / 1000, budget_tokens=max(1, int(budget)), request_s=request_ms / 1000,
-                      prefill_first=min(1.0, max(0.0, first)), layer_floor_s=max(0.0, layer_us) / 1e6)
+                      prefill_first=min(1.0, max(0.0, first)))

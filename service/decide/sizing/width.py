@@ -325,7 +325,7 @@ def _serving_width(g: _ServingGpu, n: int) -> tuple[float, float, float]:
     w = _width(g, n)
     step = serving.step_seconds(
         g.weights * w.stages, g.decode_flops, g.kv_read, g.decode_attn, g.decode_prefill_attn, w.bw, eff.mbu,
-        w.tflops, g.mfu, w.attn_tflops, w.overhead + _traffic(g, w, c + pps), g.overlap, g.layers * eff.layer_floor_s,
+        w.tflops, g.mfu, w.attn_tflops, w.overhead + _traffic(g, w, c + pps), g.overlap,
     )
     if not w.prefilled:
         _prefill_times(g, w, n)
@@ -366,8 +366,7 @@ def _prefill_times(g: _ServingGpu, w: _Width, n: int) -> None:
         return serving.step_seconds(read, _linear_flops(g, tokens), 0.0, 0.0,
                                     _attention(shape, prefills, prompt, g.attn_width) * tokens / max(1, prompt), w.bw,
                                     eff.mbu,
-                                    w.tflops, g.mfu, w.attn_tflops, w.overhead + _traffic(g, w, tokens), g.overlap,
-                                    g.layers * eff.layer_floor_s)
+                                    w.tflops, g.mfu, w.attn_tflops, w.overhead + _traffic(g, w, tokens), g.overlap)
 
     budget = eff.budget_tokens
     w.single = single = prefill(min(s_in, budget), s_in) * math.ceil(s_in / budget)  # one prompt, chunk by chunk
