@@ -110,3 +110,16 @@ def test_calibration_scores_ttft_plus_half_tpot_over_the_engine_named_serving_ro
     # median |TTFT| 20 (of 10, 20, 30) + 0.5 x median |TPOT or throughput| 40 (of 40 and 40)
     errs = [("ttft", 10.0), ("ttft", 30.0), ("ttft", 20.0), ("itl", 40.0), ("throughput", 40.0)]
     assert score(errs) == (40.0, 20.0, 40.0)
+
+
+def test_a_serving_row_states_the_kv_cache_dtype_it_ran_with_and_a_wrong_word_is_refused(tmp_path: Path) -> None:
+    # published-serving.csv's kv_cache_precision: what the source says the engine kept (blank = the engine default)
+    rows = {r.id: r for r in read_published(FOLDER / "published-serving.csv")}
+    assert rows["trtllm-dsr1-fp4-8xb200-c3072-fp16kv"].brief.model.kv_cache_precision == "FP16"
+    assert rows["vllm-blog-llama-3.1-8b-h100-c8-20k"].brief.model.kv_cache_precision == "BF16"
+    assert rows["trtllm-dsr1-fp8-8xh200-c1024"].brief.model.kv_cache_precision == "UNSPECIFIED"
+    text = (FOLDER / "published-serving.csv").read_text(encoding="utf-8").replace(",FP16\n", ",FP12\n", 1)
+    bad = tmp_path / "published-serving.csv"
+    bad.write_text(text, encoding="utf-8")
+    with pytest.raises(ValueError, match="kv_cache_precision 'FP12'"):
+        read_published(bad)

@@ -3,7 +3,8 @@
 `python -m service.accuracy.calibrate` (offline, a few minutes): every serving row of rules/accuracy that names
 its engine (AIConfigurator's aggregated rows the registry and catalog express, the published points of
 published.csv and published-serving.csv) is sized at its measured width, with the arrival pattern the row states,
-by the code the answers run. Coordinate descent on a grid fits, per engine, `prefill_first`,
+by the code the answers run. Coordinate descent on a grid (within the ranges the engines' schedulers and the
+GPUs allow: PREFILL_FIRST_RANGE, BANDWIDTH_USE) fits, per engine, `prefill_first`,
 `decode_bandwidth_use` and `request_ms` (rules/assumptions.yaml `serving_engines`) to the smallest median
 |TTFT error| + 0.5 x median |TPOT error| (a throughput figure counts with TPOT). Nothing is fitted per model, GPU
 or row.
@@ -32,7 +33,15 @@ from .harness import _at_width, read_rows
 from .run import catalog_bundle
 
 PREFILL_FIRST = tuple(round(0.05 * i, 2) for i in range(21))
-BANDWIDTH_USE = tuple(round(0.45 + 0.05 * i, 2) for i in range(9))
+# Decode GEMV-like kernels on NVIDIA datacenter GPUs reach 0.6-0.9 of HBM bandwidth (a GPU family measured lower,
+# MI300X's 0.44, has its own figure in decode_bandwidth_use_by_gpu, not the engine's).
+BANDWIDTH_USE = tuple(round(0.6 + 0.05 * i, 2) for i in range(7))
+# Issue 36: the share of the other sessions' prefill a prompt waits for is bounded by the engine's scheduler, so a
+# fold with few of an engine's sources cannot move it across designs (the unbounded folds chose TensorRT-LLM 1.0 and
+# vLLM 0.9 to lift rows that read low for other reasons: docs/calibration.md). vLLM V1 and TensorRT-LLM schedule the
+# running decodes first and mix a new prompt's chunks into the step (chunked prefill, in-flight batching): at most
+# 0.3; SGLang runs a new prefill batch before decoding by default: at least 0.5.
+PREFILL_FIRST_RANGE = {"vllm": (0.0, 0.3), "tensorrt-llm": (0.0, 0.3), "sglang": (0.5, 1.0)}
 REQUEST_MS = tuple(range(0, 64, 4))
 FIELDS = (("prefill_first", PREFILL_FIRST), ("decode_bandwidth_use", BANDWIDTH_USE))
 # `--with-request` fits request_ms too: over today's rows its folds chose 16-40 ms (SGLang), 32-60 (TensorRT-LLM),
@@ -56,9 +65,11 @@ def serving_rows(bundle: Any, folder: Path) -> list[Row]:  # noqa: ANN401
     return keep
 
 
-def errors(bundle: Any, rows: list[Row], day: Any) -> list[Err]:  # noqa: ANN401
+def errors(bundle: Any, rows: list[Row], day: Any, signed: list[tuple[str, str, float]] | None = None,  # noqa: ANN401
+           ) -> list[Err]:
     """(estimate, |error| %, classes) of every measured serving figure of `rows` under the bundle's current
-    assumptions (the engines' figures are read afresh: the sizing keeps them per rules version otherwise)."""
+    assumptions (the engines' figures are read afresh: the sizing keeps them per rules version otherwise).
+    `signed` (optional) gets (row id, estimate, signed error %) of each."""
     width_module._ENGINE_ON.clear()
     out = []
     for row in rows:
@@ -74,7 +85,10 @@ def errors(bundle: Any, rows: list[Row], day: Any) -> list[Err]:  # noqa: ANN401
         est = _at_width(bundle, brief, gpu, row.gpus, day, ARRIVALS.get(row.arrivals))
         for key in ("itl", "ttft", "throughput"):
             if key in row.measured and row.measured[key] > 0:
-                out.append((key, abs(est[key] - row.measured[key]) / row.measured[key] * 100, classes))
+                err = (est[key] - row.measured[key]) / row.measured[key] * 100
+                out.append((key, abs(err), classes))
+                if signed is not None:
+                    signed.append((row.id, key, err))
     return out
 
 
@@ -100,7 +114,10 @@ def fit(bundle: Any, rows: list[Row], day: Any, passes: int = 2,  # noqa: ANN401
             others = errors(bundle, [r for r in rows if r not in mine], day)
             for name, grid in fields:
                 keep = table[engine][name]
+                lo, hi = PREFILL_FIRST_RANGE.get(engine, (0.0, 1.0)) if name == "prefill_first" else (-1e9, 1e9)
                 for value in grid:
+                    if not lo <= value <= hi:
+                        continue
                     table[engine][name] = value
                     s = score(others + errors(bundle, mine, day))[0]
                     if s < best - 1e-9:
@@ -148,6 +165,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rules", type=Path, default=Path("rules"))
     ap.add_argument("--folds", type=int, default=4)
     ap.add_argument("--with-request", action="store_true", help="fit serving_engines request_ms too")
+    ap.add_argument("--rows", action="store_true", help="print every row's held-out signed error, worst first")
     args = ap.parse_args(argv)
     fields = (*FIELDS, REQUEST) if args.with_request else FIELDS
     day = datetime.now(UTC).date()
@@ -161,13 +179,18 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{len(rows)} serving rows from {groups} sources")
         print(_table("as shipped (in-sample where a row was fitted before):", shipped))
         held: list[Err] = []
+        per_row: list[tuple[str, str, float]] = []
         for k, test in enumerate(source_folds(rows, args.folds)):
             for e, v in start.items():
                 table[e].update(v)
             chosen = fit(bundle, [r for r in rows if r not in test], day, fields=fields)
-            held += errors(bundle, test, day)
+            held += errors(bundle, test, day, per_row)
             print(f"  fold {k + 1} ({len(test)} rows, {len({r.group for r in test})} sources): {chosen}")
         print(_table(f"held out ({args.folds}-fold over sources, each fold fitted on the others):", held))
+        if args.rows:
+            print("held out, per row (signed: negative = the estimate is faster / fewer than measured):")
+            for rid, key, err in sorted(per_row, key=lambda r: (r[1], -abs(r[2]))):
+                print(f"  {key:<11}{err:+8.1f}%  {rid}")
         for e, v in start.items():
             table[e].update(v)
         values = fit(bundle, rows, day, fields=fields)

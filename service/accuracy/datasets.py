@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..domain.brief import PRECISIONS as BRIEF_PRECISIONS
 from ..domain.brief import Brief, Media, Model, Traffic, Training
 
 AICONFIGURATOR = "aiconfigurator-silicon_refs.csv"
@@ -150,6 +151,8 @@ def read_published(path: Path, dataset: str = "published") -> list[Row]:
                 head_dim=_int(r["head_dim"]), hidden_size=_int(r["hidden_size"]), experts=_int(r["experts"]),
                 experts_per_token=_int(r["experts_per_token"]),
                 name=r.get("model") or "",  # a registry id, as a user would name it (the last, optional column)
+                # the KV cache dtype the source states it ran with (published-serving.csv); blank = the engine default
+                kv_cache_precision=(r.get("kv_cache_precision") or "").strip() or "UNSPECIFIED",
             )
             traffic = Traffic(concurrent_sessions=_int(r["sessions"]), batch_size=_int(r["batch_size"]),
                               avg_input_tokens=_int(r["input_tokens"]), avg_output_tokens=_int(r["output_tokens"]),
@@ -163,6 +166,10 @@ def read_published(path: Path, dataset: str = "published") -> list[Row]:
             arrivals = (r.get("arrivals") or "").strip()
             if arrivals and arrivals not in ARRIVALS:
                 raise ValueError(f"{path.name} row {r['id']}: arrivals {arrivals!r} is not one of {sorted(ARRIVALS)}")
+            kv = model.kv_cache_precision
+            if kv != "UNSPECIFIED" and kv not in BRIEF_PRECISIONS:
+                raise ValueError(f"{path.name} row {r['id']}: kv_cache_precision {kv!r} is not one of "
+                                 f"{BRIEF_PRECISIONS}")
             group = (r.get("group") or r.get("source_url") or r["source"].split(",")[0]).strip()
             rows.append(Row(r["id"], dataset, brief, r["gpu"], _int(r["gpus"]), measured, r["source"], arrivals,
                             group))

@@ -177,18 +177,32 @@ class _ServingGpu:
     __slots__ = ("gpu", "a", "tflops", "sync", "eff", "mfu", "attn_base", "effective_tflops", "c", "s_in", "s_out",
                  "p95_in", "pps", "weights", "kv_read", "decode_attn", "decode_flops", "decode_prefill_attn",
                  "layers", "hidden", "shape", "active", "tile", "overlap", "ep_s", "up", "link", "fast_us",
-                 "slow_us", "prefills")
+                 "slow_us", "prefills", "attn_width")
 
 
-def _attention(shape: Shape, prefills: dict[Any, Any], tokens: int) -> float:
-    """A `tokens`-token prompt's attention FLOPs, kept in the brief's prefill table (its model is the table's)."""
+def _attention(shape: Shape, prefills: dict[Any, Any], tokens: int, width: float = 0.0) -> float:
+    """A `tokens`-token prompt's attention FLOPs, kept in the brief's prefill table (its model is the table's):
+    at `width` (attention_width; 0 = the hidden size)."""
     key = ("attention", tokens)
     hit = prefills.get(key)
     if hit is None:
         arch = shape.arch
-        hit = prefills[key] = compute.attention_flops(arch.layers, tokens, arch.hidden_size, arch.window,
+        hit = prefills[key] = compute.attention_flops(arch.layers, tokens, width or arch.hidden_size, arch.window,
                                                   arch.window_layers)
     return hit
+
+
+def attention_width(shape: Shape, a: Assumptions) -> float:
+    """The width a prompt's attention runs at: the hidden size, but an MLA model's decompressed heads (issue 36:
+    DeepSeek's prefill attention is 2.9x what its hidden size says; the head widths the registry does not keep
+    are DeepSeek-V3's, mla_qk_nope_head_dim and mla_v_head_dim)."""
+    arch = shape.arch
+    if arch.kind != "MLA":
+        return float(arch.hidden_size)
+    rope = max(0, arch.kv_latent - arch.kv_latent * 8 // 9)  # 64 of 576 when the brief gives none
+    width = serving.mla_prefill_attention_width(arch.attention_heads, int(a.num("mla_qk_nope_head_dim")), rope,
+                                                int(a.num("mla_v_head_dim")))
+    return width or float(arch.hidden_size)
 
 
 def _serving_gpu(s: Sizing, brief: Brief, shape: Shape, a: Assumptions, memo: Memo,
@@ -201,6 +215,7 @@ def _serving_gpu(s: Sizing, brief: Brief, shape: Shape, a: Assumptions, memo: Me
     g = _ServingGpu()
     g.gpu, g.a, g.tflops, g.sync, g.shape = gpu, a, s.tflops, synchrony, shape
     arch = shape.arch
+    g.attn_width = attention_width(shape, a)
     # A prefill step reads neither the output length nor the sessions beyond its tokens: kept by GPU, width and
     # tokens in the memo's prefill table, which the missed-target search shares across the lengths it tries. The
     # engine's figures on the GPU (one toolchain: one brief's table) and a prompt's attention are kept there too.
@@ -234,7 +249,8 @@ def _serving_gpu(s: Sizing, brief: Brief, shape: Shape, a: Assumptions, memo: Me
     g.weights, g.kv_read, g.decode_attn = memo[rkey]
     g.active = active = shape.active_params_billion * 1e9
     g.decode_flops = 2 * active * (c + pps)  # linear_flops untiled: decode's few rows per expert are read-bound
-    g.decode_prefill_attn = pps * _attention(shape, prefills, s_in) / (s_in if s_in > 1 else 1)  # max(1, s_in)
+    attn = _attention(shape, prefills, s_in, g.attn_width)
+    g.decode_prefill_attn = pps * attn / (s_in if s_in > 1 else 1)  # max(1, s_in)
     g.layers, g.hidden = arch.layers, arch.hidden_size
     g.ep_s = expert_parallel_s(brief, shape, gpu, a)
     memo[gkey] = g
@@ -348,7 +364,8 @@ def _prefill_times(g: _ServingGpu, w: _Width, n: int) -> None:
             read = prefills[rkey] = mem.weights_gb(shape.params_read_billion(tokens), shape.bytes_per_param)
         read = read * w.stages
         return serving.step_seconds(read, _linear_flops(g, tokens), 0.0, 0.0,
-                                    _attention(shape, prefills, prompt) * tokens / max(1, prompt), w.bw, eff.mbu,
+                                    _attention(shape, prefills, prompt, g.attn_width) * tokens / max(1, prompt), w.bw,
+                                    eff.mbu,
                                     w.tflops, g.mfu, w.attn_tflops, w.overhead + _traffic(g, w, tokens), g.overlap)
 
     budget = eff.budget_tokens
