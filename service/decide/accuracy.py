@@ -8,6 +8,7 @@ from typing import Any
 
 from ..domain.accuracy import Band, classes_of, margins
 from ..domain.advice import Candidate, Reason
+from ..domain.frozen import build
 from ..render.accuracy import margins_of, risk_params
 from .run import Run, Scored
 
@@ -29,10 +30,8 @@ def risk_caveats(perf: Any, band: Band | None, run: Run, brief: dict[str, Any]) 
     for m in margins_of(perf, band, brief):
         at_risk = m.at_risk
         if at_risk or m.near_miss:
-            reason = object.__new__(Reason)  # Reason(...) without the frozen __init__ (answer.build)
-            reason.__dict__.update(rule_id="accuracy.at_risk", text=run.text(
-                "caveat.accuracy_at_risk" if at_risk else "caveat.accuracy_near_miss", risk_params(m, band, run.text)))
-            out.append(reason)
+            out.append(build(Reason, rule_id="accuracy.at_risk", text=run.text(
+                "caveat.accuracy_at_risk" if at_risk else "caveat.accuracy_near_miss", risk_params(m, band, run.text))))
     return tuple(out)
 
 

@@ -23,6 +23,7 @@ from ..domain.advice import (
 )
 from ..domain.assumptions import Assumptions
 from ..domain.brief import TRAINING_WORKLOADS, AdviceRequest, Brief, Traffic
+from ..domain.frozen import build
 from ..domain.models import find
 from ..engine.ir import Action, Rule
 from ..memo import IdentityMemo, keep
@@ -32,7 +33,7 @@ from ..render.summary import render_summary
 from . import facts as F
 from . import tables as tb
 from .accuracy import mark_near_misses, unmeasured_note
-from .answer import benchmark, build, candidate_of, checklist, dedupe_warnings, once, said_texts
+from .answer import benchmark, candidate_of, checklist, dedupe_warnings, once, said_texts
 from .api_leg import plan_fields, price
 from .book import Rulebook
 from .cancel import StillWanted, checkpoint

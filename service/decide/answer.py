@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 from datetime import date
-from typing import Any, TypeVar
+from typing import Any
 
 from ..domain.accuracy import Band
 from ..domain.advice import (
@@ -24,6 +24,7 @@ from ..domain.advice import (
     ScoreBreakdown,
     Warning,
 )
+from ..domain.frozen import build
 from ..domain.offers import Offer
 from ..memo import IdentityMemo, keep_held
 from .accuracy import band_of, risk_caveats
@@ -202,18 +203,6 @@ def _spread(market: tuple[float, float, float, int, int]) -> MarketSpread:
 # A GPU's market spread as the answer shows it, by the spread it shows (kept per rules version with the leaders of
 # a scope, advisor._place_every_gpu: the same tuple for every brief of that scope).
 _spread_of: IdentityMemo[tuple[float, float, float, int, int], MarketSpread] = IdentityMemo(_spread, limit=4096)
-
-
-_T = TypeVar("_T")
-
-
-def build(cls: type[_T], **fields: Any) -> _T:  # noqa: ANN401
-    """`cls(**fields)` for a frozen answer type given EVERY field, without the frozen __init__'s guarded
-    setattr per field: the same object (equal, same repr and hash), ~3x cheaper. An answer builds ~60 such
-    objects per candidate shown; tests/test_fast_paths.py rebuilds answers through the real constructors."""
-    obj = object.__new__(cls)
-    obj.__dict__.update(fields)
-    return obj
 
 
 def said_texts(items: list[Said], c: Scored, run: Run) -> tuple[Reason, ...]:

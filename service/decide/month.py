@@ -17,8 +17,8 @@ from dataclasses import replace
 from typing import Any
 
 from ..domain.brief import TRAINING_WORKLOADS, Brief
+from ..domain.frozen import build
 from ..money import cost as money
-from .answer import build
 from .placement import month_hours
 from .sizing.common import Sizing
 

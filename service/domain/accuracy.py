@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from .frozen import build
+
 # Estimates the harness measures: (key, what it is).
 ESTIMATES = (
     ("itl", "time per output token (ITL/TPOT), ms"),
@@ -131,18 +133,13 @@ def margins(band: Band | None, p95_target: float, ttft_target: float, days_targe
     itl, ttft = band.itl_error_pct or band.ttft_error_pct, band.ttft_error_pct or band.itl_error_pct
     if p95_target > 0 and e2e_ms > 0 and itl > 0:
         share = min(1.0, ttft_ms / e2e_ms)
-        out.append(_margin("latency.p95_ms", e2e_ms, p95_target, share * ttft + (1 - share) * itl))
+        out.append(build(Margin, target_field="latency.p95_ms", figure=e2e_ms, target=p95_target,
+                         band_pct=share * ttft + (1 - share) * itl))
     if ttft_target > 0 and ttft_ms > 0 and ttft > 0:
-        out.append(_margin("latency.ttft_ms", ttft_ms, ttft_target, ttft))
+        out.append(build(Margin, target_field="latency.ttft_ms", figure=ttft_ms, target=ttft_target, band_pct=ttft))
     if days_target > 0 and training_days > 0 and band.throughput_error_pct > 0:
         # GPU-hours at a fixed count are days: their measured error is the deadline's.
-        out.append(_margin("training.target_days", training_days, days_target, band.throughput_error_pct))
+        out.append(build(Margin, target_field="training.target_days", figure=training_days, target=days_target,
+                         band_pct=band.throughput_error_pct))
     return tuple(out)
 
-
-def _margin(target_field: str, figure: float, target: float, band_pct: float) -> Margin:
-    """`Margin(...)` without the frozen __init__'s guarded setattr per field: the same object (equal, same repr and
-    hash) at a third of the cost; an answer makes ~2 per GPU sized against a latency target."""
-    m = object.__new__(Margin)
-    m.__dict__.update(target_field=target_field, figure=figure, target=target, band_pct=band_pct)
-    return m
