@@ -20,7 +20,7 @@ def whole_racks(s: Sizing) -> None:
     if s.train_hours > 0:
         s.train_hours = s.train_hours * s.count / new
     s.count = new
-    if s.train_hours > 0 or s.per_replica == s.count:
+    if s.train_hours > 0:
         s.per_replica = new
 
 
