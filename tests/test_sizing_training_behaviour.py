@@ -81,8 +81,18 @@ def test_a_full_run_on_one_gpu_worked_by_hand() -> None:
     # 1,000 TFLOPS x 0.5 (mfu x matmul 0.7 / reference 0.7): 500 model TFLOPS; 6.06e9 FLOPs a token.
     sp = _speed()
     assert sp.flops_per_token == FPT
-    assert sp.model_tflops == pytest.approx(500.0)
-    assert sp.tokens_per_s == pytest.approx(500e12 / FPT)
+    # To 1e-14: a 1e9 or 1e12 off in its last digit, or one byte of traffic on one GPU, shows.
+    assert sp.model_tflops == pytest.approx(500.0, rel=1e-14)
+    assert sp.tokens_per_s == pytest.approx(500e12 / FPT, rel=1e-12)
+
+
+def test_a_tiny_model_still_pays_its_traffic() -> None:
+    # 1e-10 billion parameters (0.1 of one) over 2 replicas: 2 x 1/2 x 0.1 x 2 B = 0.2 bytes a step, 4e-13 s.
+    tiny = replace(SHAPE, params_billion=1e-10, active_params_billion=1e-10)
+    fpt = 6 * 0.1 + 6e7
+    compute = 1000 * fpt / 500e12
+    assert _speed(shape=tiny, gpus=2).tokens_per_s == pytest.approx(1000 / (compute + 0.2 / 500e9), rel=1e-12)
+    assert _speed(shape=tiny, gpus=2).tokens_per_s != _speed(shape=tiny).tokens_per_s
 
 
 def test_the_share_of_peak_scales_with_the_gpu_s_matmul_efficiency() -> None:
@@ -93,6 +103,8 @@ def test_an_fp8_run_is_fp8_speedup_times_bf16_not_the_fp8_peak() -> None:
     assert _speed(tflops=2000.0).model_tflops == pytest.approx(750.0)  # min(2,000, 1,000 x 1.5)
     assert _speed(tflops=1200.0).model_tflops == pytest.approx(600.0)  # a peak under that: the peak
     assert _speed(gpu=_gpu(bf16=0.0), tflops=2000.0).model_tflops == pytest.approx(1000.0)  # no 16-bit figure
+    # A part under one 16-bit TFLOP is sped up all the same: min(2, 0.5 x 1.5) x 0.5.
+    assert _speed(gpu=_gpu(bf16=0.5, fp8=2.0), tflops=2.0).model_tflops == pytest.approx(0.375)
     # Adapters train over a 16-bit base: the BF16 rate.
     lora = _speed(method="lora", tflops=2000.0)
     assert lora.model_tflops == pytest.approx(500.0)
@@ -139,6 +151,10 @@ def test_qlora_pays_the_dequantization_per_micro_batch(recompute: str, passes: i
     per_token = fpt / (500e12 * 0.81) + passes * 3e-3 / 4 / 1000
     assert _speed(method="qlora", a=a, gpus=4, model_gpus=4, micro_tokens=1000, step_tokens=1000.0).tokens_per_s == (
         pytest.approx(1 / (per_token + _fsdp_s(4, passes, 1000.0, 1000, 2.0) / 1000)))
+    # A micro-batch of one token pays all of it.
+    per_token = fpt / 500e12 + passes * 3e-3
+    assert _speed(method="qlora", a=a, micro_tokens=1, step_tokens=1.0).tokens_per_s == pytest.approx(
+        1 / per_token, rel=1e-3)
     # A lora run pays none of it.
     assert _speed(method="lora", a=a).tokens_per_s == pytest.approx(500e12 / fpt)
 
@@ -180,6 +196,18 @@ def test_an_adapter_run_all_reduces_only_its_adapters_and_gathers_the_base() -> 
     assert sp.tokens_per_s == pytest.approx(4000 / (compute + _fsdp_s(4, 2, 4000.0, 1000, 1.0)))
     sp = _speed(method="lora", a=_rules(recompute_adapter="full"), gpus=4, model_gpus=4, step_tokens=4000.0)
     assert sp.tokens_per_s == pytest.approx(4000 / (compute + _fsdp_s(4, 3, 4000.0, 1000, 2.0)))
+    # Two ranks gather too.
+    compute2 = 2000 * fpt / (500e12 * 0.9)
+    sp = _speed(method="lora", gpus=2, model_gpus=2, step_tokens=2000.0)
+    assert sp.tokens_per_s == pytest.approx(2000 / (compute2 + _fsdp_s(2, 2, 2000.0, 1000, 2.0)))
+    # One-token micro-batches gather once a token.
+    sp = _speed(method="lora", gpus=4, model_gpus=4, micro_tokens=1, step_tokens=4.0)
+    compute1 = 4 * fpt / (500e12 * 0.81)
+    assert sp.tokens_per_s == pytest.approx(4 / (compute1 + _fsdp_s(4, 2, 4.0, 1, 2.0)), rel=1e-3)
+    # Replicas of a sharded group pay both: the adapters' gradients and the gathers.
+    sp = _speed(method="lora", gpus=8, model_gpus=4, step_tokens=4000.0)
+    dp = 2 * 0.5 * 6.4e5 / 4 * 2
+    assert sp.tokens_per_s == pytest.approx(4000 / (compute + (dp + 3 / 4 * 2 * 1e9 * 2 * 4) / 500e9))
 
 
 def test_a_run_with_a_zero_length_sequence_is_sized_at_one_token() -> None:
@@ -196,13 +224,17 @@ def test_a_step_of_no_tokens_runs_no_tokens() -> None:
 
 
 def test_traffic_inside_the_domain_runs_at_half_the_scale_up_link() -> None:
-    assert t._comm_seconds(GPU, 8, 1e9) == pytest.approx(1e9 / 500e9)
+    assert t._comm_seconds(GPU, 8, 1e9) == pytest.approx(1e9 / 500e9, rel=1e-12)
     assert t._comm_seconds(_gpu(gbs=1.0), 8, 1e9) == pytest.approx(1.0)  # under 2 GB/s: 1 GB/s, not 0.5
 
 
 def test_beyond_the_domain_each_gpu_sends_its_share_over_the_network() -> None:
     # 16 GPUs over nodes of 8: 1 GB local at 500 GB/s + 1/8 GB at 50 GB/s.
-    assert t._comm_seconds(GPU, 16, 1e9) == pytest.approx(1e9 / 500e9 + 1e9 / 8 / 50e9)
+    assert t._comm_seconds(GPU, 16, 1e9) == pytest.approx(1e9 / 500e9 + 1e9 / 8 / 50e9, rel=1e-12)
+    # A network under 1 GB/s is a network.
+    assert t._comm_seconds(_gpu(scale_out=0.5), 16, 1e9) == pytest.approx(1e9 / 500e9 + 1e9 / 8 / 0.5e9)
+    # No node size and no NVLink domain: a domain of one GPU.
+    assert t._comm_seconds(_gpu(per_node=0, domain=0), 2, 1e9) == pytest.approx(1e9 / 500e9 + 1e9 / 50e9)
     assert t._comm_seconds(GPU, 9, 1e9) == pytest.approx(1e9 / 500e9 + 1e9 / 8 / 50e9)
     assert t._comm_seconds(_gpu(scale_out=0.0), 16, 1e9) == pytest.approx(1e9 / 500e9)  # no network figure
     # An NVL72-like domain: 72 GPUs inside it.
@@ -286,12 +318,49 @@ def test_the_search_grows_at_most_by_doubling() -> None:
     assert t.fewest_for_deadline(1.0, 26 / 24, 1, peaked, T) == 2
 
 
+def _worth(table: dict[int, float], default: float) -> t.Rate:
+    """A run whose n GPUs do table[n] GPUs' worth (1B tokens in 100 h each)."""
+    return lambda n: t.Speed(1e9 / (100 * 3600) * table.get(n, default) / n, 0.0, 6e9)
+
+
+@pytest.mark.parametrize(("table", "default", "need", "fewest"), [
+    ({1: 1.0}, 0.1, 0.9, 1),  # one GPU meets it; two are slower
+    ({1: 1.0, 2: 1.5, 3: 2.5}, 0.1, 2.2, 3),  # 2 -> 3 by the shortfall, not 4 (past the fastest)
+    ({1: 1, 2: 2, 3: 3, 4: 4, 5: 1, 6: 6}, 7.0, 6.5, 7),  # 4 -> 7 by the shortfall, not 5 (a dip)
+    ({1: 1, 2: 2, 3: 3, 4: 4, 5: 5, 6: 6, 7: 7}, 0.5, 6.9, 7),  # 4 -> 7, not 8 (a dip)
+    ({1: 1, 2: 2, 3: 3, 4: 4, 5: 5, 6: 0.5}, 7.0, 6.2, 7),  # 4 -> 7, not 6 (a dip)
+    ({1: 1, 2: 2, 3: 0.5, 4: 0.5, 5: 0.5, 6: 0.5, 7: 0.5}, 100.0, 10.0, MAX_GPUS),  # slower at 4: stop there
+    ({1: 1, 2: 2, 3: 2, 4: 2, 5: 2, 6: 2, 7: 2}, 100.0, 10.0, MAX_GPUS),  # no faster at 4: stop there
+])
+def test_the_search_follows_the_shortfall_and_stops_when_wider_is_no_faster(table: dict, default: float,
+                                                                            need: float, fewest: int) -> None:
+    # A deadline `need` GPUs' worth meets: 100 / need + 1 hours.
+    got = t.fewest_for_deadline(1.0, (100 / need + 1) / 24, 1, _worth(table, default), T)
+    assert got == fewest
+
+
+def test_the_bisection_finds_the_first_count_at_the_deadline_exactly() -> None:
+    # Hours exact in binary: 3.6B tokens at 1e6 tokens/s of worth: 1 / worth + 1 h.
+    worth = {1: 0.25, 2: 0.5, 3: 0.5, 4: 1, 5: 1, 6: 2, 7: 2, 8: 2, 9: 4, 10: 4, 11: 4, 12: 8, 13: 8}
+
+    def rate(n: int) -> t.Speed:
+        return t.Speed(1e6 * worth.get(n, 16) / n, 0.0, 6e9)
+
+    assert t.all_in_hours(3.6, 9, rate(9), T) == 1.25
+    assert t.fewest_for_deadline(3.6, 1.25 / 24, 1, rate, T) == 9
+    assert t.all_in_hours(3.6, 14, rate(14), T) == 1.0625
+    assert t.fewest_for_deadline(3.6, 1.0625 / 24, 1, rate, T) == 14
+
+
 def test_the_search_stops_at_the_largest_cluster() -> None:
     # 1e9 billion tokens in a day needs more than a million GPUs at this rate.
     assert t.fewest_for_deadline(1e9, 1.0, 1, _linear, T) == MAX_GPUS
     # Just under a million: found.
     tokens = (24 - 1) * 999_000 / 100
     assert t.fewest_for_deadline(tokens, 1.0, 1, _linear, T) == 999_000
+    # Just over: refused, not a count past the largest.
+    tokens = (24 - 1) * 1_020_000 / 100
+    assert t.fewest_for_deadline(tokens, 1.0, 1, _linear, T) == MAX_GPUS
 
 
 def test_a_start_already_past_the_need_is_kept() -> None:
@@ -317,7 +386,7 @@ def test_finishing_a_run_worked_by_hand() -> None:
     t._finish(s, _brief(tokens=1.0), a, 4, _linear, memory)
     assert (s.count, s.per_replica, s.memory, s.effective_tflops) == (4, 4, memory, 300.0)
     assert s.train_hours == pytest.approx(25 / 0.996 + 1)
-    assert s.restart_overhead_days == pytest.approx((25 / 0.996 - 25) / 24)
+    assert s.restart_overhead_days == pytest.approx((25 / 0.996 - 25) / 24, rel=1e-9)
     assert s.fixed_hours == 1.0
     assert s.formulas == [
         "training FLOPs per token = 6e+09 (method and attention at the sequence length); 2,778 tokens/s per GPU at"
@@ -338,6 +407,15 @@ def test_a_run_without_interruptions_loses_no_days() -> None:
     t._finish(s, _brief(tokens=1.0), T, 4, _linear, mem.MemoryBreakdown(()))
     assert s.train_hours == pytest.approx(26.0)
     assert s.restart_overhead_days == pytest.approx(0.0, abs=1e-12)
+
+
+def test_a_run_under_one_token_a_second_still_loses_days() -> None:
+    # 0.5 tokens/s a GPU: 1e-6 B tokens on 4 GPUs = 500 s = 0.1389 h of compute, 0.4% of it lost.
+    a = _rules(interruptions_per_gpu_day=0.01)
+    s = Sizing(gpu=GPU)
+    t._finish(s, _brief(tokens=1e-6), a, 4, lambda n: t.Speed(0.5, 0.0, 6e9), mem.MemoryBreakdown(()))
+    compute_h = 1000 / 2 / 3600
+    assert s.restart_overhead_days == pytest.approx((compute_h / 0.996 - compute_h) / 24)
 
 
 def test_a_run_that_cannot_train_finishes_never() -> None:
@@ -389,6 +467,29 @@ def test_full_training_takes_the_fewest_gpus_its_states_fit_on(params: float, ba
     assert s.memory.total_gb <= n * 72.0
     assert (s.compute_count, s.train_hours) == (0, 0.0)  # no tokens: no deadline to meet
     assert s.micro_tokens == max(1, batch) * 1000
+
+
+def test_memory_filled_exactly_fits() -> None:
+    # No headroom and a GPU of exactly the run's need: one GPU, and it fits.
+    a = _rules(training_safety_headroom=0.0)
+    total = _full_need(BIG_SHAPE, 1, 1, a).total_gb
+    s = _full(_brief("FULL_FINETUNE"), gpu=_gpu(mem_gb=total), a=a)
+    assert (s.memory_count, s.count, s.fits) == (1, 1, True)
+    one = t.adapter_breakdown(BIG_SHAPE, a, 1)
+    s = _adapter(_brief("ADAPTER_FINETUNE"), gpu=_gpu(mem_gb=one.total_gb), a=a)
+    assert (s.memory_count, s.count, s.fits) == (1, 1, True)
+
+
+def test_a_model_no_cluster_holds_is_refused_at_the_largest() -> None:
+    # A need that rounds to exactly the largest cluster, and still does not fit there.
+    usable = 72.0
+
+    def huge(n: int, sequences: int) -> mem.MemoryBreakdown:
+        gb = usable * (MAX_GPUS - 0.5) if n < MAX_GPUS else usable * (n + 1)
+        return mem.MemoryBreakdown((("weights", gb),))
+
+    s = _full(_brief("FULL_FINETUNE"), fast_need=huge)
+    assert (s.memory_count, s.count, s.fits) == (MAX_GPUS, MAX_GPUS, False)
 
 
 def test_a_memo_is_filled_by_gpus_and_sequences() -> None:
@@ -457,6 +558,14 @@ def test_no_deadline_no_compute_count() -> None:
     s = _full(_brief("PRETRAINING", tokens=20.0, batch=1), SHAPE)
     assert (s.compute_count, s.count) == (0, 1)
     assert s.train_hours > 0
+    # A deadline with no tokens to train: nothing to size for it either.
+    s = _full(_brief("PRETRAINING", days=2.0, batch=1), SHAPE)
+    assert (s.compute_count, s.count, s.train_hours) == (0, 1, 0.0)
+
+
+def test_an_adapter_deadline_with_no_tokens_sizes_nothing_for_it() -> None:
+    s = _adapter(_brief("ADAPTER_FINETUNE", days=2.0))
+    assert (s.compute_count, s.count, s.train_hours) == (0, 1, 0.0)
 
 
 def test_pretraining_without_a_micro_batch_fills_memory_from_the_global_batch() -> None:
@@ -487,9 +596,16 @@ def test_the_rate_by_gpu_count_is_the_run_speed_at_that_width() -> None:
         mt = t.tokens_per_micro_batch(k, 1_000_000, BIG_SHAPE, need, 72.0)
         assert micro_at(k) == mt
         assert rate(k) == t.run_speed(GPU, BIG_SHAPE, T, "full", k, 2, mt, max(float(mt), 1_000_000 / k), 1000.0)
-    # A pretraining brief that gives its micro-batch keeps it.
+    # A pretraining brief that gives its micro-batch keeps it, one sequence included.
     _, micro_at = t.full_rate(s, _brief("PRETRAINING", batch=3), BIG_SHAPE, T, need, 72.0)
     assert micro_at(8) == 3000
+    _, micro_at = t.full_rate(s, _brief("PRETRAINING", batch=1), BIG_SHAPE, T, need, 72.0)
+    assert micro_at(8) == 1000
+    # Sequences of one token (or none given) are one token each.
+    for seq in (0, 1):
+        _, micro_at = t.full_rate(s, _brief("FULL_FINETUNE", batch=2), replace(BIG_SHAPE, tokens_per_sequence=seq), T,
+                                  need, 72.0)
+        assert micro_at(4) == 2
 
 
 def _toy_need(n: int, sequences: int) -> mem.MemoryBreakdown:
@@ -506,10 +622,17 @@ def _toy_need(n: int, sequences: int) -> mem.MemoryBreakdown:
     (4, 100, 50.0, 25),  # a share under one sequence is kept, in tokens
     (4, 2, 50.0, 1),  # never under one token
     (0, 1000, 50.0, 1000),
+    (2, 1001, 50.0, 500),  # whole tokens of the share
 ])
 def test_a_micro_batch_is_the_gpu_s_share_of_the_batch_no_more_than_fits(count: int, global_tokens: int,
                                                                           usable: float, tokens: int) -> None:
     assert t.tokens_per_micro_batch(count, global_tokens, SHAPE, _toy_need, usable) == tokens
+
+
+def test_under_a_gigabyte_free_still_holds_small_sequences() -> None:
+    small = lambda n, q: mem.MemoryBreakdown((("states", 40.0), ("activations", 0.125 * q * n)))  # noqa: E731
+    # 40.625 - 40.125 = 0.5 GB free, 0.125 GB a sequence: 1 + 4 sequences.
+    assert t.tokens_per_micro_batch(1, 1_000_000, SHAPE, small, 40.625) == 5000
 
 
 def test_a_micro_batch_with_no_memory_per_sequence_is_one_sequence() -> None:
@@ -581,6 +704,18 @@ def test_an_adapter_run_widens_for_its_deadline() -> None:
     assert counts[0] > counts[-1]
 
 
+def test_under_a_billion_tokens_is_sized_for_its_deadline() -> None:
+    s = _adapter(_brief("ADAPTER_FINETUNE", tokens=0.5, days=0.1))
+    assert s.compute_count == s.count > 1
+    assert s.train_hours <= 2.4
+
+
+def test_an_adapter_on_one_token_sequences_runs_micro_batches_of_its_sequences() -> None:
+    for seq in (0, 1):
+        s = _adapter(_brief("ADAPTER_FINETUNE", batch=3), replace(BIG_SHAPE, tokens_per_sequence=seq))
+        assert s.micro_tokens == 3
+
+
 def test_an_adapter_deadline_no_cluster_meets_is_refused() -> None:
     s = _adapter(_brief("ADAPTER_FINETUNE", tokens=2.0, days=0.5 / 24))
     assert (s.compute_count, s.count, s.fits) == (MAX_GPUS, MAX_GPUS, False)
@@ -593,5 +728,8 @@ def test_the_adapter_rate_is_the_run_speed_over_every_rank() -> None:
         assert rate(k) == t.run_speed(GPU, BIG_SHAPE, T, "lora", k, k, 2000, max(2000.0, 64_000 / k), 1000.0)
     rate = t.adapter_rate(s, _brief("ADAPTER_FINETUNE"), replace(BIG_SHAPE, precision="INT4"), T)
     assert rate(4) == t.run_speed(GPU, replace(BIG_SHAPE, precision="INT4"), T, "qlora", 4, 4, 1000, 1000.0, 1000.0)
+    # A part with no 16-bit figure runs its adapters at the compute the sizing gives.
+    fp8_only = Sizing(gpu=_gpu(bf16=0.0), tflops=2000.0, memory_count=1)
+    assert t.adapter_rate(fp8_only, _brief("ADAPTER_FINETUNE"), BIG_SHAPE, T)(1).model_tflops == pytest.approx(1000.0)
     rate = t.adapter_rate(s, _brief("ADAPTER_FINETUNE"), replace(BIG_SHAPE, tokens_per_sequence=0), T)
     assert rate(2) == t.run_speed(GPU, replace(BIG_SHAPE, tokens_per_sequence=0), T, "lora", 2, 2, 1, 1.0, 1000.0)
