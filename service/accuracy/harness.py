@@ -126,7 +126,11 @@ def _estimates(bundle: Bundle, row: Row, day: date) -> tuple[Any, str]:  # noqa:
     serving = brief.workload not in TRAINING and brief.workload != "MEDIA_GENERATION"
     width = row.gpus or perf.tensor_parallel
     # A measured concurrency is one copy's: an answer that splits the sessions over copies is sized again at one.
-    if serving and (width != perf.tensor_parallel or row.arrivals or perf.replicas > 1):
+    # So is a width whose engine admits fewer sessions at once than the row ran (its static memory pool).
+    shape = shape_of(brief, book.assumptions) if serving else None
+    queued = shape is not None and brief.workload in GENERATION and \
+        0 < _held(gpu, brief, shape, book.assumptions, width) < shape.sequences
+    if serving and (width != perf.tensor_parallel or row.arrivals or perf.replicas > 1 or queued):
         # The same sizing at the measured width and, when the row says how its client sent the prompts, with
         # that arrival pattern in place of the one the product assumes for users.
         est.update(_at_width(bundle, brief, gpu, width, day, ARRIVALS.get(row.arrivals)))
