@@ -5,7 +5,8 @@ its engine (AIConfigurator's aggregated rows the registry and catalog express, t
 published.csv and published-serving.csv) is sized at its measured width, with the arrival pattern the row states,
 by the code the answers run. Coordinate descent on a grid (within the ranges the engines' schedulers and the
 GPUs allow: PREFILL_FIRST_RANGE, BANDWIDTH_USE) fits, per engine, `prefill_first`,
-`decode_bandwidth_use` and `request_ms` (rules/assumptions.yaml `serving_engines`) to the smallest median
+`decode_bandwidth_use`, `prefill_layer_ms` (and with --with-request `request_ms`; rules/assumptions.yaml
+`serving_engines`) to the smallest median
 |TTFT error| + 0.5 x median |TPOT error| (a throughput figure counts with TPOT). Nothing is fitted per model, GPU
 or row.
 
@@ -43,7 +44,10 @@ BANDWIDTH_USE = tuple(round(0.6 + 0.05 * i, 2) for i in range(7))
 # 0.3; SGLang runs a new prefill batch before decoding by default: at least 0.5.
 PREFILL_FIRST_RANGE = {"vllm": (0.0, 0.3), "tensorrt-llm": (0.0, 0.3), "sglang": (0.5, 1.0)}
 REQUEST_MS = tuple(range(0, 64, 4))
-FIELDS = (("prefill_first", PREFILL_FIRST), ("decode_bandwidth_use", BANDWIDTH_USE))
+# Issue 36: the host's time per layer launching a prefill step's kernels (no CUDA graph), 0-1.2 ms.
+PREFILL_LAYER_MS = tuple(round(0.1 * i, 1) for i in range(13))
+FIELDS = (("prefill_first", PREFILL_FIRST), ("decode_bandwidth_use", BANDWIDTH_USE),
+          ("prefill_layer_ms", PREFILL_LAYER_MS))
 # `--with-request` fits request_ms too: over today's rows its folds chose 16-40 ms (SGLang), 32-60 (TensorRT-LLM),
 # 44-52 (vLLM) and held out worse than the cited figures (docs/calibration.md), so it is not fitted by default.
 REQUEST = ("request_ms", REQUEST_MS)

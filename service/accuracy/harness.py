@@ -8,20 +8,25 @@ the physics and not the width the product would pick (the row says which it was)
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 from typing import Any
 
 from ..decide.models import resolve
-from ..decide.sizing.inference import inference_speed
+from ..decide.sizing.common import usable_gb
+from ..decide.sizing.engines import engine_of
+from ..decide.sizing.inference import GENERATION, inference_speed, sessions_held
 from ..decide.sizing.per_gpu import size
 from ..decide.sizing.shape import shape_of
+from ..decide.tables import MAX_TENSOR_PARALLEL, scale_up
 from ..domain.accuracy import classes_of
 from ..domain.brief import AdviceRequest, Brief
 from ..domain.catalog import Gpu
 from ..domain.models import name_index
 from ..market.progress import Progress
+from ..physics.queueing import closed_loop_wait_s
 from ..rulebook.version import Bundle
 from .datasets import (
     AICONFIGURATOR,
@@ -121,7 +126,11 @@ def _estimates(bundle: Bundle, row: Row, day: date) -> tuple[Any, str]:  # noqa:
     serving = brief.workload not in TRAINING and brief.workload != "MEDIA_GENERATION"
     width = row.gpus or perf.tensor_parallel
     # A measured concurrency is one copy's: an answer that splits the sessions over copies is sized again at one.
-    if serving and (width != perf.tensor_parallel or row.arrivals or perf.replicas > 1):
+    # So is a width whose engine admits fewer sessions at once than the row ran (its static memory pool).
+    shape = shape_of(brief, book.assumptions) if serving else None
+    queued = shape is not None and brief.workload in GENERATION and \
+        0 < _held(gpu, brief, shape, book.assumptions, width) < shape.sequences
+    if serving and (width != perf.tensor_parallel or row.arrivals or perf.replicas > 1 or queued):
         # The same sizing at the measured width and, when the row says how its client sent the prompts, with
         # that arrival pattern in place of the one the product assumes for users.
         est.update(_at_width(bundle, brief, gpu, width, day, ARRIVALS.get(row.arrivals)))
@@ -141,5 +150,27 @@ def _at_width(bundle: Bundle, brief: Brief, gpu: Gpu, width: int, day: date,
     shape = shape_of(brief, a)
     assert shape is not None  # the answer sized this brief
     s = size(gpu, brief, shape, a, (), day)
+    # A measured width whose memory cannot hold every session's KV cache runs the sessions it holds; the others'
+    # clients wait for a slot (the product never answers with such a width: it adds GPUs or copies).
+    clients = shape.sequences
+    held = _held(gpu, brief, shape, a, width) if brief.workload in GENERATION else clients
+    if 0 < held < clients:
+        shape = dataclasses.replace(shape, sequences=held)
     inference_speed(s, brief, shape, a, width, {}, synchrony)
-    return {"itl": s.itl_ms, "ttft": s.est_ttft_ms, "throughput": s.tokens_per_second}
+    wait_ms = 0.0
+    if 0 < held < clients:
+        cycle_ms = s.est_ttft_ms + shape.output_tokens * s.itl_ms
+        wait_ms = closed_loop_wait_s(clients, held, cycle_ms / 1000) * 1000
+    return {"itl": s.itl_ms, "ttft": s.est_ttft_ms + wait_ms, "throughput": s.tokens_per_second}
+
+
+def _held(gpu: Gpu, brief: Brief, shape: Any, a: Any, width: int) -> int:  # noqa: ANN401
+    """Sessions one copy of `width` GPUs admits at once: in the static pool of an engine that keeps one
+    (engine_static_memory_fraction: weights and KV cache in that share of each GPU, by tensor-parallel width),
+    else in the memory the product sizes against (safety_headroom)."""
+    fractions = a.values.get("engine_static_memory_fraction", {}).get(engine_of(brief.toolchain) or "", {})
+    tp = min(width, scale_up(gpu), MAX_TENSOR_PARALLEL)
+    frac = next((f for w, f in sorted(((int(k), v) for k, v in fractions.items()), reverse=True) if tp >= w), None)
+    if frac is None:
+        return sessions_held(gpu, brief, shape, a, width, usable_gb(gpu, a))
+    return sessions_held(gpu, brief, shape, a, width, gpu.capacity_gb * float(frac), static_only=True)

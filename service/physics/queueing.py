@@ -47,3 +47,14 @@ def latency_quantile_s(service_s: float, arrivals_per_s: float, servers: int, qu
         return service_s
     mean_wait_given_one = service_s / (c * (1 - offered / c)) * (1 + service_cv2) / 2
     return service_s + mean_wait_given_one * math.log(waits / tail)
+
+
+def closed_loop_wait_s(clients: int, slots: int, cycle_s: float) -> float:
+    """What each of `clients` closed-loop clients (each sends its next request when the last one ends) waits for a
+    slot when the engine runs at most `slots` requests at once, each for `cycle_s` (first token and decode): by
+    Little's law the engine completes slots / cycle_s requests a second, so a client's round trip is
+    clients / that, of which cycle_s is service and the rest waiting. 0 when every client has a slot."""
+    k = max(1, int(slots))
+    if clients <= k or cycle_s <= 0:
+        return 0.0
+    return cycle_s * (clients / k - 1)

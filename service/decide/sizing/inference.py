@@ -154,6 +154,30 @@ def split_sessions(gpu: Gpu, brief: Brief, shape: Shape, a: Assumptions, n: int,
     return hi, share(hi)
 
 
+def sessions_held(gpu: Gpu, brief: Brief, shape: Shape, a: Assumptions, n: int, usable: float,
+                  static_only: bool = False) -> int:
+    """The most of `shape`'s sequences one copy of `n` GPUs holds (weights, their KV cache at the sized context,
+    workspace) in `n` x `usable` GB: all of them when they fit, 0 when not even one does. An engine admits a new
+    request only when the KV cache left after the weights holds it (vLLM's and SGLang's schedulers); the rest wait.
+    `static_only`: `usable` is an engine's static pool (weights and KV cache; its workspace lives outside it)."""
+    def fits(k: int) -> bool:
+        need = inference_need(gpu, brief, dataclasses.replace(shape, sequences=k), a, n)
+        if static_only:
+            return sum(v for c, v in need.components if c in ("weights", "kv_cache")) <= n * usable
+        return need.total_gb <= n * usable
+
+    seqs = shape.sequences
+    if fits(seqs):
+        return seqs
+    if not fits(1):
+        return 0
+    lo, hi = 1, seqs  # fits(lo); not fits(hi)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if fits(mid) else (lo, mid)
+    return lo
+
+
 GENERATION = ("REALTIME_INFERENCE", "BATCH_INFERENCE", "EVALUATION", "NOTEBOOK")
 # Every field size_inference sets on a generation brief's blank Sizing (RequestSizer keeps these per GPU).
 GENERATION_SIZED = ("fits", "memory_count", "latency_target", *SPEED_FIELDS, "memory_count_latency_ms", "meets_latency",

@@ -122,8 +122,9 @@ def serving_floor(g: _ServingGpu, n: int) -> tuple[float, float]:
     if head is None:  # the TTFT but its step, worked out when a floor is first asked of this width
         eff = g.eff
         budget = eff.budget_tokens
-        chunk = 2 * g.active * min(g.s_in, budget) / math_rate  # an MoE's tiled experts only add to it
-        head = w.floor_head = eff.request_s + math.ceil(g.s_in / budget) * (w.overhead + chunk)
+        # every chunk's floor, and the prompt's linear FLOPs (an MoE's tiled experts only add to them)
+        head = eff.request_s + math.ceil(g.s_in / budget) * w.overhead + 2 * g.active * g.s_in / math_rate
+        w.floor_head = head
     # A prompt's prefill emits its first token and takes at least the step that carries it (lone_first_token).
     alone = g.eff.request_s + step
     return (alone if alone > head else head), step
@@ -177,7 +178,7 @@ class _ServingGpu:
     __slots__ = ("gpu", "a", "tflops", "sync", "eff", "mfu", "attn_base", "effective_tflops", "c", "s_in", "s_out",
                  "p95_in", "pps", "weights", "kv_read", "decode_attn", "decode_flops", "decode_prefill_attn",
                  "layers", "hidden", "shape", "active", "tile", "overlap", "ep_s", "up", "link", "fast_us",
-                 "slow_us", "prefills", "attn_width")
+                 "slow_us", "prefills", "attn_width", "host_s")
 
 
 def _attention(shape: Shape, prefills: dict[Any, Any], tokens: int, width: float = 0.0) -> float:
@@ -253,6 +254,7 @@ def _serving_gpu(s: Sizing, brief: Brief, shape: Shape, a: Assumptions, memo: Me
     g.decode_prefill_attn = pps * attn / (s_in if s_in > 1 else 1)  # max(1, s_in)
     g.layers, g.hidden = arch.layers, arch.hidden_size
     g.ep_s = expert_parallel_s(brief, shape, gpu, a)
+    g.host_s = prefill_host_s(shape, eff, a)
     memo[gkey] = g
     return g
 
@@ -363,13 +365,23 @@ def _prefill_times(g: _ServingGpu, w: _Width, n: int) -> None:
         if read is None:
             read = prefills[rkey] = mem.weights_gb(shape.params_read_billion(tokens), shape.bytes_per_param)
         read = read * w.stages
-        return serving.step_seconds(read, _linear_flops(g, tokens), 0.0, 0.0,
+        step = serving.step_seconds(read, _linear_flops(g, tokens), 0.0, 0.0,
                                     _attention(shape, prefills, prompt, g.attn_width) * tokens / max(1, prompt), w.bw,
                                     eff.mbu,
                                     w.tflops, g.mfu, w.attn_tflops, w.overhead + _traffic(g, w, tokens), g.overlap)
+        # The host launches a prefill step's kernels layer by layer (no CUDA graph): a short prompt's step takes at
+        # least that and the step's own floor and communication latency; a long prompt's GPU time hides it.
+        host = g.host_s + w.overhead
+        return step if step > host else host
 
     budget = eff.budget_tokens
-    w.single = single = prefill(min(s_in, budget), s_in) * math.ceil(s_in / budget)  # one prompt, chunk by chunk
+
+    def chunked(prompt: int) -> float:
+        """One prompt alone, chunk by chunk: its full chunks of the budget, then the last one with what is left."""
+        full, rest = divmod(prompt, budget)
+        return (prefill(budget, prompt) * full if full else 0.0) + (prefill(rest, prompt) if rest else 0.0)
+
+    w.single = single = chunked(s_in)
     w.chunk = chunk = prefill(min(budget, max(1, c * s_in)), s_in)
     if c * s_in <= budget:
         w.whole = chunk
@@ -378,8 +390,7 @@ def _prefill_times(g: _ServingGpu, w: _Width, n: int) -> None:
     else:  # time_to_first_token reads the chunks alone: a step of every prompt at once is not worked out
         w.whole = 0.0
     p95_in = g.p95_in
-    w.extra = max(0.0, prefill(min(p95_in, budget), p95_in) * math.ceil(p95_in / budget) - single) if p95_in > s_in \
-        else 0.0
+    w.extra = max(0.0, chunked(p95_in) - single) if p95_in > s_in else 0.0
     w.prefilled = True
 
 
@@ -392,6 +403,16 @@ def _linear_flops(g: _ServingGpu, tokens: float) -> float:
     shared = min(shape.shared_params_billion * 1e9, active)
     use = serving.grouped_gemm_tile_use(tokens, shape.experts, shape.experts_per_token, g.tile)
     return 2 * (shared + (active - shared) / use) * tokens
+
+
+def prefill_host_s(shape: Shape, eff: Efficiency, a: Assumptions) -> float:
+    """Host time of one prefill step: the engine's launch time per layer over the model's layers, an MoE layer
+    counted `moe_layer_launches` times (router, top-k, permutation, grouped GEMMs and combine launch more kernels)."""
+    if eff.prefill_layer_s <= 0:
+        return 0.0
+    moe = shape.routed or shape.moe_estimated
+    factor = float(a.values.get("moe_layer_launches", 1.0)) if moe else 1.0
+    return shape.arch.layers * eff.prefill_layer_s * factor
 
 
 def decode_attention_flops(shape: Shape, sequences: int) -> float:
