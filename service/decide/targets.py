@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from typing import Protocol
 
 from ..domain.advice import UnmetTarget
 from ..domain.brief import TRAINING_WORKLOADS, Brief
@@ -44,8 +45,17 @@ def _sized(s: Sizing) -> bool:
 Resize = Callable[[Sizing, int], tuple[bool, float]]
 
 
+class KeptResize(Protocol):
+    """A Resize that also keeps each search's answer (advisor._Resizer): `searched(s, figures, search)` is
+    `search()`, kept by the GPU and `figures`, everything else the search reads (the brief is the keeper's own)."""
+
+    def __call__(self, s: Sizing, output_tokens: int) -> tuple[bool, float]: ...
+
+    def searched(self, s: Sizing, figures: tuple[float, ...], search: Callable[[], int]) -> int: ...
+
+
 def unmet_targets(
-    brief: Brief, survivors: Sequence[Sizing], sizings: Sequence[Sizing], resize: Resize | None = None,
+    brief: Brief, survivors: Sequence[Sizing], sizings: Sequence[Sizing], resize: Resize | KeptResize | None = None,
     outputs: int = 0, near: float = 0.0,
 ) -> tuple[UnmetTarget, ...]:
     """`outputs`: the average output length the candidates were sized at (for the shorter-outputs suggestion);
@@ -66,9 +76,19 @@ def unmet_targets(
         out.append(UnmetTarget(
             field=path, target=target, closest=value, gpu=best.gpu.id, name=best.gpu.name, count=best.count,
             would_meet=_would_meet(path, value),
-            output_tokens=_output_tokens(target, best, resize, outputs) if path == "latency.p95_ms" else 0,
+            output_tokens=_suggested(target, best, resize, outputs) if path == "latency.p95_ms" else 0,
         ))
     return tuple(out)
+
+
+def _suggested(target: float, s: Sizing, resize: Resize | KeptResize | None, outputs: int) -> int:
+    """`_output_tokens`, kept by the resizer when it keeps searches: a repeated brief's answer then walks no
+    lengths again (it reads the closest sizing's GPU and its TTFT, ITL and latency, the target and the length)."""
+    searched = getattr(resize, "searched", None)
+    if searched is None:
+        return _output_tokens(target, s, resize, outputs)
+    figures = (target, float(outputs), s.est_ttft_ms, s.step_ms, s.est_latency_ms)
+    return searched(s, figures, lambda: _output_tokens(target, s, resize, outputs))  # type: ignore[no-any-return]
 
 
 def _would_meet(path: str, value: float) -> float:
@@ -80,7 +100,7 @@ def _would_meet(path: str, value: float) -> float:
     return float(math.ceil(value / 100) * 100)  # latency: to the next 100 ms
 
 
-def _output_tokens(target: float, s: Sizing, resize: Resize | None, outputs: int) -> int:
+def _output_tokens(target: float, s: Sizing, resize: Resize | KeptResize | None, outputs: int) -> int:
     """For a p95 target: an average output length with which the closest GPU type meets it, sized again at each
     length tried (shorter outputs change the batch and so the time per token); 0 when none does. The length
     returned is checked to meet the target and is within 2% of the longest that does: the search starts at the
