@@ -172,28 +172,31 @@ def _settled(n: int, known: dict[int, float], met: set[int]) -> bool | None:
 
 
 def _solve(n: int, outputs: int, known: dict[int, float], lat: Callable[[int], float], met: set[int],
-           target: float) -> int:
-    """The longest length that meets (it meets, one token more misses), 0 when none does, from `n` down along
-    the line through the two shortest lengths that miss, while shorter is faster (never past half the length:
-    the line overshoots where the prompts batched into each step take over); where shorter is no faster, the
-    valley's floor is looked for instead. `_output_tokens` keeps what it sized (`known`, `met`), not its answer:
-    the walk's, within 2%, is the one users have been told."""
+           target: float) -> None:
+    """Sizes (into `known` and `met`) the lengths that find the longest length that meets (it meets, one token
+    more misses), if any, from `n` down along the line through the two shortest lengths that miss, while
+    shorter is faster (never past half the length: the line overshoots where the prompts batched into each step
+    take over); where shorter is no faster, the valley's floor is looked for instead. Only what it sized is
+    kept, not that length: the walk's answer, within 2%, is the one users have been told."""
     before, longer = outputs, outputs
     lat(n)
     while n not in met:
         slope = (known[longer] - known[n]) / (longer - n)
         if not (slope > 0 and math.isfinite(slope)):  # shorter is no faster: the fastest lies between
-            return _from_fastest(n, longer, before, known, lat, met, target)
+            _from_fastest(n, longer, before, known, lat, met, target)
+            return
         if n == 1:  # the fastest is below `longer`, maybe above 1
-            return _from_fastest(1, 0, longer, known, lat, met, target)
+            _from_fastest(1, 0, longer, known, lat, met, target)
+            return
         before, longer, n = longer, n, max(n // 2, min(n - 1, int(n - (known[n] - target) / slope)))
         lat(n)
-    return _longest(n, longer, lat, met, target)
+    _longest(n, longer, lat, met, target)
 
 
-def _longest(low: int, high: int, lat: Callable[[int], float], met: set[int], target: float) -> int:
-    """The longest length that meets between `low` (meets) and `high` (misses): where the line through the two
-    crosses the target and the length beside it, a bisection step when that did not halve the gap."""
+def _longest(low: int, high: int, lat: Callable[[int], float], met: set[int], target: float) -> None:
+    """Sizes the lengths that find the longest length that meets between `low` (meets) and `high` (misses):
+    where the line through the two crosses the target and the length beside it, a bisection step when that did
+    not halve the gap."""
     while high - low > 1:
         gap = high - low
         a, b = lat(low), lat(high)
@@ -206,16 +209,16 @@ def _longest(low: int, high: int, lat: Callable[[int], float], met: set[int], ta
             mid = (low + high) // 2
             lat(mid)
             low, high = (mid, high) if mid in met else (low, mid)
-    return low
 
 
 def _from_fastest(lo: int, mid: int, hi: int, known: dict[int, float], lat: Callable[[int], float], met: set[int],
-                  target: float) -> int:
-    """The fastest length between `lo` and `hi` (a golden-section search on the bracket lo < mid < hi, mid no
-    slower than either; mid 0 = none known yet), stopping at the first length that meets: from there, the longest
-    that meets below the shortest longer length known (which misses). 0 when the fastest misses."""
-    def found(x: int) -> int:  # the shortest length known above x misses: x is the first that met
-        return _longest(x, min(k for k in known if k > x), lat, met, target)
+                  target: float) -> None:
+    """Sizes the lengths that find the fastest length between `lo` and `hi` (a golden-section search on the
+    bracket lo < mid < hi, mid no slower than either; mid 0 = none known yet), stopping at the first length that
+    meets: from there, those that find the longest that meets below the shortest longer length known (which
+    misses)."""
+    def found(x: int) -> None:  # the shortest length known above x misses: x is the first that met
+        _longest(x, min(k for k in known if k > x), lat, met, target)
 
     while hi - lo > 2:
         # No length known to be faster than both ends: the middle; else the middle of the wider side.
@@ -224,7 +227,8 @@ def _from_fastest(lo: int, mid: int, hi: int, known: dict[int, float], lat: Call
             break
         lat(x)
         if x in met:
-            return found(x)
+            found(x)
+            return
         if mid <= 0:
             if lat(x) <= min(lat(lo), lat(hi)):
                 mid = x
@@ -241,6 +245,6 @@ def _from_fastest(lo: int, mid: int, hi: int, known: dict[int, float], lat: Call
     for x in range(lo, hi + 1):
         lat(x)
         if x in met:
-            return found(x)
-    return 0
+            found(x)
+            return
 
