@@ -9,7 +9,7 @@ from typing import Any
 from ..domain.accuracy import LONG_CONTEXT_INPUT_TOKENS, Band, classes_of, margins
 from ..domain.advice import Candidate, Reason
 from ..domain.frozen import build
-from ..memo import keep_held
+from ..memo import IdentityMemo
 from ..render.accuracy import margins_of, risk_params
 from .run import Run, Scored
 
@@ -22,17 +22,22 @@ def band_of(c: Scored, run: Run) -> tuple[Band | None, str]:
     total, active = f["params_billion"], f["active_params_billion"]
     precision = f["precision"] if f["precision"] != "UNSPECIFIED" else "BF16"
     moe, long = 0 < active < total, f["avg_input_tokens"] >= LONG_CONTEXT_INPUT_TOKENS
+    key = (f["workload"], precision, moe, long, gpu.vendor, gpu.gpu_class)
     table = run.book.accuracy
-    key = (id(table), f["workload"], precision, moe, long, gpu.vendor, gpu.gpu_class)
-    # classes_of reads the input length only against LONG_CONTEXT_INPUT_TOKENS: a length on the same side of
-    # it gives the same classes.
-    length = LONG_CONTEXT_INPUT_TOKENS if long else 0
-    return keep_held(_BANDS, key, (table,), lambda: table.band_for(
-        classes_of(f["workload"], precision, moe, length, gpu.vendor, gpu.gpu_class)), 1024)
+    kept = _bands(table)
+    hit = kept.get(key)
+    if hit is None:
+        # classes_of reads the input length only against LONG_CONTEXT_INPUT_TOKENS: a length on the same side
+        # of it gives the same classes.
+        length = LONG_CONTEXT_INPUT_TOKENS if long else 0
+        hit = kept[key] = table.band_for(classes_of(f["workload"], precision, moe, length, gpu.vendor,
+                                                    gpu.gpu_class))
+    return hit
 
 
-# (id(accuracy table), workload, precision, moe, long context, vendor, GPU class) -> ((table,), band_of's answer)
-_BANDS: dict[tuple[Any, ...], tuple[tuple[object, ...], tuple[Band | None, str]]] = {}
+# Per accuracy table (a rules version's): band_of's answers by its key, a few dozen at most (workloads x precisions
+# x GPU kinds), so bounded by what the rules name.
+_bands: IdentityMemo[Any, dict[tuple[Any, ...], tuple[Band | None, str]]] = IdentityMemo(lambda _table: {}, limit=8)
 
 
 def risk_caveats(perf: Any, band: Band | None, run: Run, brief: dict[str, Any]) -> tuple[Reason, ...]:  # noqa: ANN401

@@ -526,7 +526,7 @@ class _Resizer:
         return self._kept
 
     def __call__(self, s: Sizing, output_tokens: int) -> tuple[bool, float]:
-        kept = self.kept()
+        kept = self._kept if self._kept is not None else self.kept()
         hit = kept.get((id(s.gpu), output_tokens))
         if hit is not None and hit[0] is s.gpu:
             return hit[1]  # type: ignore[no-any-return]
