@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from service.decide import tables
 from service.decide.advisor import with_output_tokens
 from service.decide.sizing.per_gpu import latency_of, size
+from service.decide.sizing.per_request import NO_ECONOMICS, without_economics
 from service.decide.sizing.shape import shape_of
 from service.domain.brief import PRICE_TIERS
 from service.domain.catalog import RENT_TIER_ORDER, tier_preference
@@ -57,6 +58,17 @@ def test_a_brief_with_other_output_tokens_is_what_replace_makes(brief, outputs):
     want = replace(brief, traffic=replace(brief.traffic, avg_output_tokens=outputs))
     assert made == want and repr(made) == repr(want) and hash(made) == hash(want)
     assert repr(brief) == before  # the brief asked about is left as it was
+
+
+@settings(max_examples=100, deadline=None)
+@given(brief=brief_strategy())
+def test_a_brief_without_its_economics_is_what_replace_makes(brief):  # noqa: ANN001
+    # The key of the speeds and missed-target tables (per_request.without_economics): equal, same repr and hash.
+    before = repr(brief)
+    made = without_economics(brief)
+    want = replace(brief, economics=NO_ECONOMICS)
+    assert made == want and repr(made) == repr(want) and hash(made) == hash(want)
+    assert repr(brief) == before
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

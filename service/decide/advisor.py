@@ -64,7 +64,7 @@ from .shape_notes import shape_notes
 from .sizing.common import Sizing, compared_tier
 from .sizing.inference import prefill_batch_sequences
 from .sizing.per_gpu import latency_of, size, size_all
-from .sizing.per_request import NO_ECONOMICS
+from .sizing.per_request import without_economics
 from .sizing.shape import Shape, shape_of
 from .targets import unmet_targets
 
@@ -155,7 +155,9 @@ def advise(
     (optional) is asked between stages, and when it says no, `Cancelled` is raised."""
     req, said = _named_model(book, req)
     # A batch's volume is sized as the rate that finishes it in its window (decide/month.py).
-    req = replace(req, brief=with_volume_rate(req.brief, book.assumptions))
+    brief = with_volume_rate(req.brief, book.assumptions)
+    if brief is not req.brief:  # most briefs state no volume: the request as it came, not a copy of it
+        req = replace(req, brief=brief)
     run = Run(book, engine, req)
     run.notes += [Reason("models.registry", run.text("note.model_registry", said))] if said else []
     day = req.as_of or today or date.today()
@@ -521,7 +523,7 @@ class _Resizer:
     def kept(self) -> dict[Any, tuple[object, Any]]:
         if self._kept is None:
             brief = self.req.brief
-            key = (brief if brief.workload in TRAINING_WORKLOADS else replace(brief, economics=NO_ECONOMICS), self.day)
+            key = (brief if brief.workload in TRAINING_WORKLOADS else without_economics(brief), self.day)
             self._kept = keep(tb.tables(self.book.assumptions).latencies, key, dict, LATENCY_BRIEFS)
         return self._kept
 
