@@ -3,7 +3,7 @@ the full one on random inputs."""
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import fields, is_dataclass, replace
 from datetime import date
 from pathlib import Path
 
@@ -14,10 +14,12 @@ from hypothesis import strategies as st
 from service.decide import tables
 from service.decide.advisor import with_output_tokens
 from service.decide.sizing.per_gpu import latency_of, size
+from service.decide.sizing.per_request import NO_ECONOMICS, without_economics
 from service.decide.sizing.shape import shape_of
-from service.domain.brief import PRICE_TIERS
+from service.domain.brief import PRICE_TIERS, AdviceRequest
 from service.domain.catalog import RENT_TIER_ORDER, tier_preference
 from service.rulebook.folder import load_rulebook
+from service.wire.api import request_from_proto, request_to_proto
 from tests.test_advisor import brief_strategy
 
 RULES = Path(__file__).parents[1] / "rules"
@@ -57,6 +59,34 @@ def test_a_brief_with_other_output_tokens_is_what_replace_makes(brief, outputs):
     want = replace(brief, traffic=replace(brief.traffic, avg_output_tokens=outputs))
     assert made == want and repr(made) == repr(want) and hash(made) == hash(want)
     assert repr(brief) == before  # the brief asked about is left as it was
+
+
+@settings(max_examples=100, deadline=None)
+@given(brief=brief_strategy())
+def test_a_brief_without_its_economics_is_what_replace_makes(brief):  # noqa: ANN001
+    # The key of the speeds and missed-target tables (per_request.without_economics): equal, same repr and hash.
+    before = repr(brief)
+    made = without_economics(brief)
+    want = replace(brief, economics=NO_ECONOMICS)
+    assert made == want and repr(made) == repr(want) and hash(made) == hash(want)
+    assert repr(brief) == before
+
+
+def _rebuilt(obj: object) -> object:
+    """`obj` made again through the real constructors, all the way down (dataclasses.replace reads every field:
+    one that `frozen.build` left out raises)."""
+    if not is_dataclass(obj):
+        return obj
+    return replace(obj, **{f.name: _rebuilt(getattr(obj, f.name)) for f in fields(obj)})
+
+
+@settings(max_examples=100, deadline=None)
+@given(brief=brief_strategy())
+def test_a_request_read_from_the_wire_is_what_the_constructors_make(brief):  # noqa: ANN001
+    # request_from_proto builds the brief's frozen parts through frozen.build: each with every field it has.
+    made = request_from_proto(request_to_proto(AdviceRequest(brief=brief)))
+    want = _rebuilt(made)
+    assert made == want and repr(made) == repr(want) and hash(made) == hash(want)
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -8,6 +8,7 @@ matches, so they read the same whatever engine sits behind `Evaluator`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import date
 from typing import Any
@@ -63,9 +64,9 @@ from .shape_notes import shape_notes
 from .sizing.common import Sizing, compared_tier
 from .sizing.inference import prefill_batch_sequences
 from .sizing.per_gpu import latency_of, size, size_all
-from .sizing.per_request import NO_ECONOMICS
+from .sizing.per_request import without_economics
 from .sizing.shape import Shape, shape_of
-from .targets import Resize, unmet_targets
+from .targets import unmet_targets
 
 # An estimated KV cache is described as the kind of attention it assumed (never as exact).
 _KV_NOTE = {"MLA": "note.kv_estimated_mla", "MHA": "note.kv_estimated_mha", "MQA": "note.kv_estimated_mqa"}
@@ -154,7 +155,9 @@ def advise(
     (optional) is asked between stages, and when it says no, `Cancelled` is raised."""
     req, said = _named_model(book, req)
     # A batch's volume is sized as the rate that finishes it in its window (decide/month.py).
-    req = replace(req, brief=with_volume_rate(req.brief, book.assumptions))
+    brief = with_volume_rate(req.brief, book.assumptions)
+    if brief is not req.brief:  # most briefs state no volume: the request as it came, not a copy of it
+        req = replace(req, brief=brief)
     run = Run(book, engine, req)
     run.notes += [Reason("models.registry", run.text("note.model_registry", said))] if said else []
     day = req.as_of or today or date.today()
@@ -470,7 +473,7 @@ def _render(
         not_shown=tuple(c.sizing.gpu.id for c in ranked.survivors[ranked.limit:]),
         price_tier=compared_tier(brief),
         unmet=unmet_targets(brief, [c.sizing for c in ranked.survivors], [c.sizing for c in scored],
-                            _resizer(run, shape), shape.output_tokens if shape else 0,
+                            _Resizer(run, shape), shape.output_tokens if shape else 0,
                             run.book.assumptions.num("closest_within")),
         offers_loaded=any(c.sizing.offers_loaded for c in scored),
         api=run.api.leg if run.api is not None and run.api.leg is not None and run.api.leg.in_scope else None,
@@ -501,37 +504,53 @@ def _run_fit(run: Run, top: Sizing | None) -> F.RunFit | None:
     return F.RunFit(days, again.count if again and again.fits else 0)
 
 
-def _resizer(run: Run, sized: Shape | None) -> Resize:
-    """Size one GPU again for this request with another average output length (the headline's suggestion): its
-    fit and latency only, on the model architecture `sized` already resolved. Each GPU's and length's result is
-    kept per rules version, brief and day (the economics left out unless training: the speed never reads them),
-    so a repeated brief does not search again."""
-    book, req = run.book, run.req
-    day = req.as_of or date.today()
-    arch = sized.arch if sized else None
-    # The memory a width needs reads the output length only through the context it sizes (tokens per sequence):
-    # lengths tried at the same context share their breakdowns.
-    needs: dict[tuple[int, int], dict[tuple[int, int], MemoryBreakdown]] = {}
-    prefills: dict[Any, Any] = {}  # a prefill step reads no output length: shared by every length tried
-    kept: list[dict[tuple[int, int], tuple[object, tuple[bool, float]]]] = []  # found on the first call
+class _Resizer:
+    """Sizes one GPU again for this request with another average output length (the headline's suggestion): its
+    fit and latency only, on the model architecture the answer's shape already resolved. Each GPU's and length's
+    result, and each search's answer (`searched`), is kept per rules version, brief and day (the economics left
+    out unless training: the speed never reads them), so a repeated brief does not search again."""
 
-    def resize(s: Sizing, output_tokens: int) -> tuple[bool, float]:
-        if not kept:
-            brief = req.brief
-            key = (brief if brief.workload in TRAINING_WORKLOADS else replace(brief, economics=NO_ECONOMICS), day)
-            kept.append(keep(tb.tables(book.assumptions).latencies, key, dict, LATENCY_BRIEFS))
-        hit = kept[0].get((id(s.gpu), output_tokens))
+    def __init__(self, run: Run, sized: Shape | None) -> None:
+        self.book, self.req = run.book, run.req
+        self.day = self.req.as_of or date.today()
+        self.arch = sized.arch if sized else None
+        # The memory a width needs reads the output length only through the context it sizes (tokens per
+        # sequence): lengths tried at the same context share their breakdowns.
+        self.needs: dict[tuple[int, int], dict[tuple[int, int], MemoryBreakdown]] = {}
+        self.prefills: dict[Any, Any] = {}  # a prefill step reads no output length: shared by every length tried
+        self._kept: dict[Any, tuple[object, Any]] | None = None  # this brief's entry of the rules' table
+
+    def kept(self) -> dict[Any, tuple[object, Any]]:
+        if self._kept is None:
+            brief = self.req.brief
+            key = (brief if brief.workload in TRAINING_WORKLOADS else without_economics(brief), self.day)
+            self._kept = keep(tb.tables(self.book.assumptions).latencies, key, dict, LATENCY_BRIEFS)
+        return self._kept
+
+    def __call__(self, s: Sizing, output_tokens: int) -> tuple[bool, float]:
+        kept = self._kept if self._kept is not None else self.kept()
+        hit = kept.get((id(s.gpu), output_tokens))
         if hit is not None and hit[0] is s.gpu:
-            return hit[1]
-        brief = with_output_tokens(req.brief, output_tokens)
-        shape = shape_of(brief, book.assumptions, arch)
+            return hit[1]  # type: ignore[no-any-return]
+        brief = with_output_tokens(self.req.brief, output_tokens)
+        shape = shape_of(brief, self.book.assumptions, self.arch)
         assert shape is not None  # the same brief sized before; only the output length differs
-        shared = needs.setdefault((shape.tokens_per_sequence, shape.sequences), {})
-        got = latency_of(s.gpu, brief, shape, book.assumptions, day, shared, prefills)
-        kept[0][(id(s.gpu), output_tokens)] = (s.gpu, got)
+        shared = self.needs.setdefault((shape.tokens_per_sequence, shape.sequences), {})
+        got = latency_of(s.gpu, brief, shape, self.book.assumptions, self.day, shared, self.prefills)
+        kept[(id(s.gpu), output_tokens)] = (s.gpu, got)
         return got
 
-    return resize
+    def searched(self, s: Sizing, figures: tuple[float, ...], search: Callable[[], int]) -> int:
+        """`search()`, the suggested length for GPU `s.gpu` and the search's other inputs `figures` (the target,
+        the length sized and the closest sizing's own latency figures), kept beside the lengths it sized."""
+        kept = self.kept()
+        key = ("search", id(s.gpu), *figures)
+        hit = kept.get(key)
+        if hit is not None and hit[0] is s.gpu:
+            return hit[1]  # type: ignore[no-any-return]
+        found = search()
+        kept[key] = (s.gpu, found)
+        return found
 
 
 def with_output_tokens(brief: Brief, n: int) -> Brief:

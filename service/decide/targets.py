@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from typing import Protocol
 
 from ..domain.advice import UnmetTarget
 from ..domain.brief import TRAINING_WORKLOADS, Brief
@@ -44,8 +45,17 @@ def _sized(s: Sizing) -> bool:
 Resize = Callable[[Sizing, int], tuple[bool, float]]
 
 
+class KeptResize(Protocol):
+    """A Resize that also keeps each search's answer (advisor._Resizer): `searched(s, figures, search)` is
+    `search()`, kept by the GPU and `figures`, everything else the search reads (the brief is the keeper's own)."""
+
+    def __call__(self, s: Sizing, output_tokens: int) -> tuple[bool, float]: ...
+
+    def searched(self, s: Sizing, figures: tuple[float, ...], search: Callable[[], int]) -> int: ...
+
+
 def unmet_targets(
-    brief: Brief, survivors: Sequence[Sizing], sizings: Sequence[Sizing], resize: Resize | None = None,
+    brief: Brief, survivors: Sequence[Sizing], sizings: Sequence[Sizing], resize: Resize | KeptResize | None = None,
     outputs: int = 0, near: float = 0.0,
 ) -> tuple[UnmetTarget, ...]:
     """`outputs`: the average output length the candidates were sized at (for the shorter-outputs suggestion);
@@ -66,9 +76,19 @@ def unmet_targets(
         out.append(UnmetTarget(
             field=path, target=target, closest=value, gpu=best.gpu.id, name=best.gpu.name, count=best.count,
             would_meet=_would_meet(path, value),
-            output_tokens=_output_tokens(target, best, resize, outputs) if path == "latency.p95_ms" else 0,
+            output_tokens=_suggested(target, best, resize, outputs) if path == "latency.p95_ms" else 0,
         ))
     return tuple(out)
+
+
+def _suggested(target: float, s: Sizing, resize: Resize | KeptResize | None, outputs: int) -> int:
+    """`_output_tokens`, kept by the resizer when it keeps searches: a repeated brief's answer then walks no
+    lengths again (it reads the closest sizing's GPU and its TTFT, ITL and latency, the target and the length)."""
+    searched = getattr(resize, "searched", None)
+    if searched is None:
+        return _output_tokens(target, s, resize, outputs)
+    figures = (target, float(outputs), s.est_ttft_ms, s.step_ms, s.est_latency_ms)
+    return searched(s, figures, lambda: _output_tokens(target, s, resize, outputs))  # type: ignore[no-any-return]
 
 
 def _would_meet(path: str, value: float) -> float:
@@ -80,7 +100,7 @@ def _would_meet(path: str, value: float) -> float:
     return float(math.ceil(value / 100) * 100)  # latency: to the next 100 ms
 
 
-def _output_tokens(target: float, s: Sizing, resize: Resize | None, outputs: int) -> int:
+def _output_tokens(target: float, s: Sizing, resize: Resize | KeptResize | None, outputs: int) -> int:
     """For a p95 target: an average output length with which the closest GPU type meets it, sized again at each
     length tried (shorter outputs change the batch and so the time per token); 0 when none does. The length
     returned is checked to meet the target and is within 2% of the longest that does: the search starts at the
@@ -152,28 +172,31 @@ def _settled(n: int, known: dict[int, float], met: set[int]) -> bool | None:
 
 
 def _solve(n: int, outputs: int, known: dict[int, float], lat: Callable[[int], float], met: set[int],
-           target: float) -> int:
-    """The longest length that meets (it meets, one token more misses), 0 when none does, from `n` down along
-    the line through the two shortest lengths that miss, while shorter is faster (never past half the length:
-    the line overshoots where the prompts batched into each step take over); where shorter is no faster, the
-    valley's floor is looked for instead. `_output_tokens` keeps what it sized (`known`, `met`), not its answer:
-    the walk's, within 2%, is the one users have been told."""
+           target: float) -> None:
+    """Sizes (into `known` and `met`) the lengths that find the longest length that meets (it meets, one token
+    more misses), if any, from `n` down along the line through the two shortest lengths that miss, while
+    shorter is faster (never past half the length: the line overshoots where the prompts batched into each step
+    take over); where shorter is no faster, the valley's floor is looked for instead. Only what it sized is
+    kept, not that length: the walk's answer, within 2%, is the one users have been told."""
     before, longer = outputs, outputs
     lat(n)
     while n not in met:
         slope = (known[longer] - known[n]) / (longer - n)
         if not (slope > 0 and math.isfinite(slope)):  # shorter is no faster: the fastest lies between
-            return _from_fastest(n, longer, before, known, lat, met, target)
+            _from_fastest(n, longer, before, known, lat, met, target)
+            return
         if n == 1:  # the fastest is below `longer`, maybe above 1
-            return _from_fastest(1, 0, longer, known, lat, met, target)
+            _from_fastest(1, 0, longer, known, lat, met, target)
+            return
         before, longer, n = longer, n, max(n // 2, min(n - 1, int(n - (known[n] - target) / slope)))
         lat(n)
-    return _longest(n, longer, lat, met, target)
+    _longest(n, longer, lat, met, target)
 
 
-def _longest(low: int, high: int, lat: Callable[[int], float], met: set[int], target: float) -> int:
-    """The longest length that meets between `low` (meets) and `high` (misses): where the line through the two
-    crosses the target and the length beside it, a bisection step when that did not halve the gap."""
+def _longest(low: int, high: int, lat: Callable[[int], float], met: set[int], target: float) -> None:
+    """Sizes the lengths that find the longest length that meets between `low` (meets) and `high` (misses):
+    where the line through the two crosses the target and the length beside it, a bisection step when that did
+    not halve the gap."""
     while high - low > 1:
         gap = high - low
         a, b = lat(low), lat(high)
@@ -186,16 +209,16 @@ def _longest(low: int, high: int, lat: Callable[[int], float], met: set[int], ta
             mid = (low + high) // 2
             lat(mid)
             low, high = (mid, high) if mid in met else (low, mid)
-    return low
 
 
 def _from_fastest(lo: int, mid: int, hi: int, known: dict[int, float], lat: Callable[[int], float], met: set[int],
-                  target: float) -> int:
-    """The fastest length between `lo` and `hi` (a golden-section search on the bracket lo < mid < hi, mid no
-    slower than either; mid 0 = none known yet), stopping at the first length that meets: from there, the longest
-    that meets below the shortest longer length known (which misses). 0 when the fastest misses."""
-    def found(x: int) -> int:  # the shortest length known above x misses: x is the first that met
-        return _longest(x, min(k for k in known if k > x), lat, met, target)
+                  target: float) -> None:
+    """Sizes the lengths that find the fastest length between `lo` and `hi` (a golden-section search on the
+    bracket lo < mid < hi, mid no slower than either; mid 0 = none known yet), stopping at the first length that
+    meets: from there, those that find the longest that meets below the shortest longer length known (which
+    misses)."""
+    def found(x: int) -> None:  # the shortest length known above x misses: x is the first that met
+        _longest(x, min(k for k in known if k > x), lat, met, target)
 
     while hi - lo > 2:
         # No length known to be faster than both ends: the middle; else the middle of the wider side.
@@ -204,7 +227,8 @@ def _from_fastest(lo: int, mid: int, hi: int, known: dict[int, float], lat: Call
             break
         lat(x)
         if x in met:
-            return found(x)
+            found(x)
+            return
         if mid <= 0:
             if lat(x) <= min(lat(lo), lat(hi)):
                 mid = x
@@ -221,6 +245,6 @@ def _from_fastest(lo: int, mid: int, hi: int, known: dict[int, float], lat: Call
     for x in range(lo, hi + 1):
         lat(x)
         if x in met:
-            return found(x)
-    return 0
+            found(x)
+            return
 

@@ -43,6 +43,7 @@ from ..domain.brief import (  # noqa: E402
     Training,
 )
 from ..domain.catalog import Gpu, tier_preference  # noqa: E402
+from ..domain.frozen import build  # noqa: E402
 from ..domain.models import ModelEntry, find  # noqa: E402
 from ..domain.offers import Offer, OfferQuery, OfferTable  # noqa: E402
 from ..engine.parse import did_you_mean  # noqa: E402
@@ -99,11 +100,13 @@ def parse_date(text: str) -> date | None:
 
 
 def request_from_proto(r: pb.RecommendRequest) -> AdviceRequest:
+    # The brief's frozen parts are built with every field given (frozen.build: no guarded setattr per field, the
+    # same objects; tests/test_lean_paths.py checks each holds all its fields): ~90 fields a request.
     b = r.brief
     m, t, lat, tr, e, pl = b.model, b.traffic, b.latency, b.training, b.economics, b.placement
-    brief = Brief(
+    brief = build(Brief,
         workload=enum_name("WorkloadType", b.workload),
-        model=Model(
+        model=build(Model,
             params_billion=m.params_billion,
             active_params_billion=m.active_params_billion,
             precision=enum_name("Precision", m.precision),
@@ -123,7 +126,7 @@ def request_from_proto(r: pb.RecommendRequest) -> AdviceRequest:
             shared_params_billion=m.shared_params_billion,
             kv_cache_precision=enum_name("Precision", m.kv_cache_precision),
         ),
-        traffic=Traffic(
+        traffic=build(Traffic,
             concurrent_sessions=t.concurrent_sessions,
             batch_size=t.batch_size,
             avg_input_tokens=t.avg_input_tokens,
@@ -134,14 +137,15 @@ def request_from_proto(r: pb.RecommendRequest) -> AdviceRequest:
             window_hours=t.window_hours,
             cached_input_share=t.cached_input_share,
         ),
-        latency=Latency(p95_ms=lat.p95_ms, p99_ms=lat.p99_ms, ttft_ms=lat.ttft_ms, no_target=lat.no_latency_target),
+        latency=build(Latency, p95_ms=lat.p95_ms, p99_ms=lat.p99_ms, ttft_ms=lat.ttft_ms,
+                      no_target=lat.no_latency_target),
         run_cycle=enum_name("RunCycle", b.run_cycle),
         boundary=enum_name("Boundary", b.boundary),
         success_unit=enum_name("SuccessUnit", b.success_unit),
         toolchain=tuple(b.toolchain),
-        training=Training(tokens_billion=tr.tokens_billion, target_days=tr.target_days,
-                          global_batch_tokens=tr.global_batch_tokens),
-        economics=Economics(
+        training=build(Training, tokens_billion=tr.tokens_billion, target_days=tr.target_days,
+                       global_batch_tokens=tr.global_batch_tokens),
+        economics=build(Economics,
             hours_per_month=e.hours_per_month,
             horizon_months=e.horizon_months,
             utilization=e.utilization,
@@ -154,15 +158,15 @@ def request_from_proto(r: pb.RecommendRequest) -> AdviceRequest:
             price_tier=enum_name("PriceTier", e.price_tier),
             no_budget_cap=e.no_budget_cap,
         ),
-        placement=PlacementPolicy(
+        placement=build(PlacementPolicy,
             providers=tuple(pl.providers), regions=tuple(pl.regions),
             countries=tuple(pl.countries), interruptible_ok=pl.interruptible_ok,
         ),
-        media=Media(denoising_steps=b.media.denoising_steps, width_px=b.media.width_px, height_px=b.media.height_px,
-                    guidance_scale=b.media.guidance_scale, frames=b.media.frames),
-        parallelism=Parallelism(tensor_parallel=b.parallelism.tensor_parallel,
-                                pipeline_parallel=b.parallelism.pipeline_parallel,
-                                expert_parallel=b.parallelism.expert_parallel),
+        media=build(Media, denoising_steps=b.media.denoising_steps, width_px=b.media.width_px,
+                    height_px=b.media.height_px, guidance_scale=b.media.guidance_scale, frames=b.media.frames),
+        parallelism=build(Parallelism, tensor_parallel=b.parallelism.tensor_parallel,
+                          pipeline_parallel=b.parallelism.pipeline_parallel,
+                          expert_parallel=b.parallelism.expert_parallel),
         gpus=tuple(b.gpus),
     )
     return AdviceRequest(

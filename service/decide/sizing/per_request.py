@@ -4,12 +4,12 @@ from its per-rules table (tables.py). Equal to `size` by test."""
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 from datetime import date
 
 from ...domain.assumptions import Assumptions
 from ...domain.brief import TRAINING_WORKLOADS, UNSPECIFIED, Brief, Economics, Quote
 from ...domain.catalog import tier_preference
+from ...domain.frozen import build
 from ...money import cost as money
 from ...money import ownership as own
 from ...physics import memory as mem
@@ -29,6 +29,15 @@ from .shape import Shape
 from .training import full_training_need, size_adapter, size_full_training
 
 NO_ECONOMICS = Economics()
+
+
+def without_economics(brief: Brief) -> Brief:
+    """`replace(brief, economics=NO_ECONOMICS)` without the frozen constructors' guarded setattr per field (the
+    same brief: equal, same hash): the key of what a rules version keeps across briefs that differ only in what
+    the speed never reads, made twice per answer (the speeds here, the missed-target lengths in the advisor)."""
+    return build(type(brief), **{**brief.__dict__, "economics": NO_ECONOMICS})
+
+
 SPEED_BRIEFS = 256  # briefs whose speeds a rules load keeps; all are dropped past it
 
 
@@ -73,7 +82,7 @@ class RequestSizer:
         if speeds is not None and self.decode:
             if len(speeds) > SPEED_BRIEFS:
                 speeds.clear()
-            self.speeds = speeds.setdefault((replace(brief, economics=NO_ECONOMICS), shape), {})
+            self.speeds = speeds.setdefault((without_economics(brief), shape), {})
         lat = brief.latency
         self.latency = lat
         self.latency_target = lat.p95_ms > 0 or lat.ttft_ms > 0
