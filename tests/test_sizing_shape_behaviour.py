@@ -298,3 +298,32 @@ def test_qlora_reads_nf4_bytes_only_for_a_4_bit_adapter_base() -> None:
 
 def test_the_inference_workloads() -> None:
     assert set(INFERENCE_WORKLOADS) == {"BATCH_INFERENCE", "REALTIME_INFERENCE", "EMBEDDING", "EVALUATION", "NOTEBOOK"}
+
+
+def test_a_shape_given_in_full_is_read_field_by_field() -> None:
+    s = shape(params_billion=8, layers=30, kv_heads=4, head_dim=128, hidden_size=5000)
+    assert (s.arch.layers, s.arch.kv_heads, s.arch.head_dim, s.arch.hidden_size) == (30, 4, 128, 5000)
+    s = shape(params_billion=8, attention="MLA", layers=10, kv_lora_rank=200, rope_head_dim=20)
+    assert (s.arch.kind, s.arch.kv_latent) == ("MLA", 220)
+
+
+def test_a_negative_window_layer_count_windows_no_layer() -> None:
+    s = shape(params_billion=8, sliding_window_tokens=1024, sliding_window_layers=-1)
+    assert (s.arch.window_layers, s.window_layers_unknown) == (0, True)
+
+
+def test_one_of_everything_is_one_not_a_default() -> None:
+    # each length, count and size at 1: given, so kept and not named as assumed
+    s = shape(context_tokens=1, traffic={"avg_input_tokens": 1, "avg_output_tokens": 1, "concurrent_sessions": 1})
+    assert (s.tokens_per_sequence, s.input_tokens, s.output_tokens, s.sequences, s.defaults_used) == (1, 1, 1, 1, ())
+    s = shape(context_tokens=1, traffic={"avg_input_tokens": 1, "avg_output_tokens": 1, "concurrent_sessions": 1,
+                                         "p95_input_tokens": 5})
+    assert s.tokens_per_sequence == 1  # within the context given
+    s = shape(context_tokens=100, traffic={"avg_input_tokens": 1, "avg_output_tokens": 3, "concurrent_sessions": 1,
+                                           "p95_input_tokens": 1})
+    assert s.tokens_per_sequence == 4  # the p95 prompt of one token and the output
+    s = shape("EMBEDDING", context_tokens=100, traffic={"avg_input_tokens": 1, "batch_size": 1})
+    assert (s.input_tokens, s.defaults_used) == (1, ())
+    assert shape(params_billion=8, active_params_billion=0.5).active_params_billion == 0.5
+    s = shape(params_billion=8, experts=8, experts_per_token=1)
+    assert (s.experts, s.experts_per_token, s.routed) == (8, 1, True)
