@@ -172,6 +172,8 @@ def test_past_any_cluster_the_load_is_infeasible() -> None:
 # --- prefill-only work --------------------------------------------------------------------------------------------
 
 def test_an_embedding_pass_is_the_brief_batch_or_the_servers_token_budget() -> None:
+    b, s = chat("EMBEDDING", sessions=1, inp=700)
+    assert inf.prefill_only_tokens(b, s, R) == 700  # a batch of one record
     b, s = chat("EMBEDDING", sessions=3, inp=700)
     assert inf.prefill_only_tokens(b, s, R) == 2100
     assert inf.prefill_batch_sequences(b, s, R) == 3
@@ -205,8 +207,8 @@ def test_embedding_speed_worked_from_one_encoder_pass(gid, n) -> None:  # noqa: 
                                        s.arch.hidden_size, z.tflops, 0.45, g.bandwidth_tbs, decode_mbu(g, r), 20.0,
                                        40e-6)
     per_gpu = 2100 / sec
-    assert z.effective_tflops == pytest.approx(per_gpu * 2 * s.active_params_billion * 1e9 / 1e12)
-    assert z.tokens_per_second == pytest.approx(per_gpu * n * parallel_efficiency(g, n, r))
+    assert z.effective_tflops == pytest.approx(per_gpu * 2 * s.active_params_billion * 1e9 / 1e12, rel=1e-12)
+    assert z.tokens_per_second == pytest.approx(per_gpu * n * parallel_efficiency(g, n, r), rel=1e-12)
     assert (z.step_ms, z.itl_ms, z.est_ttft_ms, z.est_latency_ms) == (0.0, 0.0, 0.0, 0.0)
 
 
@@ -221,20 +223,26 @@ def test_media_speed_is_denoising_outputs_per_gpu(n) -> None:  # noqa: ANN001
     z.tflops = 500.0
     z.step_ms = z.itl_ms = z.est_ttft_ms = z.est_latency_ms = 9.0
     inf.inference_speed(z, b, s, r, n, {})
-    assert z.effective_tflops == pytest.approx(500.0 * 0.37)
+    assert z.effective_tflops == pytest.approx(500.0 * 0.37, rel=1e-12)
     assert z.tokens_per_second == pytest.approx(outputs_per_second(500.0, 0.37, b, s, r) * n
-                                                * parallel_efficiency(g, n, r))
+                                                * parallel_efficiency(g, n, r), rel=1e-12)
     assert (z.step_ms, z.itl_ms, z.est_ttft_ms, z.est_latency_ms) == (0.0, 0.0, 0.0, 0.0)
 
 
-def test_generation_speed_is_the_serving_speed() -> None:
+@pytest.mark.parametrize("synchrony", [None, 0.0, 1.0])
+def test_generation_speed_is_the_serving_speed(synchrony) -> None:  # noqa: ANN001
     from service.decide.sizing.width import serving_speed
-    b, s = chat()
+    b, s = chat(sessions=32, inp=3000, toolchain=("vllm",))
     got, want = Sizing(gpu=gpu()), Sizing(gpu=gpu())
     got.tflops = want.tflops = compute_tflops(got.gpu, "BF16")
-    inf.inference_speed(got, b, s, R, 2, {})
-    serving_speed(want, b, s, R, 2, {})
+    inf.inference_speed(got, b, s, R, 2, {}, synchrony)
+    serving_speed(want, b, s, R, 2, {}, synchrony)
     assert vars(got) == vars(want) and got.tokens_per_second > 0
+    if synchrony is not None:  # how the prompts arrive is passed on: the engine's own share waits otherwise
+        engine = Sizing(gpu=gpu())
+        engine.tflops = got.tflops
+        serving_speed(engine, b, s, R, 2, {})
+        assert engine.est_ttft_ms != got.est_ttft_ms
 
 
 # --- the fewest copies of a pinned shape that hold the sessions ---------------------------------------------------
@@ -271,6 +279,22 @@ def test_split_sessions_stops_at_the_largest_cluster() -> None:
     assert inf.split_sessions(gpu(), b, shape, R, MAX_GPUS, 17.0) == (1, shape)  # room for one copy only
     copies, share = inf.split_sessions(gpu(), b, shape, R, MAX_GPUS // 2, 17.0)  # room for two
     assert (copies, share.sequences) == (2, 500)
+
+
+def test_split_sessions_room_for_a_whole_number_of_copies() -> None:
+    b, shape = chat(sessions=1000, ctx=8000, inp=4000, out=500)
+    copies, share = inf.split_sessions(gpu(), b, shape, R, 400_000, 17.0)  # room for 2.5: two
+    assert (copies, share.sequences) == (2, 500)
+    assert isinstance(copies, int) and isinstance(share.sequences, int)
+
+
+def test_split_sessions_up_to_the_largest_cluster_of_one_gpu_copies() -> None:
+    b, shape = chat(sessions=750_000, ctx=8000, inp=4000, out=500)
+    g = gpu()
+    one = inf.inference_need(g, b, dataclasses.replace(shape, sequences=1), R, 1).total_gb
+    two = inf.inference_need(g, b, dataclasses.replace(shape, sequences=2), R, 1).total_gb
+    copies, share = inf.split_sessions(g, b, shape, R, 1, (one + two) / 2)  # one session a GPU
+    assert (copies, share.sequences) == (750_000, 1)
 
 
 def test_split_sessions_is_at_least_two_copies_when_it_splits() -> None:

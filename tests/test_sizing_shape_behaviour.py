@@ -327,3 +327,6 @@ def test_one_of_everything_is_one_not_a_default() -> None:
     assert shape(params_billion=8, active_params_billion=0.5).active_params_billion == 0.5
     s = shape(params_billion=8, experts=8, experts_per_token=1)
     assert (s.experts, s.experts_per_token, s.routed) == (8, 1, True)
+    s = shape(params_billion=8, active_params_billion=2, experts=8, experts_per_token=2, shared_params_billion=0.5)
+    assert (s.shared_params_billion, s.shared_estimated) == (0.5, False)
+    assert shape(params_billion=8, sliding_window_tokens=1).window_layers_unknown
