@@ -302,3 +302,112 @@ def test_training_memory_per_width_as_size_sizes_it() -> None:
         assert _fields(fast) == _fields(plain)
         assert fast.count > 8 and math.isfinite(fast.train_hours)
     assert A is not None
+
+
+def test_fit_and_latency_at_the_briefs_precision() -> None:
+    a = rules()
+    t = tb.Tables(a)
+    b = _brief("REALTIME_INFERENCE", traffic=CHAT, model={"precision": "FP8"}, latency=Latency(p95_ms=8000))
+    shape = shape_of(b, a)
+    g = gpu("h100-sxm")
+    plain = size(g, b, shape, a, (), DAY)
+    got = RequestSizer(b, shape, a, t.constants, (), DAY).fit_and_latency(tb.gpu_table(g, t.constants))
+    assert got == (plain.fits, plain.est_latency_ms)
+
+
+def test_a_copy_that_fills_the_usable_memory_exactly_fits() -> None:
+    a = rules(safety_headroom=0.0)
+    b = BRIEFS["embedding records"]
+    shape = shape_of(b, a)
+    t = tb.Tables(a)
+    probe = RequestSizer(b, shape, a, t.constants, (), DAY)
+    need = probe._need(tb.gpu_table(gpu("l4"), t.constants), 1).total_gb
+    exact = gpu("l4", memory_gb=need, memory_reported_gb=need)
+    fast, plain = _both(b, exact, a)
+    assert _fields(fast) == _fields(plain)
+    assert (fast.fits, fast.memory_count) == (True, 1)
+
+
+def test_a_negative_part_lets_weights_past_the_usable_memory_fit() -> None:
+    # weights alone are no lower bound when another part is negative: the width is not passed over
+    a = rules(engine_overhead_gb=-20.0)
+    for workload in ("REALTIME_INFERENCE", "EMBEDDING"):
+        b = _brief(workload, traffic={"concurrent_sessions": 1, "batch_size": 1, "avg_input_tokens": 100,
+                                      "avg_output_tokens": 10}, model={"params_billion": 12.5, "context_tokens": 512})
+        fast, plain = _both(b, gpu("l4"), a)
+        assert _fields(fast) == _fields(plain)
+        assert fast.memory_count == 1
+
+
+def test_speeds_kept_for_a_widened_copy_say_memorys_width_latency() -> None:
+    a = rules()
+    t = tb.Tables(a)
+    b = _brief("REALTIME_INFERENCE", traffic={"concurrent_sessions": 64, "avg_input_tokens": 2000,
+                                              "avg_output_tokens": 100}, latency=Latency(p95_ms=1.0),
+               model={"context_tokens": 4000})
+    shape = shape_of(b, a)
+    g = gpu("h100-sxm")
+    fast = RequestSizer(b, shape, a, t.constants, (), DAY, speeds={}).size(tb.gpu_table(g, t.constants))
+    plain = size(g, b, shape, a, (), DAY)
+    assert _fields(fast) == _fields(plain)
+    assert fast.per_replica > fast.memory_count and fast.memory_count_latency_ms > 0
+
+
+def test_speeds_kept_under_a_gpus_id_are_read_only_for_that_gpu() -> None:
+    a = rules()
+    t = tb.Tables(a)
+    b = BRIEFS["chat"]
+    shape = shape_of(b, a)
+    speeds: dict = {}
+    fast_gpu, slow_gpu = gpu("h100-sxm"), gpu("h100-sxm", bandwidth_tbs=1.0)
+    RequestSizer(b, shape, a, t.constants, (), DAY, speeds=speeds).size(tb.gpu_table(fast_gpu, t.constants))
+    (kept,) = speeds.values()
+    kept[id(slow_gpu)] = kept.pop(id(fast_gpu))  # another GPU's figures under this one's id (an id reused)
+    got = RequestSizer(b, shape, a, t.constants, (), DAY, speeds=speeds).size(tb.gpu_table(slow_gpu, t.constants))
+    assert _fields(got) == _fields(size(slow_gpu, b, shape, a, (), DAY))
+
+
+@pytest.mark.parametrize("b", [
+    _brief("PRETRAINING", model={"params_billion": 7}),  # no tokens: no run time, no runs per hour
+    _brief("MEDIA_GENERATION", success_unit="IMAGE", model={"params_billion": 12}, media=Media(frames=1)),
+    _brief("REALTIME_INFERENCE", traffic={**CHAT, "requests_per_second": 0.5}, economics=Economics(utilization=0.9)),
+    _brief("REALTIME_INFERENCE", traffic={**CHAT, "requests_per_second": 1.0}, economics=Economics(utilization=0.9)),
+    _brief("REALTIME_INFERENCE", traffic=CHAT, economics=Economics(acceptance_rate=1.5)),
+    _brief("REALTIME_INFERENCE", traffic=CHAT, economics=Economics(acceptance_rate=-0.2)),
+    _brief("REALTIME_INFERENCE", traffic=CHAT, economics=Economics(acceptance_rate=1.0)),
+    _brief("REALTIME_INFERENCE", traffic=CHAT, model={"params_billion": 4000}, success_unit="RESPONSE"),
+])
+def test_unit_costs_at_their_boundaries_as_size_sizes_them(b) -> None:  # noqa: ANN001
+    for gid in ("h100-sxm", "l4"):
+        assert _outcome(b, gpu(gid), rules(), True) == _outcome(b, gpu(gid), rules(), False)
+
+
+def test_an_acceptance_past_one_is_refused() -> None:
+    b = _brief("REALTIME_INFERENCE", traffic=CHAT, economics=Economics(acceptance_rate=1.5))
+    assert "acceptance" in str(_outcome(b, gpu("h100-sxm"), rules(), False))
+
+
+def test_a_slow_copy_still_has_a_unit_cost() -> None:
+    b = _brief("REALTIME_INFERENCE", traffic=CHAT, model={"params_billion": 4000}, success_unit="RESPONSE")
+    fast, plain = _both(b, gpu("l4", bandwidth_tbs=0.001))
+    assert 0 < fast.tokens_per_second < 1 and fast.units_per_hour > 0
+    assert _fields(fast) == _fields(plain)
+
+
+def test_a_negative_purchase_price_is_refused_as_size_refuses_it() -> None:
+    g = gpu("h100-sxm", prices=(_price(2.0), _price(-30000.0, "purchase", "LIST_PURCHASE")))
+    for case in ("chat, no load", "pretraining"):
+        got = _outcome(BRIEFS[case], g, rules(), True)
+        assert got == _outcome(BRIEFS[case], g, rules(), False)
+        assert isinstance(got, str)
+
+
+def test_a_rent_equal_to_the_running_cost_never_breaks_even() -> None:
+    # no power, the purchase's maintenance alone: $8,760 x 1.0 a year over 8,760 busy hours = $1.00 an hour
+    a = rules(maintenance_fraction_per_year=1.0)
+    g = gpu("h100-sxm", tdp_w=0.0, prices=(_price(1.0), _price(8760.0, "purchase", "LIST_PURCHASE")))
+    b = dataclasses.replace(BRIEFS["chat, no load"], economics=Economics(utilization=1.0))
+    fast, plain = _both(b, g, a)
+    assert fast.count == 1 and fast.running_usd_per_busy_hour == 1.0 == fast.usd_per_hour
+    assert _fields(fast) == _fields(plain)
+    assert fast.break_even_hours == math.inf and fast.break_even_months == math.inf
