@@ -453,3 +453,80 @@ def test_memory_widths_latency_without_a_target_is_the_latency() -> None:
     s = _size(b, shape, lean=True)
     assert s.memory_count_latency_ms == s.est_latency_ms > 0
     assert not s.latency_target
+
+
+def test_a_pipeline_stage_count_of_one_pins_one_gpu() -> None:
+    assert inf.pinned_width(brief(parallelism=Parallelism(tensor_parallel=0, pipeline_parallel=1))) == 1
+
+
+def test_a_diffusion_pipelines_width_is_never_pinned() -> None:
+    b = brief("MEDIA_GENERATION", model={"params_billion": 12, "precision": "BF16"},
+              parallelism=Parallelism(tensor_parallel=4))
+    s = shape_of(b, R)
+    assert s is not None
+    z = _size(b, s)
+    assert (z.per_replica, z.memory_count) == (1, 1)
+
+
+def test_two_copies_of_a_pinned_width_split_the_sessions() -> None:
+    b, shape = chat(sessions=2, ctx=8000, inp=4000, out=500, parallelism=Parallelism(tensor_parallel=1))
+    g = gpu()
+    one = inf.inference_need(g, b, dataclasses.replace(shape, sequences=1), R, 1).total_gb
+    two = inf.inference_need(g, b, shape, R, 1).total_gb
+    s = _size(b, shape, fit=((1, 2, 4, 8), (one + two) / 2), g=g)
+    assert (s.fits, s.split_copies, s.sessions_per_copy, s.replicas) == (True, 2, 1, 2)
+
+
+def test_a_memo_shared_across_gpus_keeps_each_widths_memory_by_its_tensor_parallel_split() -> None:
+    b, shape = chat("BATCH_INFERENCE", sessions=1, params=70, ctx=2000, inp=100, out=10)
+    wide, single = gpu("h100-sxm"), gpu("h100-sxm", gpus_per_node=1, interconnect_kind="pcie", nvlink_domain=1)
+    memo: dict = {}
+    for g in (wide, single):
+        s = Sizing.blank(g, "ON_DEMAND")
+        s.tflops = compute_tflops(g, "BF16")
+        inf.size_inference(s, b, shape, R, memo)
+        assert s.memory_count == 2
+        assert s.memory == inf.inference_need(g, b, shape, R, 2)
+    assert inf.inference_need(wide, b, shape, R, 2) != inf.inference_need(single, b, shape, R, 2)
+
+
+def test_memory_widths_latency_at_a_pinned_width_is_worked_out() -> None:
+    b, shape = chat(latency=Latency(p95_ms=1e6), sessions=8, params=8, parallelism=Parallelism(tensor_parallel=4))
+    s = _size(b, shape)
+    assert (s.memory_count, s.per_replica) == (1, 4)
+    probe = Sizing.blank(gpu(), "ON_DEMAND")
+    probe.tflops = s.tflops
+    inf.inference_speed(probe, b, shape, R, 1, {})
+    assert s.memory_count_latency_ms == probe.est_latency_ms != s.est_latency_ms
+    assert s.formulas == []
+
+
+def test_memory_widths_latency_when_memorys_width_is_the_one_served() -> None:
+    b, shape = chat(latency=Latency(p95_ms=1e6), sessions=8, params=8)
+    for lean in (True, False):
+        s = _size(b, shape, lean=lean)
+        assert s.per_replica == s.memory_count == 1
+        assert s.memory_count_latency_ms == s.est_latency_ms > 0
+
+
+def test_a_batch_is_never_held_to_a_latency_target() -> None:
+    b, shape = chat("BATCH_INFERENCE", latency=Latency(p95_ms=1.0))
+    s = _size(b, shape)
+    assert s.latency_target and s.meets_latency
+
+
+def test_a_diffusion_pipeline_raised_for_its_target_holds_each_copys_memory() -> None:
+    r = rules(R, mfu_denoising=0.4)
+    b = brief("MEDIA_GENERATION", model={"params_billion": 12, "precision": "BF16"},
+              traffic={"requests_per_second": 1.0}, latency=Latency(p95_ms=3000))
+    shape = shape_of(b, r)
+    assert shape is not None
+    g = gpu()
+    s = _size(b, shape, r=r, g=g)
+    ref = Sizing.blank(g, "ON_DEMAND")
+    ref.tflops = s.tflops
+    inf.inference_speed(ref, b, shape, r, 1, {})
+    plain = math.ceil(1.0 / ref.tokens_per_second)
+    assert s.replicas > plain  # raised past what the load alone asks, for the p95
+    assert s.memory == mem.MemoryBreakdown(tuple(
+        (c, v * s.replicas) for c, v in inf.inference_need(g, b, shape, r, 1).components))
