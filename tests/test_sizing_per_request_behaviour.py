@@ -411,3 +411,42 @@ def test_a_rent_equal_to_the_running_cost_never_breaks_even() -> None:
     assert fast.count == 1 and fast.running_usd_per_busy_hour == 1.0 == fast.usd_per_hour
     assert _fields(fast) == _fields(plain)
     assert fast.break_even_hours == math.inf and fast.break_even_months == math.inf
+
+
+def test_the_compared_tier_picks_among_a_gpus_rents() -> None:
+    g = gpu("h100-sxm", prices=(_price(3.0), _price(2.0, tier="MARKETPLACE"), _price(1.5, tier="SPOT")))
+    for tier in ("MARKETPLACE", "SPOT", "ON_DEMAND", "RESERVED"):
+        b = dataclasses.replace(BRIEFS["chat"], economics=Economics(price_tier=tier))
+        fast, plain = _both(b, g)
+        assert _fields(fast) == _fields(plain)
+    b = dataclasses.replace(BRIEFS["chat"], economics=Economics(price_tier="MARKETPLACE"))
+    assert _both(b, g)[0].usd_per_gpu_hour == 2.0
+
+
+@pytest.mark.parametrize("case", ["fine-tuning, checkpoints", "adapter", "embedding, no batch", "video"])
+def test_no_speeds_are_kept_for_work_that_does_not_decode(case) -> None:  # noqa: ANN001
+    a = rules()
+    t = tb.Tables(a)
+    speeds: dict = {}
+    b = BRIEFS[case]
+    RequestSizer(b, shape_of(b, a), a, t.constants, (), DAY, speeds=speeds).size(tb.gpu_table(gpu(), t.constants))
+    assert speeds == {}
+
+
+@pytest.mark.parametrize("latency", [Latency(p95_ms=3000), Latency(p95_ms=1.0), Latency(ttft_ms=1.0),
+                                     Latency(p95_ms=3000, ttft_ms=1.0)])
+def test_a_diffusion_pipelines_latency_target_as_size_holds_it(latency) -> None:  # noqa: ANN001
+    b = _brief("MEDIA_GENERATION", success_unit="IMAGE", model={"params_billion": 12},
+               traffic={"requests_per_second": 1.0}, latency=latency)
+    for gid in ("h100-sxm", "l40s"):
+        fast, plain = _both(b, gpu(gid))
+        assert _fields(fast) == _fields(plain)
+        assert fast.latency_target and fast.est_latency_ms > 0
+
+
+def test_records_per_hour_at_the_utilization_count_each_records_tokens() -> None:
+    b = _brief("EMBEDDING", traffic={"batch_size": 32, "avg_input_tokens": 400}, success_unit="RECORD",
+               model={"params_billion": 0.5}, economics=Economics(utilization=0.5))
+    fast, plain = _both(b, gpu("l4"))
+    assert _fields(fast) == _fields(plain)
+    assert fast.units_per_hour == pytest.approx(fast.tokens_per_second * fast.replicas / 400 * 0.5 * 3600)
