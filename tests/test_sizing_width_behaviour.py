@@ -163,6 +163,13 @@ CASES = {
     "no engine named": (gen(toolchain=()), "l40s", 2),
     "consumer card": (gen(toolchain=("llama.cpp",), sessions=2), "rtx-4090", 1),
     "no 16-bit figure": (gen(), "no-bf16", 1),
+    "an FP8 KV cache": (gen(kv_cache_precision="FP8"), "h100-sxm", 1),
+    "two output tokens": (gen(out=2), "h100-sxm", 1),
+    "one-token prompts": (gen(inp=1), "h100-sxm", 1),
+    "two-token prompts": (gen(inp=2), "h100-sxm", 1),
+    "a slow link": (gen(params=70), "slow-link", 2),
+    "FP8 weights": (gen(precision="FP8"), "fp8", 2),
+    "kernels not saturated": (gen(sessions=1, inp=50, out=20, context_tokens=100), "h100-sxm", 1),
 }
 
 
@@ -173,6 +180,10 @@ def _gpu(gid: str):  # noqa: ANN202
         return gpu("rtx-4090", gpus_per_node=1)
     if gid == "no-bf16":
         return gpu("h100-sxm", tflops_bf16=0.0)
+    if gid == "slow-link":
+        return gpu("h100-pcie", interconnect_gbs=0.5)
+    if gid == "fp8":
+        return gpu("h100-sxm")
     return gpu(gid)
 
 
@@ -180,7 +191,7 @@ def _gpu(gid: str):  # noqa: ANN202
 def test_the_serving_speed_is_the_model_written_out(case) -> None:  # noqa: ANN001
     (b, shape), gid, n = CASES[case]
     g = _gpu(gid)
-    tflops = 500.0 if gid == "no-bf16" else g.tflops_bf16
+    tflops = 500.0 if gid == "no-bf16" else g.tflops_fp8 if gid == "fp8" else g.tflops_bf16
     got, want = speed(g, b, shape, n, tflops=tflops), plain_speed(g, tflops, b, shape, R, n)
     assert got == pytest.approx(want, rel=1e-12)
     assert got["tokens_per_second"] > 0 and got["est_ttft_ms"] > 0
@@ -358,6 +369,7 @@ PICKS = {
     "a target only wide widths meet": (gen(sessions=64, params=70, latency=Latency(p95_ms=7000)), "h100-sxm", 2),
     "a target only the widest meets": (gen(sessions=64, params=70, latency=Latency(p95_ms=4000)), "h100-sxm", 2),
     "a first-token target": (gen(sessions=256, inp=4000, latency=Latency(ttft_ms=900)), "h100-sxm", 1),
+    "a 1 ms first-token target": (gen(sessions=64, params=8, latency=Latency(ttft_ms=1.0)), "h100-sxm", 1),
     "a target no width meets": (gen(sessions=64, params=70, latency=Latency(p95_ms=10)), "h100-sxm", 2),
     "a batch target is not held": (gen(sessions=64, workload="BATCH_INFERENCE", latency=Latency(p95_ms=10)),
                                    "h100-sxm", 1),
@@ -421,3 +433,108 @@ def test_equal_keys_go_to_the_narrower_width() -> None:
     k, _, _ = pick(gpu(), b, shape, 1, prune=False)
     want, _ = plain_pick(gpu(), b, shape, 1)
     assert k == want
+
+
+def test_a_width_search_without_a_record_of_what_it_tried() -> None:
+    (b, shape), gid, n = PICKS["a target only wide widths meet"]
+    g = _gpu(gid)
+    s = Sizing(gpu=g)
+    s.tflops = g.tflops_bf16
+    assert wd.pick_width(s, b, shape, R, n, SIZES, g, {}) == plain_pick(g, b, shape, n)[0]
+
+
+def test_a_1_ms_first_token_target_is_a_target() -> None:
+    (b, shape), gid, n = PICKS["a 1 ms first-token target"]
+    assert plain_pick(_gpu(gid), b, shape, n)[0] == 8  # unmet everywhere: the fastest, not the cheapest
+
+
+def test_the_cases_reach_each_regime() -> None:
+    (b, shape), gid, n = CASES["kernels not saturated"]
+    g = _gpu(gid)
+    busy = saturation(g.tflops_bf16, shape.sequences * shape.tokens_per_sequence, shape.arch.hidden_size, 0.05)
+    assert busy < 1
+    (b, shape), _, _ = CASES["an FP8 KV cache"]
+    assert shape.kv_bytes != 2.0
+
+
+def _kept_speed(first: dict, then: dict) -> tuple[dict[str, float], dict[str, float]]:
+    """Sizes `first` then `then` (each: gpu, tflops, rules, synchrony) through one memo: `then`'s figures, and
+    what they are with nothing kept."""
+    b, shape = gen(sessions=16, inp=3000)
+    memo: dict = {}
+    for args in (first, then):
+        s = Sizing(gpu=args["gpu"])
+        s.tflops = args["tflops"]
+        wd.serving_speed(s, b, shape, args["rules"], 1, memo, args["sync"])
+    want = plain_speed(then["gpu"], then["tflops"], b, shape, then["rules"], 1, then["sync"])
+    return {f: getattr(s, f) for f in wd.SPEED_FIELDS}, want
+
+
+@pytest.mark.parametrize("change", ["gpu", "tflops", "rules", "sync"])
+def test_what_is_kept_for_one_gpu_tflops_rules_or_arrival_is_not_read_for_another(change) -> None:  # noqa: ANN001
+    g = gpu("h200")
+    first = {"gpu": g, "tflops": g.tflops_bf16, "rules": R, "sync": None}
+    other = {"gpu": gpu("h200", bandwidth_tbs=1.0, tflops_bf16=300.0), "tflops": g.tflops_bf16 / 2,
+             "rules": rules(R, kernel_saturation_ms=50.0, serving_engines={
+                 "vllm": {"decode_bandwidth_use": 0.3, "prefill_mfu": 0.2, "step_floor_ms": 5.0, "token_budget": 512,
+                          "request_ms": 70.0, "prefill_first": 0.6}}),
+             "sync": 1.0}
+    got, want = _kept_speed(first, {**first, change: other[change]})
+    if change in ("tflops", "rules"):
+        # within a request (one memo) a GPU's TFLOPS and the rules are fixed, and the prompts' prefill times kept
+        # by GPU and width are not asked again; the GPU's own figures are
+        got, want = {"effective_tflops": got["effective_tflops"]}, {"effective_tflops": want["effective_tflops"]}
+    assert got == pytest.approx(want, rel=1e-12)
+    assert got != pytest.approx({k: _kept_speed(first, first)[1][k] for k in got}, rel=1e-6)
+
+
+def test_figures_kept_under_a_gpus_id_are_read_only_for_that_gpu() -> None:
+    b, shape = gen(sessions=16, inp=3000, p95=5000)
+    a_gpu, b_gpu = gpu("h200"), gpu("h200", bandwidth_tbs=1.0, tflops_bf16=300.0, interconnect_gbs=100.0)
+    memo: dict = {}
+    s = Sizing(gpu=a_gpu)
+    s.tflops = a_gpu.tflops_bf16
+    for n in (1, 2):
+        wd.serving_speed(s, b, shape, R, n, memo)
+    # every figure kept for the first GPU moved under the second's id, as when a GPU object's id is reused
+    old, new = id(a_gpu), id(b_gpu)
+
+    def moved(key):  # noqa: ANN001, ANN202
+        return tuple(new if k == old else k for k in key) if isinstance(key, tuple) else key
+
+    prefills = memo[("prefill",)]
+    for table in (memo, prefills):
+        for key in list(table):
+            if key != ("prefill",):
+                table[moved(key)] = table.pop(key)
+    t = Sizing(gpu=b_gpu)
+    t.tflops = a_gpu.tflops_bf16
+    for n in (1, 2):
+        wd.serving_speed(t, b, shape, R, n, memo)
+        assert {f: getattr(t, f) for f in wd.SPEED_FIELDS} == pytest.approx(
+            plain_speed(b_gpu, a_gpu.tflops_bf16, b, shape, R, n), rel=1e-12)
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_a_floor_is_never_above_what_the_width_is_sized_at(case) -> None:  # noqa: ANN001
+    """serving_floor is what pick_width rules widths out with: a floor above the sized figures could rule out the
+    width that wins. Held at the rules' own overlap (1: the roofline), where the floor is tightest, and against
+    `_cannot_win` at the width's own key (a width never surely loses to itself)."""
+    (b, shape), gid, n = CASES[case]
+    g = _gpu(gid)
+    tflops = 500.0 if gid == "no-bf16" else g.tflops_fp8 if gid == "fp8" else g.tflops_bf16
+    a = rules(R, memory_compute_overlap=1.0)
+    for k in sorted({n, 2 * n}):
+        s = Sizing(gpu=g)
+        s.tflops = tflops
+        memo: dict = {}
+        wd.serving_speed(s, b, shape, a, k, memo)
+        kg = wd._serving_gpu(s, b, shape, a, memo, None)
+        ttft_s, step_s = wd.serving_floor(kg, k)
+        assert ttft_s * 1000 <= s.est_ttft_ms * (1 + 1e-12) and step_s * 1000 <= s.step_ms * (1 + 1e-12)
+        lat = Latency(p95_ms=s.est_latency_ms, ttft_ms=s.est_ttft_ms)
+        met = (False, wd._per_rate(k, s.tokens_per_second), k)
+        unmet = (True, s.est_latency_ms, k)
+        for target in (True, False):
+            assert not wd._cannot_win(kg, k, met, lat, target)
+            assert not wd._cannot_win(kg, k, unmet, Latency(p95_ms=s.est_latency_ms / 2), target)
