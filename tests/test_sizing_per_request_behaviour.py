@@ -394,8 +394,9 @@ def test_a_slow_copy_still_has_a_unit_cost() -> None:
     assert _fields(fast) == _fields(plain)
 
 
-def test_a_negative_purchase_price_is_refused_as_size_refuses_it() -> None:
-    g = gpu("h100-sxm", prices=(_price(2.0), _price(-30000.0, "purchase", "LIST_PURCHASE")))
+@pytest.mark.parametrize("usd", [-30000.0, -1.0])
+def test_a_negative_purchase_price_is_refused_as_size_refuses_it(usd) -> None:  # noqa: ANN001
+    g = gpu("h100-sxm", prices=(_price(2.0), _price(usd, "purchase", "LIST_PURCHASE")))
     for case in ("chat, no load", "pretraining"):
         got = _outcome(BRIEFS[case], g, rules(), True)
         assert got == _outcome(BRIEFS[case], g, rules(), False)

@@ -170,6 +170,10 @@ CASES = {
     "a slow link": (gen(params=70), "slow-link", 2),
     "FP8 weights": (gen(precision="FP8"), "fp8", 2),
     "kernels not saturated": (gen(sessions=1, inp=50, out=20, context_tokens=100), "h100-sxm", 1),
+    "nodes of one GPU": (gen(params=70), "one-gpu-node", 2),
+    "past the tensor-parallel limit": (gen(params=400), "gb200", 16),
+    "MLA of given widths, longer p95 prompts": (gen(params=100, attention="MLA", layers=40, kv_lora_rank=200,
+                                                    rope_head_dim=20, p95=6000, inp=2000), "h200", 8),
 }
 
 
@@ -301,6 +305,8 @@ def test_expert_parallel_dispatch_and_combine() -> None:
     assert wd.expert_parallel_s(b8, shape, nv, R) == pytest.approx(2 * shape.arch.layers * 9.0 / 1e6)
     b9, _ = gen(ep=9, **MOE)
     assert wd.expert_parallel_s(b9, shape, nv, R) == pytest.approx(2 * shape.arch.layers * 31.0 / 1e6)
+    one = gpu("h100-sxm", nvlink_domain=1)  # an NVLink domain of one GPU: two experts' GPUs talk over the slow link
+    assert wd.expert_parallel_s(gen(ep=2, **MOE)[0], shape, one, R) == pytest.approx(2 * shape.arch.layers * 31.0 / 1e6)
     b1, _ = gen(ep=1, **MOE)
     assert wd.expert_parallel_s(b1, shape, nv, R) == 0.0
     b2, _ = gen(ep=2, **MOE)
