@@ -451,3 +451,15 @@ def test_records_per_hour_at_the_utilization_count_each_records_tokens() -> None
     fast, plain = _both(b, gpu("l4"))
     assert _fields(fast) == _fields(plain)
     assert fast.units_per_hour == pytest.approx(fast.tokens_per_second * fast.replicas / 400 * 0.5 * 3600)
+
+
+@pytest.mark.parametrize("values", [{"activation_bytes_per_token_hidden": -300.0},
+                                    {"sampler_bytes_per_vocab_entry": -60000.0}])
+def test_a_negative_workspace_figure_lets_weights_past_the_usable_memory_fit(values) -> None:  # noqa: ANN001
+    a = rules(**values)
+    for workload in ("REALTIME_INFERENCE", "EMBEDDING"):
+        b = _brief(workload, traffic={"concurrent_sessions": 4, "batch_size": 4, "avg_input_tokens": 1000,
+                                      "avg_output_tokens": 10}, model={"params_billion": 12.5, "context_tokens": 2048})
+        fast, plain = _both(b, gpu("l4"), a)
+        assert _fields(fast) == _fields(plain)
+        assert fast.memory_count == 1
