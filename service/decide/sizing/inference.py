@@ -273,7 +273,6 @@ def inference_speed(s: Sizing, brief: Brief, shape: Shape, a: Assumptions, n: in
     for by every GPU and every tensor-parallel width tried. `synchrony`: how the prompts arrive (serving_speed);
     None = as the product assumes for the engine."""
     gpu = s.gpu
-    mfu = a.num("mfu_prefill")
     if brief.workload == "MEDIA_GENERATION":
         # Denoising is compute-bound: outputs/s = TFLOPS x MFU / FLOPs per output, one pipeline per GPU.
         mfu = a.num("mfu_denoising")
