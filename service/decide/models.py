@@ -55,6 +55,22 @@ def resolve(brief: Brief, registry: Registry) -> Brief:
     if entry is None:
         return brief
     filled = filled_fields(brief.model, entry)
+    vocab = vocab_params_billion(brief.model, entry, filled)
+    if vocab:
+        filled["vocab_params_billion"] = vocab
     if not filled:
         return brief
     return dataclasses.replace(brief, model=dataclasses.replace(brief.model, **filled))
+
+
+def vocab_params_billion(model: Model, entry: ModelEntry, filled: dict[str, Any]) -> float:
+    """The named model's embedding and output matrices in billions (vocab_size x hidden_size, once when tied), or
+    0 when the registry has no vocab_size, the brief already says, or they would not fit in the brief's active
+    parameters (a variant the registry does not know). Not a noted fill: no API field carries it."""
+    hidden = filled.get("hidden_size", model.hidden_size)
+    if entry.vocab_size <= 0 or hidden <= 0 or model.vocab_params_billion > 0:
+        return 0.0
+    vocab = entry.vocab_size * hidden * (1 if entry.tie_word_embeddings else 2) / 1e9
+    active = filled.get("active_params_billion", model.active_params_billion) or filled.get(
+        "params_billion", model.params_billion)
+    return vocab if 0 < vocab < active else 0.0

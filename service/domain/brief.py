@@ -91,6 +91,9 @@ class Model:
     experts_per_token: int = 0  # MoE top-k
     shared_params_billion: float = 0.0  # MoE parameters every token reads; 0 = estimated
     kv_cache_precision: str = UNSPECIFIED  # UNSPECIFIED = the weights' precision if FP8 or wider, else BF16
+    # The embedding and output matrices' parameters (vocab x hidden, twice unless tied), part of params_billion and
+    # active_params_billion: not an API field, the registry fills it for a named model (0 = unknown: none left out).
+    vocab_params_billion: float = 0.0
 
 
 @dataclass(frozen=True)

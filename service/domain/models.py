@@ -80,6 +80,8 @@ class ModelEntry:
     experts: int = 0
     experts_per_token: int = 0
     shared_params_billion: float = 0.0
+    vocab_size: int = 0  # config.json; 0 = not recorded
+    tie_word_embeddings: bool = False  # one matrix embeds and unembeds
     native_precision: str = ""  # as the source states it (BF16, FP8, FP4...), mapped to a brief precision if known
     notes: str = ""
     location: str = ""  # path:line of the entry

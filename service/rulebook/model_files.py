@@ -14,7 +14,7 @@ from ..domain.models import Denoiser, ModelEntry, PublishedRun
 from ..engine.load import Doc, Problem, pos
 
 _INTS = ("layers", "kv_heads", "head_dim", "hidden_size", "kv_lora_rank", "rope_head_dim", "context_window_tokens",
-         "sliding_window_tokens", "sliding_window_layers", "experts", "experts_per_token")
+         "sliding_window_tokens", "sliding_window_layers", "experts", "experts_per_token", "vocab_size")
 _FLOATS = ("params_billion", "active_params_billion", "shared_params_billion")
 # (smaller, larger, what the message calls the larger): the first may not exceed the second.
 _ORDERED = (
@@ -45,6 +45,7 @@ def _entry(doc: Doc, item: Any, line: int) -> ModelEntry:
         native_precision=str(item.get("native_precision", "") or ""),
         notes=" ".join(str(item.get("notes", "") or "").split()),
         location=f"{doc.path}:{line}",
+        tie_word_embeddings=bool(item.get("tie_word_embeddings", False)),
         denoiser=Denoiser(**item["denoiser"]) if item.get("denoiser") else None,
         published=tuple(PublishedRun(**{k: _text(v) if k == "source" else v for k, v in run.items()})
                         for run in item.get("published", []) or []),

@@ -43,6 +43,9 @@ class Shape:
     kv_precision_open: bool = False  # neither the engine nor the KV precision is known: the rules ask
     moe_estimated: bool = False  # active < total without an expert count: routing estimated from active / total
     denoiser: Denoiser | None = None  # image and video generation: the named model's (None = the rules' default)
+    # The embedding and output matrices (part of params and active params): a prompt looks its tokens up and takes
+    # logits for its last token only, so its prefill's FLOPs leave them out; decode's logits keep the output one.
+    vocab_params_billion: float = 0.0
 
     @property
     def routed(self) -> bool:
@@ -136,7 +139,7 @@ def shape_of(brief: Brief, a: Assumptions, arch: mem.Architecture | None = None)
             shared, estimated = compute.moe_shared_params_billion(m.params_billion, active, experts, k), True
     kv_table = a.values.get("kv_cache_bytes_by_precision", {})
     kv_bytes = float(kv_table[kv_precision] if kv_precision in kv_table else a.num("kv_cache_bytes"))
-    # A frozen dataclass's __init__ sets each of its 22 fields through object.__setattr__: built here as the
+    # A frozen dataclass's __init__ sets each of its 23 fields through object.__setattr__: built here as the
     # fields' dict instead (the same Shape: equal, same hash and repr), once per brief and per output length the
     # missed-target search tries.
     shape = object.__new__(Shape)
@@ -164,6 +167,7 @@ def shape_of(brief: Brief, a: Assumptions, arch: mem.Architecture | None = None)
         kv_precision_open=kv_open,
         moe_estimated=not experts and active < m.params_billion,
         denoiser=None,
+        vocab_params_billion=m.vocab_params_billion if 0 < m.vocab_params_billion < active else 0.0,
     )
     return shape
 

@@ -122,8 +122,9 @@ def serving_floor(g: _ServingGpu, n: int) -> tuple[float, float]:
     if head is None:  # the TTFT but its step, worked out when a floor is first asked of this width
         eff = g.eff
         budget = eff.budget_tokens
-        # every chunk's floor, and the prompt's linear FLOPs (an MoE's tiled experts only add to them)
-        head = eff.request_s + math.ceil(g.s_in / budget) * w.overhead + 2 * g.active * g.s_in / math_rate
+        # every chunk's floor, and the prompt's linear FLOPs (an MoE's tiled experts only add to them; no vocabulary)
+        prefill = g.active - g.shape.vocab_params_billion * 1e9  # _linear_flops' dense part
+        head = eff.request_s + math.ceil(g.s_in / budget) * w.overhead + 2 * prefill * g.s_in / math_rate
         w.floor_head = head
     # A prompt's prefill emits its first token and takes at least the step that carries it (lone_first_token).
     alone = g.eff.request_s + step
@@ -395,12 +396,16 @@ def _prefill_times(g: _ServingGpu, w: _Width, n: int) -> None:
 
 
 def _linear_flops(g: _ServingGpu, tokens: float) -> float:
-    """2 FLOPs per active parameter per token; in a prefill an MoE's routed experts at the tile use their rows
-    reach (decode runs its few rows per expert through small-tile GEMV-like kernels, bound by the read)."""
-    shape, active = g.shape, g.active
+    """A prefill's matmul FLOPs: 2 per active parameter per token, less the embedding and output matrices (a
+    prompt's tokens are looked up and only its last token's logits are taken: vocab x hidden FLOPs, left out);
+    an MoE's routed experts at the tile use their rows reach (decode runs its few rows per expert through
+    small-tile GEMV-like kernels, bound by the read). The vocabulary is in the shared (every-token) parameters."""
+    shape = g.shape
+    vocab = shape.vocab_params_billion * 1e9
+    active = g.active - vocab
     if not shape.routed:
         return 2 * active * tokens
-    shared = min(shape.shared_params_billion * 1e9, active)
+    shared = max(0.0, min(shape.shared_params_billion * 1e9 - vocab, active))
     use = serving.grouped_gemm_tile_use(tokens, shape.experts, shape.experts_per_token, g.tile)
     return 2 * (shared + (active - shared) / use) * tokens
 
