@@ -3,6 +3,8 @@ served at, on small frozen inputs (hand-set GPUs and rules), worked by hand wher
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from service.decide.sizing import width as wd
@@ -24,7 +26,6 @@ def test_tensor_parallel_all_reduces_twice_a_layer_and_stages_hand_off_once_a_bo
 
 # --- the serving speed at one width, against the model written out plainly ---------------------------------------
 
-import dataclasses  # noqa: E402
 import math  # noqa: E402
 
 from service.decide.sizing.common import Sizing, meets_latency, saturation  # noqa: E402
@@ -89,13 +90,15 @@ def plain_speed(g, tflops: float, b, shape, a, n: int, synchrony=None) -> dict[s
             return 0.0
         return 2 * arch.layers * serving.allreduce_transfer_seconds(tokens * arch.hidden_size * 2.0, tp, link)
 
+    vocab = shape.vocab_params_billion * 1e9  # a prompt's embedding lookup and last-token logits: no prefill FLOPs
+
     def linear(tokens: float) -> float:
         if not shape.routed:
-            return 2 * active * tokens
-        shared = min(shape.shared_params_billion * 1e9, active)
+            return 2 * (active - vocab) * tokens
+        shared = max(0.0, min(shape.shared_params_billion * 1e9 - vocab, active - vocab))
         use = serving.grouped_gemm_tile_use(tokens, shape.experts, shape.experts_per_token,
                                             int(a.num("moe_gemm_tile_rows")))
-        return 2 * (shared + (active - shared) / use) * tokens
+        return 2 * (shared + (active - vocab - shared) / use) * tokens
 
     overlap = a.num("memory_compute_overlap")
     step = serving.step_seconds(weights * stages, 2 * active * (c + pps), kv, decode_attn,
@@ -149,6 +152,12 @@ def speed(g, b, shape, n: int, r=R, tflops: float | None = None, synchrony=None)
     return {f: getattr(s, f) for f in wd.SPEED_FIELDS}
 
 
+def _vocab(case, billion: float):  # noqa: ANN001, ANN202
+    """A case whose model names its embedding and output matrices (vocab x hidden, both counted)."""
+    b, shape = case
+    return b, dataclasses.replace(shape, vocab_params_billion=billion)
+
+
 MOE = {"params": 100, "active_params_billion": 10, "experts": 64, "experts_per_token": 4, "shared_params_billion": 5}
 CASES = {
     "dense, one GPU": (gen(), "h100-sxm", 1),
@@ -181,6 +190,9 @@ CASES = {
     "kernels not saturated": (gen(sessions=1, inp=50, out=20, context_tokens=100), "h100-sxm", 1),
     "nodes of one GPU": (gen(params=70), "one-gpu-node", 2),
     "past the tensor-parallel limit": (gen(params=400), "gb200", 16),
+    "dense with its vocabulary matrices named": (_vocab(gen(), 1.0), "h100-sxm", 2),
+    "routed MoE with its vocabulary matrices named": (_vocab(gen(ep=4, **MOE), 1.2), "h100-sxm", 4),
+    "routed MoE whose vocabulary outweighs its shared part": (_vocab(gen(ep=4, **MOE), 6.0), "h100-sxm", 4),
     "MLA of given widths, longer p95 prompts": (gen(params=100, attention="MLA", layers=40, kv_lora_rank=200,
                                                     rope_head_dim=20, p95=6000, inp=2000), "h200", 8),
 }
