@@ -103,3 +103,24 @@ def test_the_share_of_prefill_run_first_is_a_fraction(first, kept) -> None:  # n
     row = dict(ROW, prefill_first=first)
     a = rules(table(), serving_engines={"vllm": row})
     assert efficiency(gpu(), ("vllm",), a).prefill_first == kept
+
+
+def test_a_rows_prefill_launch_time_per_layer_is_read_in_seconds() -> None:
+    e = efficiency(gpu("h100-sxm", matmul_efficiency=0.8), ("vllm",),
+                   rules(serving_engines={"vllm": {**ROW, "prefill_layer_ms": 0.7}}, **GENERAL))
+    assert e.prefill_layer_s == pytest.approx(0.0007, rel=1e-12)
+    # a row without it launches for free, as does an engine the table does not name
+    assert efficiency(gpu("h100-sxm", matmul_efficiency=0.8), ("vllm",), table()).prefill_layer_s == 0.0
+    assert efficiency(gpu("h100-sxm", matmul_efficiency=0.8), ("pytorch",), table()).prefill_layer_s == 0.0
+
+
+def test_a_measured_matmul_share_for_a_gpu_beats_the_catalogs() -> None:
+    measured = {"prefill_matmul_efficiency_by_gpu": {"a100-80gb": 0.9}}
+    # the A100's measured 0.9 against the reference 0.8 scales the row's 0.53 by 9/8, whatever the catalog says
+    e = efficiency(gpu("a100-80gb", matmul_efficiency=0.6), ("vllm",), table(**measured))
+    assert e.mfu == pytest.approx(0.53 * 0.9 / 0.8, rel=1e-12)
+    # another GPU keeps its catalog share (0.6 / 0.8), and a table without the key changes nothing
+    other = efficiency(gpu("h100-sxm", matmul_efficiency=0.6), ("vllm",), table(**measured))
+    assert other.mfu == pytest.approx(0.53 * 0.6 / 0.8, rel=1e-12)
+    plain = efficiency(gpu("a100-80gb", matmul_efficiency=0.6), ("vllm",), table(prefill_matmul_efficiency_by_gpu=None))
+    assert plain.mfu == pytest.approx(0.53 * 0.6 / 0.8, rel=1e-12)

@@ -565,3 +565,30 @@ def test_a_floor_is_never_above_what_the_width_is_sized_at(case) -> None:  # noq
         for target in (True, False):
             assert not wd._cannot_win(kg, k, met, lat, target)
             assert not wd._cannot_win(kg, k, unmet, Latency(p95_ms=s.est_latency_ms / 2), target)
+
+
+FLOOR_CASES = {**{k: CASES[k] for k in ("dense, one GPU", "dense, NVLink TP", "long prompts chunked", "one session",
+                                         "dense with its vocabulary matrices named")},
+               "routed MoE, long prompts, vocabulary named": (_vocab(gen(ep=4, inp=6000, **MOE), 1.2), "h100-sxm", 4)}
+
+
+@pytest.mark.parametrize("case", list(FLOOR_CASES))
+def test_the_floors_first_token_is_its_chunks_floors_and_linear_flops(case) -> None:  # noqa: ANN001
+    """The first-token floor written out: the front end's time, each chunk's step floor and the prompt's linear
+    FLOPs without the vocabulary matrices at the width's math rate (the GPU's peak x width x the engine's share),
+    or the front end's time and one decode step's floor when that is longer."""
+    (b, shape), gid, n = FLOOR_CASES[case]
+    g = _gpu(gid)
+    s = Sizing(gpu=g)
+    s.tflops = g.tflops_bf16
+    memo: dict = {}
+    wd.serving_speed(s, b, shape, R, n, memo)
+    kg = wd._serving_gpu(s, b, shape, R, memo, None)
+    ttft_s, step_s = wd.serving_floor(kg, n)
+    w, eff = wd._width(kg, n), kg.eff
+    math_rate = s.tflops * n * 1e12 * kg.mfu
+    assert w.math_rate == pytest.approx(math_rate, rel=1e-12)
+    linear = 2 * (shape.active_params_billion - shape.vocab_params_billion) * 1e9 * shape.input_tokens / math_rate
+    head = eff.request_s + math.ceil(shape.input_tokens / eff.budget_tokens) * w.overhead + linear
+    assert ttft_s == pytest.approx(max(head, eff.request_s + step_s), rel=1e-12)
+    assert head > eff.request_s + step_s  # the prompt's floor, not the step's, is what these cases hold
