@@ -54,11 +54,15 @@ REQUEST = ("request_ms", REQUEST_MS)
 Err = tuple[str, float, tuple[str, ...]]  # estimate, |error| %, the row's classes
 
 
-def serving_rows(bundle: Any, folder: Path) -> list[Row]:  # noqa: ANN401
-    """Rows with a TTFT, TPOT or throughput measured on a named engine, at a width the catalog's GPU allows."""
+def serving_rows(bundle: Any, folder: Path, unexpressed: bool = False) -> list[Row]:  # noqa: ANN401
+    """Rows with a TTFT, TPOT or throughput measured on a named engine, at a width the catalog's GPU allows; with
+    `unexpressed`, also the rows a stated rule keeps out of the comparison (harness.unexpressed), sized as the
+    harness would size them, to report the figures both ways."""
     rows, _ = read_rows(bundle, folder)
     keep, seen = [], set()
     for row in rows:
+        if row.unexpressed and not unexpressed:
+            continue
         key = (row.gpu, row.gpus, tuple(sorted(row.measured.items())))
         if key in seen or not row.gpus or not engine_of(row.brief.toolchain):
             continue
@@ -170,6 +174,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--folds", type=int, default=4)
     ap.add_argument("--with-request", action="store_true", help="fit serving_engines request_ms too")
     ap.add_argument("--rows", action="store_true", help="print every row's held-out signed error, worst first")
+    ap.add_argument("--with-unexpressed", action="store_true",
+                    help="keep the rows a stated rule marks not expressed (rules/accuracy/README.md), to compare")
     args = ap.parse_args(argv)
     fields = (*FIELDS, REQUEST) if args.with_request else FIELDS
     day = datetime.now(UTC).date()
@@ -177,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
         bundle = catalog_bundle(args.rules, Path(work))
         table = bundle.book.assumptions.values["serving_engines"]
         start = {e: dict(v) for e, v in table.items()}
-        rows = serving_rows(bundle, args.rules / "accuracy")
+        rows = serving_rows(bundle, args.rules / "accuracy", args.with_unexpressed)
         shipped = errors(bundle, rows, day)
         groups = len({r.group or r.id for r in rows})
         print(f"{len(rows)} serving rows from {groups} sources")

@@ -3,6 +3,8 @@
 - aiconfigurator-silicon_refs.csv: AIConfigurator's measured ("silicon") serving points, copied verbatim
   (Apache-2.0; rules/accuracy/README.md). A row the API cannot express (a disaggregated prefill/decode split, a
   GPU or a model the rules do not have) is kept with why: that list is the harness's to-do.
+- aiconfigurator-silicon_sample-fp4.csv (issue 36, seventh pass): the FP4 rows of AIConfigurator's full measurement
+  file that the selection rule of rules/accuracy/README.md takes, copied verbatim (Apache-2.0), read the same way.
 - published.csv: published tables the tests already cite, one row per measurement with its source.
 - published-serving.csv (issue 36): published serving measurements found for calibration, each with its source
   URL and the deployment as measured; `group` names the source its rows move with in source-held-out folds.
@@ -19,11 +21,15 @@ from ..domain.brief import PRECISIONS as BRIEF_PRECISIONS
 from ..domain.brief import Brief, Media, Model, Traffic, Training
 
 AICONFIGURATOR = "aiconfigurator-silicon_refs.csv"
+AICONFIGURATOR_SAMPLE = "aiconfigurator-silicon_sample-fp4.csv"
 PUBLISHED = "published.csv"
 PUBLISHED_SERVING = "published-serving.csv"
 DATASETS = {
     "aiconfigurator": (AICONFIGURATOR, "ai-dynamo/aiconfigurator tools/accuracy_tracking/silicon_refs.csv "
                                        "(commit 68fc4519)", "Apache-2.0"),
+    "aiconfigurator-sample": (AICONFIGURATOR_SAMPLE, "ai-dynamo/aiconfigurator aic-core/src/aiconfigurator_core/"
+                              "systems/silicon_sample.csv (snapshot 095f58a5): its FP4 rows by the selection rule of "
+                              "rules/accuracy/README.md", "Apache-2.0"),
     "published": (PUBLISHED, "published tables cited by tests/ (source per row)", "facts cited per row"),
     # issue 41: read by service/accuracy/training.py, not here
     "training": ("training.csv", "published training and fine-tuning runs (source per row: rules/accuracy/README.md)",
@@ -38,6 +44,13 @@ SYSTEMS = {"h100_sxm": "h100-sxm", "h200_sxm": "h200", "b200_sxm": "b200", "b300
 PRECISIONS = {"fp8": "FP8", "fp8_block": "FP8", "nvfp4": "FP4", "": "BF16"}
 # Its backend names → the toolchain names a brief uses for the serving engine.
 ENGINES = {"trtllm": "tensorrt-llm", "vllm": "vllm", "sglang": "sglang"}
+# InferenceX's exports in AIConfigurator's files (silicon_data_source's first field). The 2026-04-06 export and the
+# 2026-04-27 database dump file a run of InferenceX `tp` T, `ep` E with the GPUs counted as T x E: tp_size T x E and
+# moe_tp_size T (SGLang, TensorRT-LLM), attention_dp_size T x E (TensorRT-LLM with attention DP), attention_dp_size E
+# and moe_ep_size T x E (vLLM); the same measured figures sit in the 2026-03-25 export as tp_size T (or
+# attention_dp_size T), and InferenceX's configurations of those dates run T GPUs (rules/accuracy/README.md).
+INFERENCEX_EXPORTS = ("source_file=2026-03-25.csv", "source_file=2026-04-06.csv", "db-dump/2026-04-27")
+GPUS_AS_TP_X_EP = INFERENCEX_EXPORTS[1:]
 SUCCESS_UNITS = {"BATCH_INFERENCE": "TOKEN", "PRETRAINING": "TRAINING_RUN", "MEDIA_GENERATION": "IMAGE"}
 
 
@@ -55,6 +68,10 @@ class Row:
     source: str = ""
     arrivals: str = ""  # how the measuring client sent its prompts (ARRIVALS); "" = as the product assumes
     group: str = ""  # the source the row moves with in source-held-out folds ("" = its own id)
+    attention_dp: int = 1  # attention data-parallel width as measured (1 = attention tensor parallel over the GPUs)
+    pipeline: int = 1  # pipeline stages as measured
+    # why a stated rule keeps the row out of the comparison (harness.unexpressed); "" = compared
+    unexpressed: str = ""
 
 
 # How a measurement's client sent the prompts, as the share of the other sessions' prefill a prompt waits for
@@ -78,7 +95,8 @@ def _int(text: str | None) -> int:
     return int(float(text)) if text not in (None, "") else 0
 
 
-def read_aiconfigurator(path: Path, models: set[str], catalog: set[str]) -> tuple[list[Row], list[Skipped]]:
+def read_aiconfigurator(path: Path, models: set[str], catalog: set[str], dataset: str = "aiconfigurator",
+                        ) -> tuple[list[Row], list[Skipped]]:
     """`models`: names the registry resolves (ids and aliases, lower case); `catalog`: GPU ids."""
     rows: list[Row] = []
     skipped: list[Skipped] = []
@@ -87,7 +105,7 @@ def read_aiconfigurator(path: Path, models: set[str], catalog: set[str]) -> tupl
             rid = r["id"]
 
             def skip(why: str, rid: str = rid) -> None:
-                skipped.append(Skipped(rid, "aiconfigurator", why))
+                skipped.append(Skipped(rid, dataset, why))
 
             gpu = SYSTEMS.get(r["system"], "")
             model = _model_name(r["model_path"], models)
@@ -107,23 +125,44 @@ def read_aiconfigurator(path: Path, models: set[str], catalog: set[str]) -> tupl
                     traffic=Traffic(concurrent_sessions=concurrency, avg_input_tokens=isl, avg_output_tokens=osl),
                     toolchain=(ENGINES.get(r["backend"], r["backend"]),),  # the engine it was measured on
                 )
-                width = max(1, _int(r["tp_size"])) * max(1, _int(r["pp_size"]))
-                rows.append(Row(rid, "aiconfigurator", brief, gpu, width,
+                gpus, attention_dp, pipeline = _deployment(r)
+                rows.append(Row(rid, dataset, brief, gpu, gpus,
                                 {"itl": _num(r["silicon_tpot_ms"]), "ttft": _num(r["silicon_ttft_ms"])},
-                                f"{r['backend']} {r['backend_version']}".strip(), group=_aic_group(r)))
+                                f"{r['backend']} {r['backend_version']}".strip(), group=_aic_group(r),
+                                attention_dp=attention_dp, pipeline=pipeline))
     return rows, skipped
 
 
+def _deployment(r: dict[str, str]) -> tuple[int, int, int]:
+    """(GPUs per model copy, attention data-parallel width, pipeline stages) as the row's measurement ran them."""
+    tp, adp, pp = max(1, _int(r["tp_size"])), max(1, _int(r["attention_dp_size"])), max(1, _int(r["pp_size"]))
+    if r.get("silicon_data_source", "").split(";")[0].strip() in GPUS_AS_TP_X_EP:
+        if r["backend"] == "vllm":
+            # attention_dp_size is InferenceX's ep here; InferenceX's vLLM configurations of those dates run attention
+            # data parallel only at 128+ concurrent requests (rules/accuracy/README.md)
+            return tp * pp, 1, pp
+        gpus = max(1, _int(r["moe_tp_size"]) or tp)
+        return gpus * pp, gpus if adp > 1 else 1, pp
+    return tp * adp * pp, adp, pp
+
+
 def _aic_group(r: dict[str, str]) -> str:
-    """The measurement campaign an AIConfigurator row comes from (its silicon_data_source file): the InferenceX dump
-    of one day, or one gap-analysis run, measured together."""
-    found = re.search(r"source_file=([^;]+)", r.get("silicon_data_source", ""))
+    """The measurement campaign an AIConfigurator row comes from: for InferenceX's exports, one model, GPU and engine
+    version measured on one day (one workflow run, whatever its deployments; the database dump names InferenceX's
+    DeepSeek-R1 runs DeepSeek-V3); else its silicon_data_source file (one gap-analysis run)."""
+    source = r.get("silicon_data_source", "")
+    if source.split(";")[0].strip() in INFERENCEX_EXPORTS:
+        day = re.search(r"measured=(\d{4}-\d{2}-\d{2})", source)
+        model = r["model_path"].split("/")[-1].lower().replace("deepseek-v3", "deepseek-r1")
+        return (f"inferencex:{model}:{r['system']}:{r['backend']} {r['backend_version']}:"
+                f"{day.group(1) if day else r['id']}")
+    found = re.search(r"source_file=([^;]+)", source)
     return "aiconfigurator:" + (found.group(1).strip() if found else r["id"])
 
 
 def _model_name(path: str, models: set[str]) -> str:
     """The registry name of an HF id; a quantised checkpoint ("-FP8") is its base model at that precision."""
-    for name in (path, re.sub(r"-FP8$", "", path)):
+    for name in (path, re.sub(r"-(FP8|NVFP4)$", "", path)):
         if name.lower() in models:
             return name
     return ""
@@ -172,5 +211,5 @@ def read_published(path: Path, dataset: str = "published") -> list[Row]:
                                  f"{BRIEF_PRECISIONS}")
             group = (r.get("group") or r.get("source_url") or r["source"].split(",")[0]).strip()
             rows.append(Row(r["id"], dataset, brief, r["gpu"], _int(r["gpus"]), measured, r["source"], arrivals,
-                            group))
+                            group, attention_dp=max(1, _int(r.get("attention_dp")))))
     return rows

@@ -30,6 +30,7 @@ from ..physics.queueing import closed_loop_wait_s
 from ..rulebook.version import Bundle
 from .datasets import (
     AICONFIGURATOR,
+    AICONFIGURATOR_SAMPLE,
     ARRIVALS,
     PUBLISHED,
     PUBLISHED_SERVING,
@@ -67,12 +68,43 @@ class Point:
 
 
 def read_rows(bundle: Bundle, folder: Path) -> tuple[list[Row], list[Skipped]]:
+    """Every dataset row, each marked with why when a stated rule keeps it out of the comparison (`unexpressed`)."""
     book = bundle.book
     models = set(name_index(book.models))
-    rows, skipped = read_aiconfigurator(folder / AICONFIGURATOR, models, {g.id for g in book.catalog})
+    catalog = {g.id: g for g in book.catalog}
+    rows, skipped = read_aiconfigurator(folder / AICONFIGURATOR, models, set(catalog))
+    sample = folder / AICONFIGURATOR_SAMPLE
+    if sample.exists():
+        more, left = read_aiconfigurator(sample, models, set(catalog), "aiconfigurator-sample")
+        rows, skipped = rows + more, skipped + left
     serving = folder / PUBLISHED_SERVING
     more = read_published(serving, "published-serving") if serving.exists() else []
-    return rows + read_published(folder / PUBLISHED) + more, skipped
+    rows = rows + read_published(folder / PUBLISHED) + more
+    return [dataclasses.replace(r, unexpressed=unexpressed(r, catalog.get(r.gpu))) for r in rows], skipped
+
+
+def unexpressed(row: Row, gpu: Gpu | None) -> str:
+    """Why one stated rule, the same for every row of every dataset (rules/accuracy/README.md, "Expressibility"),
+    keeps a measured row out of the comparison; "" = compared. The product sizes one model copy whose attention is
+    tensor parallel over its GPUs (the experts tensor or expert parallel over the same GPUs), at most
+    MAX_TENSOR_PARALLEL wide and inside one NVLink domain, with pipeline stages beyond that; and a closed loop of the
+    stated sessions."""
+    if row.attention_dp > 1:
+        return (f"attention data parallel {row.attention_dp} as measured: each GPU keeps its own sessions' attention, "
+                "which the product does not size (tensor-parallel attention only)")
+    tp = row.gpus // max(1, row.pipeline)
+    if gpu is not None and tp > min(MAX_TENSOR_PARALLEL, scale_up(gpu)):
+        return (f"tensor parallel {tp} as measured: wider than the product's widest tensor-parallel group "
+                f"({min(MAX_TENSOR_PARALLEL, scale_up(gpu))} on {gpu.id}; beyond it the product adds pipeline stages)")
+    ttft, itl = row.measured.get("ttft", 0.0), row.measured.get("itl", 0.0)
+    decode_ms = row.brief.traffic.avg_output_tokens * itl
+    sessions = max(row.brief.traffic.concurrent_sessions, row.brief.traffic.batch_size)
+    # one session at a time has no one to queue behind: a long prompt's prefill may outlast a short decode
+    if sessions > 1 and ttft > 0 and decode_ms > 0 and ttft >= decode_ms:
+        return (f"TTFT {ttft / 1000:,.1f} s at least the request's whole decode ({decode_ms / 1000:,.1f} s): its "
+                "clients waited in a queue the source does not record (a request rate or a cap on running requests), "
+                "which no closed loop of the stated sessions reaches")
+    return ""
 
 
 def evaluate(bundle: Bundle, folder: Path, day: date,
@@ -93,6 +125,9 @@ def evaluate(bundle: Bundle, folder: Path, day: date,
             skipped.append(Skipped(row.id, row.dataset, f"the same measurement as {seen[key]}"))
             continue
         seen[key] = row.id
+        if row.unexpressed:
+            skipped.append(Skipped(row.id, row.dataset, row.unexpressed))
+            continue
         got, why = _estimates(bundle, row, day)
         if why:
             skipped.append(Skipped(row.id, row.dataset, why))

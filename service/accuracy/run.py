@@ -15,7 +15,7 @@ from ..market.progress import Progress
 from ..rulebook.folder import load_rulebook
 from ..rulebook.version import Bundle
 from . import training
-from .datasets import AICONFIGURATOR, PUBLISHED, PUBLISHED_SERVING
+from .datasets import AICONFIGURATOR, AICONFIGURATOR_SAMPLE, PUBLISHED, PUBLISHED_SERVING
 from .harness import evaluate
 from .report import render
 from .results import dump, results
@@ -42,6 +42,8 @@ def produce(bundle: Bundle, folder: Path, day: date | None = None) -> dict[str, 
         points, skipped = evaluate(bundle, folder, day, progress)
         progress.note(f"{len(points):,} points compared")
     counts = {"aiconfigurator": _rows(folder / AICONFIGURATOR), "published": _rows(folder / PUBLISHED),
+              "aiconfigurator-sample": _rows(folder / AICONFIGURATOR_SAMPLE)
+              if (folder / AICONFIGURATOR_SAMPLE).exists() else 0,
               "published-serving": _rows(folder / PUBLISHED_SERVING) if (folder / PUBLISHED_SERVING).exists() else 0}
     # Training runs (issue 41): held out by source, each row estimated by a fit that did not see it.
     runs = training.read_training(folder / training.TRAINING_CSV)
