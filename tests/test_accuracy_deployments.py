@@ -9,7 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from service.accuracy.calibrate import serving_rows
+from service.accuracy.calibrate import merge_groups, serving_rows, source_folds
 from service.accuracy.datasets import INFERENCEX_EXPORTS, Row, _aic_group, _deployment
 from service.accuracy.harness import read_rows, unexpressed
 from service.domain.brief import Brief, Traffic
@@ -108,3 +108,14 @@ def test_one_expressibility_rule_for_every_row(catalog_bundle: Any) -> None:
     kept = {r.id for r in serving_rows(catalog_bundle, FOLDER)}
     both = {r.id for r in serving_rows(catalog_bundle, FOLDER, unexpressed=True)}
     assert not kept & marked and marked <= both
+
+
+def test_a_harness_can_be_held_out_as_one_source() -> None:
+    # `calibrate --merge-groups inferencex:`: every InferenceX campaign in one fold, whatever the fold count
+    rows = [Row(f"r{i}", "d", _brief(4, 100), "b200", 4, {"ttft": 1.0}, group=g)
+            for i, g in enumerate(["inferencex:a:1", "inferencex:b:2", "nim", "accelmark:x", "inferencex:c:3"])]
+    merged = [merge_groups(r, ["inferencex:"]) for r in rows]
+    assert [r.group for r in merged] == ["inferencex:", "inferencex:", "nim", "accelmark:x", "inferencex:"]
+    folds = source_folds(merged, 3)
+    assert sorted(r.id for r in folds[0]) == ["r0", "r1", "r4"]
+    assert merge_groups(rows[2], []) is rows[2]

@@ -19,6 +19,7 @@ in-sample fit. Nothing is written: a rule author copies the values it reports (d
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import statistics
 import tempfile
 from datetime import UTC, datetime
@@ -137,6 +138,12 @@ def fit(bundle: Any, rows: list[Row], day: Any, passes: int = 2,  # noqa: ANN401
     return {e: {n: table[e][n] for n, _ in fields} for e in engines}
 
 
+def merge_groups(row: Row, prefixes: list[str]) -> Row:
+    """`row` with its group replaced by the first of `prefixes` it starts with (one source for all of them)."""
+    found = next((p for p in prefixes if row.group.startswith(p)), None)
+    return dataclasses.replace(row, group=found) if found else row
+
+
 def source_folds(rows: list[Row], k: int) -> list[list[Row]]:
     """Rows split into k folds by source: every row of one group in one fold, the groups dealt out largest first
     so the folds hold about as many rows each."""
@@ -174,6 +181,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--folds", type=int, default=4)
     ap.add_argument("--with-request", action="store_true", help="fit serving_engines request_ms too")
     ap.add_argument("--rows", action="store_true", help="print every row's held-out signed error, worst first")
+    ap.add_argument("--merge-groups", action="append", default=[], metavar="PREFIX",
+                    help="hold every row whose group starts with PREFIX out as one source (e.g. inferencex: for all "
+                         "of InferenceX's campaigns together)")
     ap.add_argument("--with-unexpressed", action="store_true",
                     help="keep the rows a stated rule marks not expressed (rules/accuracy/README.md), to compare")
     args = ap.parse_args(argv)
@@ -183,7 +193,8 @@ def main(argv: list[str] | None = None) -> int:
         bundle = catalog_bundle(args.rules, Path(work))
         table = bundle.book.assumptions.values["serving_engines"]
         start = {e: dict(v) for e, v in table.items()}
-        rows = serving_rows(bundle, args.rules / "accuracy", args.with_unexpressed)
+        rows = [merge_groups(r, args.merge_groups)
+                for r in serving_rows(bundle, args.rules / "accuracy", args.with_unexpressed)]
         shipped = errors(bundle, rows, day)
         groups = len({r.group or r.id for r in rows})
         print(f"{len(rows)} serving rows from {groups} sources")
