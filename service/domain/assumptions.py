@@ -59,6 +59,8 @@ REQUIRED_NUMBERS = (
     "decode_step_floor_ms",
     "tp_allreduce_latency_us_fast_link",
     "tp_allreduce_latency_us_slow_link",
+    "pcie_gpus_per_socket",
+    "pcie_cross_socket_gbs",
     "default_prefill_batch_tokens",
     "default_global_batch_tokens",
     "long_training_run_days",
