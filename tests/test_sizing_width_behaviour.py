@@ -77,8 +77,9 @@ def plain_speed(g, tflops: float, b, shape, a, n: int, synchrony=None) -> dict[s
         fast = g.fast_interconnect and ep <= max(g.nvlink_domain, 1)
         ep_s = 2 * arch.layers * (fast_us if fast else slow_us) / 1e6
     tp = min(n, scale_up(g), 8)
-    if tp > 1 and not g.fast_interconnect and tp > a.num("pcie_gpus_per_socket"):  # the ring crosses the sockets
-        link = min(link, 2 * a.num("pcie_cross_socket_gbs"))
+    cross = float(a.values["pcie_cross_socket_gbs"].get(g.gpu_class, 0.0))
+    if tp > 1 and not g.fast_interconnect and tp > a.num("pcie_gpus_per_socket") and cross > 0:  # across sockets
+        link = min(link, 2 * cross)
     stages = math.ceil(n / tp)
     overhead = eff.floor_s + ep_s
     if n > 1:
@@ -322,7 +323,7 @@ def test_communication_over_a_slow_link_or_past_the_nvlink_domain() -> None:
 def test_a_pcie_ring_wider_than_a_socket_goes_at_the_sockets_link() -> None:
     # 8 PCIe GPUs, 4 under each CPU: the all-reduce ring crosses the sockets' link (10 GB/s one way here, where the
     # x16 link is 32 one way); 4 of them stay under one CPU; NVLink GPUs never cross a socket.
-    a = rules(R, pcie_gpus_per_socket=4, pcie_cross_socket_gbs=10.0)
+    a = rules(R, pcie_gpus_per_socket=4, pcie_cross_socket_gbs={"consumer": 10.0, "datacenter": 22.0})
     b, shape = gen(layers=8)
     pcie = gpu("rtx-4090", interconnect_kind="pcie", interconnect_gbs=64.0, gpus_per_node=8)
     nv = gpu("h100-sxm", interconnect_kind="nvlink", interconnect_gbs=900.0, nvlink_domain=8, gpus_per_node=8)
@@ -339,7 +340,10 @@ def test_a_pcie_ring_wider_than_a_socket_goes_at_the_sockets_link() -> None:
     assert traffic_s(pcie, 8) == pytest.approx(2 * 8 * serving.allreduce_transfer_seconds(per, 8, 20.0))
     assert traffic_s(pcie, 4) == pytest.approx(2 * 8 * serving.allreduce_transfer_seconds(per, 4, 64.0))
     assert traffic_s(nv, 8) == pytest.approx(2 * 8 * serving.allreduce_transfer_seconds(per, 8, 900.0))
-    slow = rules(a, pcie_cross_socket_gbs=100.0)  # a sockets' link faster than the x16 link: the x16 link binds
+    # a datacenter card's host: the class's own figure (a Sapphire Rapids link: 22 GB/s one way)
+    l40 = gpu("l40s", interconnect_kind="pcie", interconnect_gbs=64.0, gpus_per_node=8, gpu_class="datacenter")
+    assert traffic_s(l40, 8) == pytest.approx(2 * 8 * serving.allreduce_transfer_seconds(per, 8, 44.0))
+    slow = rules(a, pcie_cross_socket_gbs={"consumer": 100.0})  # a sockets' link faster than x16: the x16 binds
     s = Sizing(gpu=pcie)
     s.tflops = pcie.tflops_bf16
     memo: dict = {}

@@ -305,7 +305,8 @@ def _width(g: _ServingGpu, n: int) -> _Width:
     w.link = g.link
     if tp > 1 and not gpu.fast_interconnect:  # a PCIe ring wider than one CPU socket's GPUs crosses the sockets
         a = g.a
-        w.link = serving.ring_link_gbs(g.link, tp, int(a.num("pcie_gpus_per_socket")), a.num("pcie_cross_socket_gbs"))
+        cross = float(a.values["pcie_cross_socket_gbs"].get(gpu.gpu_class, 0.0))  # by the host a class sits in
+        w.link = serving.ring_link_gbs(g.link, tp, int(a.num("pcie_gpus_per_socket")), cross)
     w.bw = bw = gpu.bandwidth_tbs * n
     w.tflops = tflops = g.tflops * n
     w.attn_tflops = g.attn_base * n
