@@ -55,3 +55,13 @@ def test_a_bad_link_is_refused_as_before() -> None:
             serving.allreduce_transfer_seconds(1e6, 4, bad)  # type: ignore[arg-type]
     assert serving.allreduce_transfer_seconds(1e6, 4, 900.0) == 2.0 * 3 / 4 * 1e6 / (900.0 / 2 * 1e9)
     assert serving.allreduce_transfer_seconds(1e6, 1, 0.0) == 0.0  # one GPU sends nothing, whatever the link
+
+
+def test_a_ring_across_two_sockets_goes_at_the_sockets_link() -> None:
+    # issue 36: NCCL rates the path between GPUs on two Xeon sockets 10 GB/s one way; a ring goes at its slowest hop
+    assert serving.ring_link_gbs(64.0, 8, 4, 10.0) == 20.0
+    assert serving.ring_link_gbs(64.0, 4, 4, 10.0) == 64.0  # under one CPU: the x16 link
+    assert serving.ring_link_gbs(64.0, 8, 4, 40.0) == 64.0  # a sockets' link faster than the x16 link: the x16 one
+    assert serving.ring_link_gbs(64.0, 8, 0, 10.0) == 64.0  # no socket boundary known
+    assert serving.ring_link_gbs(64.0, 8, 4, 0.0) == 64.0
+    assert serving.ring_link_gbs(0.0, 8, 4, 10.0) == 0.0  # no link: nothing to bound

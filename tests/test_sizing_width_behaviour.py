@@ -77,6 +77,9 @@ def plain_speed(g, tflops: float, b, shape, a, n: int, synchrony=None) -> dict[s
         fast = g.fast_interconnect and ep <= max(g.nvlink_domain, 1)
         ep_s = 2 * arch.layers * (fast_us if fast else slow_us) / 1e6
     tp = min(n, scale_up(g), 8)
+    cross = float(a.values["pcie_cross_socket_gbs"].get(g.gpu_class, 0.0))
+    if tp > 1 and not g.fast_interconnect and tp > a.num("pcie_gpus_per_socket") and cross > 0:  # across sockets
+        link = min(link, 2 * cross)
     stages = math.ceil(n / tp)
     overhead = eff.floor_s + ep_s
     if n > 1:
@@ -317,6 +320,39 @@ def test_communication_over_a_slow_link_or_past_the_nvlink_domain() -> None:
     assert wd.parallel_overhead_s(nv0, 2, 1, 2, 80, 10.0, 30.0) == pytest.approx(30e-6)
 
 
+def test_a_pcie_ring_wider_than_a_socket_goes_at_the_sockets_link() -> None:
+    # 8 PCIe GPUs, 4 under each CPU: the all-reduce ring crosses the sockets' link (10 GB/s one way here, where the
+    # x16 link is 32 one way); 4 of them stay under one CPU; NVLink GPUs never cross a socket.
+    a = rules(R, pcie_gpus_per_socket=4, pcie_cross_socket_gbs={"consumer": 10.0, "datacenter": 22.0})
+    b, shape = gen(layers=8)
+    pcie = gpu("rtx-4090", interconnect_kind="pcie", interconnect_gbs=64.0, gpus_per_node=8)
+    nv = gpu("h100-sxm", interconnect_kind="nvlink", interconnect_gbs=900.0, nvlink_domain=8, gpus_per_node=8)
+
+    def traffic_s(g, n: int) -> float:  # noqa: ANN001
+        memo: dict = {}
+        s = Sizing(gpu=g)
+        s.tflops = g.tflops_bf16
+        wd.serving_speed(s, b, shape, a, n, memo)
+        gk = memo[("serving", id(g))]
+        return wd._traffic(gk, wd._width(gk, n), 1000)
+
+    per = 1000 * shape.arch.hidden_size * 2.0
+    assert traffic_s(pcie, 8) == pytest.approx(2 * 8 * serving.allreduce_transfer_seconds(per, 8, 20.0))
+    assert traffic_s(pcie, 4) == pytest.approx(2 * 8 * serving.allreduce_transfer_seconds(per, 4, 64.0))
+    assert traffic_s(nv, 8) == pytest.approx(2 * 8 * serving.allreduce_transfer_seconds(per, 8, 900.0))
+    # a datacenter card's host: the class's own figure (a Sapphire Rapids link: 22 GB/s one way)
+    l40 = gpu("l40s", interconnect_kind="pcie", interconnect_gbs=64.0, gpus_per_node=8, gpu_class="datacenter")
+    assert traffic_s(l40, 8) == pytest.approx(2 * 8 * serving.allreduce_transfer_seconds(per, 8, 44.0))
+    slow = rules(a, pcie_cross_socket_gbs={"consumer": 100.0})  # a sockets' link faster than x16: the x16 binds
+    s = Sizing(gpu=pcie)
+    s.tflops = pcie.tflops_bf16
+    memo: dict = {}
+    wd.serving_speed(s, b, shape, slow, 8, memo)
+    gk = memo[("serving", id(pcie))]
+    assert wd._traffic(gk, wd._width(gk, 8), 1000) == pytest.approx(
+        2 * 8 * serving.allreduce_transfer_seconds(per, 8, 64.0))
+
+
 def test_expert_parallel_dispatch_and_combine() -> None:
     b, shape = gen(ep=4, **MOE)
     nv = gpu("h100-sxm")
@@ -430,7 +466,8 @@ def test_the_picks_cover_each_kind_of_answer() -> None:
     assert picked["no target, from two"] == 2
     assert picked["a target no width meets"] == 8  # the fastest
     assert picked["one GPU a node"] == 1
-    assert picked["eight PCIe cards a node"] == 8
+    # the fastest of eight PCIe cards is four under one CPU: eight all-reduce across the sockets' link (issue 36)
+    assert picked["eight PCIe cards a node"] == 4
 
 
 def test_widths_past_the_nodes_domain_are_not_tried() -> None:

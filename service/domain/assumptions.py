@@ -59,6 +59,7 @@ REQUIRED_NUMBERS = (
     "decode_step_floor_ms",
     "tp_allreduce_latency_us_fast_link",
     "tp_allreduce_latency_us_slow_link",
+    "pcie_gpus_per_socket",
     "default_prefill_batch_tokens",
     "default_global_batch_tokens",
     "long_training_run_days",
@@ -122,5 +123,6 @@ def missing_keys(values: dict[str, Any]) -> list[str]:
         "media_default_image_denoiser",
         "recompute_full_finetune",
         "recompute_adapter",
+        "pcie_cross_socket_gbs",
     ]
     return [k for k in need if k not in values]

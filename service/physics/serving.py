@@ -83,6 +83,17 @@ def allreduce_transfer_seconds(nbytes: float, gpus: int, link_gbs: float) -> flo
     return 2.0 * (gpus - 1) / gpus * nbytes / (link_gbs / 2 * 1e9)
 
 
+def ring_link_gbs(link_gbs: float, gpus: int, gpus_per_socket: int, cross_socket_gbs: float) -> float:
+    """The bidirectional GB/s a ring all-reduce over `gpus` PCIe GPUs runs at (allreduce_transfer_seconds' link):
+    the PCIe link's, but a ring wider than one CPU socket's GPUs crosses the sockets' interconnect (a ring goes at
+    its slowest hop: NCCL's topology search rates that SYS path at the CPU link's `cross_socket_gbs` one way, where a
+    GPU's own PCIe x16 path is faster). `gpus_per_socket` <= 0: no socket boundary known."""
+    if gpus_per_socket <= 0 or gpus <= gpus_per_socket or cross_socket_gbs <= 0 or link_gbs <= 0:
+        return link_gbs
+    cross = 2.0 * cross_socket_gbs  # one way each direction, as the link's bidirectional figure counts it
+    return cross if cross < link_gbs else link_gbs
+
+
 @functools.lru_cache(maxsize=4096, typed=True)  # a sum over up to 10,000 prompts, asked per GPU and width tried
 def mean_chunks_to_first_token(sessions: int, prompt_tokens: int, budget_tokens: int) -> float:
     """Prompts that arrive together (a closed-loop client population started at once, and held in step by equal

@@ -286,7 +286,7 @@ class _Width:
     times. Kept in the brief's prefill table, which the missed-target search shares across the lengths it tries."""
 
     __slots__ = ("gpu", "tp", "stages", "overhead", "bw", "tflops", "attn_tflops", "read_rate", "math_rate",
-                 "floor_head", "prefilled", "single", "chunk", "whole", "extra")
+                 "floor_head", "prefilled", "single", "chunk", "whole", "extra", "link")
 
 
 def _width(g: _ServingGpu, n: int) -> _Width:
@@ -302,6 +302,11 @@ def _width(g: _ServingGpu, n: int) -> _Width:
     # still waits for the whole model to be read at one stage's bandwidth: stages add capacity, not speed.
     w.stages = stages = math.ceil(n / tp)
     w.overhead = eff.floor_s + parallel_overhead_s(gpu, n, tp, stages, g.layers, g.fast_us, g.slow_us) + g.ep_s
+    w.link = g.link
+    if tp > 1 and not gpu.fast_interconnect:  # a PCIe ring wider than one CPU socket's GPUs crosses the sockets
+        a = g.a
+        cross = float(a.values["pcie_cross_socket_gbs"].get(gpu.gpu_class, 0.0))  # by the host a class sits in
+        w.link = serving.ring_link_gbs(g.link, tp, int(a.num("pcie_gpus_per_socket")), cross)
     w.bw = bw = gpu.bandwidth_tbs * n
     w.tflops = tflops = g.tflops * n
     w.attn_tflops = g.attn_base * n
@@ -314,10 +319,11 @@ def _width(g: _ServingGpu, n: int) -> _Width:
 
 def _traffic(g: _ServingGpu, w: _Width, tokens: float) -> float:
     """Tensor parallelism all-reduces each layer's 16-bit activations twice (Megatron): tokens x hidden x 2 bytes
-    each, at the link's bandwidth; over PCIe a big prefill chunk pays for it, over NVLink hardly."""
-    if w.tp <= 1 or g.link <= 0:
+    each, at the link's bandwidth (a PCIe ring across two CPU sockets: the sockets' link's); over PCIe a big prefill
+    chunk pays for it, over NVLink hardly."""
+    if w.tp <= 1 or w.link <= 0:
         return 0.0
-    return 2 * g.layers * serving.allreduce_transfer_seconds(tokens * g.hidden * 2.0, w.tp, g.link)
+    return 2 * g.layers * serving.allreduce_transfer_seconds(tokens * g.hidden * 2.0, w.tp, w.link)
 
 
 def _serving_width(g: _ServingGpu, n: int) -> tuple[float, float, float]:
