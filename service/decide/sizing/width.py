@@ -342,8 +342,12 @@ def _serving_width(g: _ServingGpu, n: int) -> tuple[float, float, float]:
     # Apart from the wave, a prompt that arrives alone waits for its own prefill and what of another's is in flight.
     alone = serving.lone_first_token(single, step, c - 1, s_out, eff.request_s)
     # One session has no wave to arrive with: its prompt is alone however the client sends it.
-    wave = alone if c <= 1 else serving.time_to_first_token(w.chunk, w.whole, c, s_in, eff.budget_tokens, step,
-                                                             eff.request_s)
+    if c <= 1 or (eff.prefill_first == 0.0 and _wave_unread(g, w, single, step)):
+        wave = alone
+    else:
+        if w.chunk is None:
+            _wave_times(g, w, n)
+        wave = serving.time_to_first_token(w.chunk, w.whole, c, s_in, eff.budget_tokens, step, eff.request_s)
     ttft_avg = serving.blend_arrivals(alone, wave, eff.prefill_first)
     ttft = ttft_avg
     if g.p95_in > s_in:  # a longer prompt waits for its own extra tokens on top
@@ -351,54 +355,83 @@ def _serving_width(g: _ServingGpu, n: int) -> tuple[float, float, float]:
     return step, ttft_avg, ttft
 
 
-def _prefill_times(g: _ServingGpu, w: _Width, n: int) -> None:
-    """The width's prompt prefill times, none of which reads the output length: one prompt chunk by chunk, a
-    chunk of the prompts that arrived together, all of them in one step, and what the p95 prompt adds."""
-    gpu, eff, shape = g.gpu, g.eff, g.shape
-    c, s_in = g.c, g.s_in
-    prefills, gid = g.prefills, id(gpu)
+_FAR = 1e300  # far below float's overflow (1.8e308): a few terms under it, summed or 6x one, stay finite
 
-    def prefill(tokens: int, prompt: int) -> float:
-        key = (gid, n, tokens, prompt)
-        hit = prefills.get(key)
-        if hit is None or hit[0] is not gpu:
-            hit = prefills[key] = (gpu, prefill_step(tokens, prompt))
+
+def _wave_unread(g: _ServingGpu, w: _Width, single: float, step: float) -> bool:
+    """Whether blend_arrivals at prefill_first 0 (no engine named: prompts ride in the decode steps) returns what
+    it returns with the wave taken as the prompt alone, so that the wave's prefill steps need not be worked out.
+    It adds 0 x max(0, wave - alone), which is alone + 0.0 for any wave but +inf against a TTFT alone below +inf
+    (0 x inf is NaN). That wave is finite here. Its step (a chunk of the wave's prompts, or all of them at once)
+    has T = min(budget, c x s_in) tokens against the single prompt's t = s_in, or the same step as the single
+    prompt's full chunks of the budget. With no term below 0, a step of T >= t tokens takes at most 3 T / t times
+    one of t: the floor and host time the same; the weights read at most T / t times as much (concave in tokens,
+    an MoE's shared parameters >= 0); the attention and all-reduce traffic T / t; the GEMM FLOPs at most 2 T / t
+    (t's expert rows use their tiles at most twice as well as T's); a GEMM at least the larger of its read and
+    math, at most their sum. At most c + 1 chunks of it, so the wave adds at most 6 c^2 x `single`: under 6e300
+    when `single` x c^2 is under 1e300. The caller has checked c > 1 and prefill_first 0."""
+    c = g.c
+    return (single > 0.0 and single * c * c < _FAR and w.overhead >= 0.0 and g.host_s >= 0.0 and g.s_in >= 1
+            and 0.0 <= g.eff.request_s < _FAR and step < _FAR and g.layers >= 0
+            and (not g.shape.routed or g.shape.shared_params_billion >= 0.0))
+
+
+def _prefill(g: _ServingGpu, w: _Width, n: int, tokens: int, prompt: int) -> float:
+    """One prefill step of `tokens` tokens of `prompt`-token prompts on n GPUs, kept in the brief's prefill table by
+    GPU, width, tokens and prompt."""
+    gpu = g.gpu
+    key = (id(gpu), n, tokens, prompt)
+    prefills = g.prefills
+    hit = prefills.get(key)
+    if hit is not None and hit[0] is gpu:
         return hit[1]
+    shape, eff = g.shape, g.eff
+    rkey = ("prefill_read", tokens)  # the weights a prefill of `tokens` touches: no GPU, no width
+    read = prefills.get(rkey)
+    if read is None:
+        read = prefills[rkey] = mem.weights_gb(shape.params_read_billion(tokens), shape.bytes_per_param)
+    read = read * w.stages
+    step = serving.step_seconds(read, _linear_flops(g, tokens), 0.0, 0.0,
+                                _attention(shape, prefills, prompt, g.attn_width) * tokens / max(1, prompt), w.bw,
+                                eff.mbu,
+                                w.tflops, g.mfu, w.attn_tflops, w.overhead + _traffic(g, w, tokens), g.overlap)
+    # The host launches a prefill step's kernels layer by layer (no CUDA graph): a short prompt's step takes at
+    # least that and the step's own floor and communication latency; a long prompt's GPU time hides it.
+    host = g.host_s + w.overhead
+    step = step if step > host else host
+    prefills[key] = (gpu, step)
+    return step
 
-    def prefill_step(tokens: int, prompt: int) -> float:
-        """One prefill step of `tokens` tokens of `prompt`-token prompts: the floor, then the kernels' bounds."""
-        rkey = ("prefill_read", tokens)  # the weights a prefill of `tokens` touches: no GPU, no width
-        read = prefills.get(rkey)
-        if read is None:
-            read = prefills[rkey] = mem.weights_gb(shape.params_read_billion(tokens), shape.bytes_per_param)
-        read = read * w.stages
-        step = serving.step_seconds(read, _linear_flops(g, tokens), 0.0, 0.0,
-                                    _attention(shape, prefills, prompt, g.attn_width) * tokens / max(1, prompt), w.bw,
-                                    eff.mbu,
-                                    w.tflops, g.mfu, w.attn_tflops, w.overhead + _traffic(g, w, tokens), g.overlap)
-        # The host launches a prefill step's kernels layer by layer (no CUDA graph): a short prompt's step takes at
-        # least that and the step's own floor and communication latency; a long prompt's GPU time hides it.
-        host = g.host_s + w.overhead
-        return step if step > host else host
 
-    budget = eff.budget_tokens
+def _chunked(g: _ServingGpu, w: _Width, n: int, prompt: int) -> float:
+    """One prompt alone, chunk by chunk: its full chunks of the budget, then the last one with what is left."""
+    budget = g.eff.budget_tokens
+    full, rest = divmod(prompt, budget)
+    return (_prefill(g, w, n, budget, prompt) * full if full else 0.0) + (_prefill(g, w, n, rest, prompt) if rest
+                                                                          else 0.0)
 
-    def chunked(prompt: int) -> float:
-        """One prompt alone, chunk by chunk: its full chunks of the budget, then the last one with what is left."""
-        full, rest = divmod(prompt, budget)
-        return (prefill(budget, prompt) * full if full else 0.0) + (prefill(rest, prompt) if rest else 0.0)
 
-    w.single = single = chunked(s_in)
-    w.chunk = chunk = prefill(min(budget, max(1, c * s_in)), s_in)
+def _prefill_times(g: _ServingGpu, w: _Width, n: int) -> None:
+    """The width's prompt prefill times that the alone TTFT reads, none of which reads the output length: one
+    prompt chunk by chunk and what the p95 prompt adds. The wave's (`_wave_times`) wait until one is read."""
+    s_in = g.s_in
+    w.single = single = _chunked(g, w, n, s_in)
+    p95_in = g.p95_in
+    w.extra = max(0.0, _chunked(g, w, n, p95_in) - single) if p95_in > s_in else 0.0
+    w.chunk = w.whole = None
+    w.prefilled = True
+
+
+def _wave_times(g: _ServingGpu, w: _Width, n: int) -> None:
+    """The width's wave prefill times: a chunk of the prompts that arrived together, and all of them in one step."""
+    c, s_in, budget = g.c, g.s_in, g.eff.budget_tokens
+    w.chunk = chunk = _prefill(g, w, n, min(budget, max(1, c * s_in)), s_in)
     if c * s_in <= budget:
         w.whole = chunk
     elif serving.wave_fits_one_step(c, s_in, budget):
-        w.whole = prefill(c * s_in, s_in)
+        w.whole = _prefill(g, w, n, c * s_in, s_in)
     else:  # time_to_first_token reads the chunks alone: a step of every prompt at once is not worked out
         w.whole = 0.0
-    p95_in = g.p95_in
-    w.extra = max(0.0, chunked(p95_in) - single) if p95_in > s_in else 0.0
-    w.prefilled = True
 
 
 def _linear_flops(g: _ServingGpu, tokens: float) -> float:
