@@ -10,7 +10,8 @@ CLIENT := $(VENV)/.client-installed
 # other copy is (service/rulebook/builtin.py). Remade when rules/ changes; a rules/ that fails vetting leaves the
 # last vetted copy in place and does not stop the target that asked for it.
 BUILTIN := service/rulebook/builtin_rules.vetted.json
-BUILTIN_SRC := $(shell find rules -type f -not -name '.*' 2>/dev/null)
+# Folders too: a file removed or moved out of rules/ changes its folder's time, so the copy is remade.
+BUILTIN_SRC := $(shell find rules -not -name '.*' 2>/dev/null)
 CLIENT_SRC := client/pyproject.toml client/setup.py $(wildcard client/src/gpu_advisor_client/*.py)
 PROTOS := $(wildcard protos/gpuadvisor/v1/*.proto)
 RULES  ?= rules
@@ -100,8 +101,9 @@ lint: $(GEN) $(DEV)
 bench: $(GEN) $(DEV)
 	$(PY) -m service.bench $(BENCH_ARGS)
 
-# The estimates against measured datasets (rules/accuracy/), per estimate and per class; offline, ~1 s.
-# ACCURACY_ARGS: --write rewrites rules/accuracy/results.yaml (what answers cite), --check fails when it is stale,
+# The estimates against measured datasets (calibration/), per estimate and per class; offline, ~1 s.
+# ACCURACY_ARGS: --write rewrites rules/accuracy/results.yaml (what answers cite) and calibration/rows.yaml (every
+# compared row), --check fails when either is stale,
 # --rows prints every compared row.
 accuracy: $(GEN)
 	$(PY) -m service.accuracy $(ACCURACY_ARGS)

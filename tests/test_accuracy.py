@@ -11,7 +11,7 @@ import pytest
 from ruamel.yaml import YAML
 
 from service.accuracy.harness import Point, evaluate
-from service.accuracy.results import dump, summary
+from service.accuracy.results import ROWS, ROWS_HEADER, dump, dump_rows, summary
 from service.accuracy.run import RESULTS, produce
 from service.domain.accuracy import AccuracyTable, Band, classes_of, margins
 from service.domain.brief import AdviceRequest, Brief, Latency, Model, Traffic
@@ -20,7 +20,7 @@ from service.wire.api import advice_to_proto
 
 from .conftest import TODAY
 
-FOLDER = Path(__file__).parents[1] / "rules" / "accuracy"
+FOLDER = Path(__file__).parents[1] / "calibration"
 
 
 def _moved(old: Any, new: Any, path: str = "") -> list[str]:  # noqa: ANN401
@@ -41,13 +41,19 @@ def _moved(old: Any, new: Any, path: str = "") -> list[str]:  # noqa: ANN401
 def test_the_checked_in_results_are_what_make_accuracy_produces(catalog_bundle: Any) -> None:
     # A change detector, not a guarantee: each memory, speed and cost formula has behaviour tests of its own
     # (test_memory_terms.py, test_formulas.py, ...). What answers cite must be what the code does.
-    produced = dump(produce(catalog_bundle, FOLDER, TODAY))
-    kept = (FOLDER / RESULTS).read_text(encoding="utf-8")
+    doc = produce(catalog_bundle, FOLDER, TODAY)
+    produced = dump(doc) + dump_rows(doc)
+    kept = (Path(__file__).parents[1] / "rules" / "accuracy" / RESULTS).read_text(encoding="utf-8") + \
+        (FOLDER / ROWS).read_text(encoding="utf-8")
     if produced != kept:
         yaml = YAML(typ="safe", pure=True)
-        moved = _moved(yaml.load(kept), yaml.load(produced)) or ["(the same figures, written differently)"]
+
+        def both(text: str) -> dict[str, Any]:
+            served, rows = text.split(ROWS_HEADER, 1) if ROWS_HEADER in text else (text, "")
+            return {**yaml.load(served), **(yaml.load(rows) or {})}
+        moved = _moved(both(kept), both(produced)) or ["(the same figures, written differently)"]
         pytest.fail(
-            f"{len(moved)} figures in rules/accuracy/results.yaml moved with this change:\n  "
+            f"{len(moved)} figures in rules/accuracy/results.yaml and calibration/rows.yaml moved with this change:\n  "
             + "\n  ".join(moved[:40]) + (f"\n  ... and {len(moved) - 40} more" if len(moved) > 40 else "")
             + "\nEach is an estimate's error against a measurement that answers cite. Find which change moved it "
             "and whether it should have: a figure moved by a change that was not meant to touch that estimate is "
@@ -64,7 +70,7 @@ def test_every_row_is_compared_or_listed_with_why(catalog_bundle: Any) -> None:
     with (FOLDER / "published-serving.csv").open(newline="", encoding="utf-8") as f:
         serving = sum(1 for _ in csv.DictReader(f))
     assert serving >= 13 + 30  # issue 36: the 13 rows of round 5 and at least 30 read since
-    # and the FP4 rows of AIConfigurator's measurement file its selection rule takes (rules/accuracy/README.md)
+    # and the FP4 rows of AIConfigurator's measurement file its selection rule takes (calibration/README.md)
     with (FOLDER / "aiconfigurator-silicon_sample-fp4.csv").open(newline="", encoding="utf-8") as f:
         sample = sum(1 for _ in csv.DictReader(f))
     assert len(compared) + len(listed) == 35 + 23 + serving + sample

@@ -14,7 +14,7 @@ from service.accuracy.datasets import INFERENCEX_EXPORTS, Row, _aic_group, _depl
 from service.accuracy.harness import read_rows, unexpressed
 from service.domain.brief import Brief, Traffic
 
-FOLDER = Path(__file__).parents[1] / "rules" / "accuracy"
+FOLDER = Path(__file__).parents[1] / "calibration"
 SAMPLE = FOLDER / "aiconfigurator-silicon_sample-fp4.csv"
 
 

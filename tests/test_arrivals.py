@@ -15,7 +15,7 @@ from service.domain.brief import Brief, Model, Traffic
 
 from .conftest import TODAY
 
-FOLDER = Path(__file__).parents[1] / "rules" / "accuracy"
+FOLDER = Path(__file__).parents[1] / "calibration"
 # NVIDIA NIM LLM benchmarking 1.0.0, performance: Llama-3.3-70B-Instruct FP8 on 2 x H100 (TP2), 5000 in / 500 out.
 NIM_TTFT_MS = {1: 406.77, 5: 546.7, 25: 688.69}
 

@@ -79,7 +79,7 @@ def test_llama3_405b_in_90_days_takes_90_days_and_the_papers_gpu_hours(stub):
 
 # --- item 2: a realistic global batch, and the question for it -------------------------------------------------
 
-# Issue 41: the speed model is fitted to the training runs of rules/accuracy/training.csv (2024-2025 stacks);
+# Issue 41: the speed model is fitted to the training runs of calibration/training.csv (2024-2025 stacks);
 # Meta's 2023 Llama 2 runs reached about 42% MFU on A100, below what it gives an A100 at a 4M-token batch, so the
 # 7B and 13B land about 37% under their published hours (the worst rows of `make accuracy`'s GPU-hours table).
 @pytest.mark.parametrize(

@@ -18,7 +18,7 @@ from service.physics import compute, serving
 
 from .conftest import TODAY
 
-FOLDER = Path(__file__).parents[1] / "rules" / "accuracy"
+FOLDER = Path(__file__).parents[1] / "calibration"
 
 
 def test_mla_prefill_attends_at_its_decompressed_heads_width():

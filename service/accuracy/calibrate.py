@@ -1,6 +1,6 @@
 """Refit the serving engines' named efficiencies over the measured serving rows, and say how well they hold out.
 
-`python -m service.accuracy.calibrate` (offline, a few minutes): every serving row of rules/accuracy that names
+`python -m service.accuracy.calibrate` (offline, a few minutes): every serving row of calibration/ that names
 its engine (AIConfigurator's aggregated rows the registry and catalog express, the published points of
 published.csv and published-serving.csv) is sized at its measured width, with the arrival pattern the row states,
 by the code the answers run. Coordinate descent on a grid (within the ranges the engines' schedulers and the
@@ -33,6 +33,7 @@ from ..domain.accuracy import classes_of
 from .datasets import ARRIVALS, Row
 from .harness import _at_width, read_rows
 from .run import catalog_bundle
+from .training import DATA
 
 PREFILL_FIRST = tuple(round(0.05 * i, 2) for i in range(21))
 # Decode GEMV-like kernels on NVIDIA datacenter GPUs reach 0.6-0.9 of HBM bandwidth (a GPU family measured lower,
@@ -178,6 +179,7 @@ def _table(title: str, errs: list[Err]) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m service.accuracy.calibrate", description=__doc__)
     ap.add_argument("--rules", type=Path, default=Path("rules"))
+    ap.add_argument("--data", type=Path, default=DATA, help="the measured datasets (default: calibration)")
     ap.add_argument("--folds", type=int, default=4)
     ap.add_argument("--with-request", action="store_true", help="fit serving_engines request_ms too")
     ap.add_argument("--rows", action="store_true", help="print every row's held-out signed error, worst first")
@@ -185,7 +187,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="hold every row whose group starts with PREFIX out as one source (e.g. inferencex: for all "
                          "of InferenceX's campaigns together)")
     ap.add_argument("--with-unexpressed", action="store_true",
-                    help="keep the rows a stated rule marks not expressed (rules/accuracy/README.md), to compare")
+                    help="keep the rows a stated rule marks not expressed (calibration/README.md), to compare")
     args = ap.parse_args(argv)
     fields = (*FIELDS, REQUEST) if args.with_request else FIELDS
     day = datetime.now(UTC).date()
@@ -194,7 +196,7 @@ def main(argv: list[str] | None = None) -> int:
         table = bundle.book.assumptions.values["serving_engines"]
         start = {e: dict(v) for e, v in table.items()}
         rows = [merge_groups(r, args.merge_groups)
-                for r in serving_rows(bundle, args.rules / "accuracy", args.with_unexpressed)]
+                for r in serving_rows(bundle, args.data, args.with_unexpressed)]
         shipped = errors(bundle, rows, day)
         groups = len({r.group or r.id for r in rows})
         print(f"{len(rows)} serving rows from {groups} sources")

@@ -1,10 +1,10 @@
-"""The measured datasets in rules/accuracy/, read into briefs the product can answer, each with what was measured.
+"""The measured datasets in calibration/, read into briefs the product can answer, each with what was measured.
 
 - aiconfigurator-silicon_refs.csv: AIConfigurator's measured ("silicon") serving points, copied verbatim
-  (Apache-2.0; rules/accuracy/README.md). A row the API cannot express (a disaggregated prefill/decode split, a
+  (Apache-2.0; calibration/README.md). A row the API cannot express (a disaggregated prefill/decode split, a
   GPU or a model the rules do not have) is kept with why: that list is the harness's to-do.
 - aiconfigurator-silicon_sample-fp4.csv (issue 36, seventh pass): the FP4 rows of AIConfigurator's full measurement
-  file that the selection rule of rules/accuracy/README.md takes, copied verbatim (Apache-2.0), read the same way.
+  file that the selection rule of calibration/README.md takes, copied verbatim (Apache-2.0), read the same way.
 - published.csv: published tables the tests already cite, one row per measurement with its source.
 - published-serving.csv (issue 36): published serving measurements found for calibration, each with its source
   URL and the deployment as measured; `group` names the source its rows move with in source-held-out folds.
@@ -29,10 +29,10 @@ DATASETS = {
                                        "(commit 68fc4519)", "Apache-2.0"),
     "aiconfigurator-sample": (AICONFIGURATOR_SAMPLE, "ai-dynamo/aiconfigurator aic-core/src/aiconfigurator_core/"
                               "systems/silicon_sample.csv (snapshot 095f58a5): its FP4 rows by the selection rule of "
-                              "rules/accuracy/README.md", "Apache-2.0"),
+                              "calibration/README.md", "Apache-2.0"),
     "published": (PUBLISHED, "published tables cited by tests/ (source per row)", "facts cited per row"),
     # issue 41: read by service/accuracy/training.py, not here
-    "training": ("training.csv", "published training and fine-tuning runs (source per row: rules/accuracy/README.md)",
+    "training": ("training.csv", "published training and fine-tuning runs (source per row: calibration/README.md)",
                  "facts cited per row"),
     "published-serving": (PUBLISHED_SERVING, "published serving measurements (engine docs, vendor and engine "
                           "benchmarks, blogs; source URL per row)", "facts cited per row"),
@@ -48,7 +48,7 @@ ENGINES = {"trtllm": "tensorrt-llm", "vllm": "vllm", "sglang": "sglang"}
 # 2026-04-27 database dump file a run of InferenceX `tp` T, `ep` E with the GPUs counted as T x E: tp_size T x E and
 # moe_tp_size T (SGLang, TensorRT-LLM), attention_dp_size T x E (TensorRT-LLM with attention DP), attention_dp_size E
 # and moe_ep_size T x E (vLLM); the same measured figures sit in the 2026-03-25 export as tp_size T (or
-# attention_dp_size T), and InferenceX's configurations of those dates run T GPUs (rules/accuracy/README.md).
+# attention_dp_size T), and InferenceX's configurations of those dates run T GPUs (calibration/README.md).
 INFERENCEX_EXPORTS = ("source_file=2026-03-25.csv", "source_file=2026-04-06.csv", "db-dump/2026-04-27")
 GPUS_AS_TP_X_EP = INFERENCEX_EXPORTS[1:]
 SUCCESS_UNITS = {"BATCH_INFERENCE": "TOKEN", "PRETRAINING": "TRAINING_RUN", "MEDIA_GENERATION": "IMAGE"}
@@ -76,7 +76,7 @@ class Row:
 
 # How a measurement's client sent the prompts, as the share of the other sessions' prefill a prompt waits for
 # (decide/sizing serving_speed's `synchrony`): "spread" = each on its own, "together" = every session's at once.
-# A row says it only with evidence (published.csv `arrivals`, rules/accuracy/README.md).
+# A row says it only with evidence (published.csv `arrivals`, calibration/README.md).
 ARRIVALS = {"spread": 0.0, "together": 1.0}
 
 
@@ -139,7 +139,7 @@ def _deployment(r: dict[str, str]) -> tuple[int, int, int]:
     if r.get("silicon_data_source", "").split(";")[0].strip() in GPUS_AS_TP_X_EP:
         if r["backend"] == "vllm":
             # attention_dp_size is InferenceX's ep here; InferenceX's vLLM configurations of those dates run attention
-            # data parallel only at 128+ concurrent requests (rules/accuracy/README.md)
+            # data parallel only at 128+ concurrent requests (calibration/README.md)
             return tp * pp, 1, pp
         gpus = max(1, _int(r["moe_tp_size"]) or tp)
         return gpus * pp, gpus if adp > 1 else 1, pp

@@ -84,7 +84,7 @@ def read_rows(bundle: Bundle, folder: Path) -> tuple[list[Row], list[Skipped]]:
 
 
 def unexpressed(row: Row, gpu: Gpu | None) -> str:
-    """Why one stated rule, the same for every row of every dataset (rules/accuracy/README.md, "Expressibility"),
+    """Why one stated rule, the same for every row of every dataset (calibration/README.md, "Expressibility"),
     keeps a measured row out of the comparison; "" = compared. The product sizes one model copy whose attention is
     tensor parallel over its GPUs (the experts tensor or expert parallel over the same GPUs), at most
     MAX_TENSOR_PARALLEL wide and inside one NVLink domain, with pipeline stages beyond that; and a closed loop of the
@@ -109,7 +109,7 @@ def unexpressed(row: Row, gpu: Gpu | None) -> str:
 
 def evaluate(bundle: Bundle, folder: Path, day: date,
              progress: Progress | None = None) -> tuple[list[Point], list[Skipped]]:
-    """Every row of the datasets in `folder` (rules/accuracy) answered by `bundle`'s rules on `day` (each row
+    """Every row of the datasets in `folder` (calibration/) answered by `bundle`'s rules on `day` (each row
     counted on `progress` as it is done)."""
     rows, skipped = read_rows(bundle, folder)
     points: list[Point] = []

@@ -28,7 +28,9 @@ CLASS_NAMES = {"dense": "dense serving", "moe": "MoE serving", "fp4": "FP4 servi
                "long_context": "long-context serving", "amd": "AMD GPUs", "consumer": "consumer GPUs",
                "training": "training", "media": "media generation"}
 HEADER = ("# Written by `make accuracy ACCURACY_ARGS=--write` (python -m service.accuracy --write) from the datasets\n"
-          "# beside it and the code; do not edit by hand. tests/test_accuracy.py fails when it is stale.\n")
+          "# in calibration/ and the code; do not edit by hand. tests/test_accuracy.py fails when it is stale.\n")
+ROWS_HEADER = ("# Written by `make accuracy ACCURACY_ARGS=--write` beside rules/accuracy/results.yaml: every compared\n"
+               "# row's estimate and error; do not edit by hand. tests/test_accuracy.py fails when it is stale.\n")
 
 
 def _r(x: float) -> float:
@@ -88,7 +90,7 @@ def results(points: list[Point], skipped: list[Skipped], rows_per_dataset: dict[
     return {
         "kind": "accuracy",
         "datasets": [
-            {"id": d, "file": f"accuracy/{f}", "source": src, "licence": lic, "rows": rows_per_dataset.get(d, 0),
+            {"id": d, "file": f"calibration/{f}", "source": src, "licence": lic, "rows": rows_per_dataset.get(d, 0),
              "compared": len({p.row for p in points if p.dataset == d})}
             for d, (f, src, lic) in DATASETS.items()
         ],
@@ -109,13 +111,27 @@ def _sig(x: float) -> float:
     return float(f"{x:.4g}")
 
 
+ROWS = "rows.yaml"  # every compared row's estimate, written beside the datasets (calibration/)
+
+
 def dump(doc: dict[str, Any]) -> str:
+    """The results file answers cite (rules/accuracy/results.yaml): the document less its per-row estimates, which
+    the server never reads and which would take the served rules folder past a ConfigMap's 1 MiB (dump_rows)."""
+    return _dump({k: v for k, v in doc.items() if k != "rows"})
+
+
+def dump_rows(doc: dict[str, Any]) -> str:
+    """Every compared row's estimate and error (calibration/rows.yaml), one line each."""
+    return _dump({"rows": doc["rows"]}, ROWS_HEADER)
+
+
+def _dump(doc: dict[str, Any], header: str = HEADER) -> str:
     """Block style in the document's order; one line per row, per worst row and per class list."""
     yaml = YAML()
     yaml.width = 4096
     out = io.StringIO()
     yaml.dump(_flow_leaves(doc), out)
-    return HEADER + out.getvalue()
+    return header + out.getvalue()
 
 
 def _flow_leaves(node: Any) -> Any:  # noqa: ANN401

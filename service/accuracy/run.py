@@ -18,7 +18,7 @@ from . import training
 from .datasets import AICONFIGURATOR, AICONFIGURATOR_SAMPLE, PUBLISHED, PUBLISHED_SERVING
 from .harness import evaluate
 from .report import render
-from .results import dump, results
+from .results import ROWS, dump, dump_rows, results
 
 RESULTS = "results.yaml"
 
@@ -34,7 +34,7 @@ def catalog_bundle(rules: Path, work: Path) -> Bundle:
 
 
 def produce(bundle: Bundle, folder: Path, day: date | None = None) -> dict[str, Any]:
-    """The results document for the datasets in `folder` (rules/accuracy) as `bundle` answers them on `day` (prices
+    """The results document for the datasets in `folder` (calibration/) as `bundle` answers them on `day` (prices
     only: no estimate depends on it)."""
     day = day or datetime.now(UTC).date()
     # Progress on stderr (a bar on a terminal, a line every few seconds otherwise): the table stays on stdout.
@@ -65,19 +65,23 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rules", type=Path, default=Path("rules"), help="rules folder (default: rules)")
     ap.add_argument("--write", action="store_true", help="rewrite <rules>/accuracy/results.yaml")
     ap.add_argument("--check", action="store_true", help="exit 1 when <rules>/accuracy/results.yaml is stale")
+    ap.add_argument("--data", type=Path, default=training.DATA,
+                    help="the measured datasets (default: calibration)")
     ap.add_argument("--rows", action="store_true", help="also print every compared row")
     args = ap.parse_args(argv)
     folder = args.rules / "accuracy"
     with tempfile.TemporaryDirectory() as work:
         bundle = catalog_bundle(args.rules, Path(work))
-        doc = produce(bundle, folder)
+        doc = produce(bundle, args.data)
     print(render(doc, rows=args.rows))
-    text = dump(doc)
-    target = folder / RESULTS
+    outputs = ((folder / RESULTS, dump(doc)), (args.data / ROWS, dump_rows(doc)))
     if args.write:
-        target.write_text(text, encoding="utf-8")
-        print(f"wrote {target}")
-    elif args.check and (not target.exists() or target.read_text(encoding="utf-8") != text):
-        print(f"{target} is stale: run `make accuracy ACCURACY_ARGS=--write`", file=sys.stderr)
-        return 1
+        for target, text in outputs:
+            target.write_text(text, encoding="utf-8")
+            print(f"wrote {target}")
+    elif args.check:
+        stale = [t for t, text in outputs if not t.exists() or t.read_text(encoding="utf-8") != text]
+        for target in stale:
+            print(f"{target} is stale: run `make accuracy ACCURACY_ARGS=--write`", file=sys.stderr)
+        return 1 if stale else 0
     return 0

@@ -1,4 +1,4 @@
-"""Training runs measured against the speed model (rules/accuracy/training.csv, issue 41): tokens/s per GPU at
+"""Training runs measured against the speed model (calibration/training.csv, issue 41): tokens/s per GPU at
 the measured GPU count and peak memory per GPU, with the named training efficiencies fitted on every source but
 one and each row estimated by the fit that did not see its source (folds held out by source).
 
@@ -30,6 +30,7 @@ from .datasets import Skipped
 from .harness import Point
 
 TRAINING_CSV = "training.csv"
+DATA = Path("calibration")  # the measured datasets, beside rules/ (calibration/README.md)
 # The named efficiencies fitted, each over its grid (coordinate descent, a few sweeps).
 FITTED: dict[str, tuple[float, ...]] = {
     "mfu_training": tuple(round(0.40 + 0.02 * i, 2) for i in range(21)),
@@ -162,13 +163,15 @@ def main(argv: list[str] | None = None) -> int:
 
     from ..rulebook.folder import load_rulebook  # noqa: PLC0415
 
-    rules = Path((argv or sys.argv[1:] or ["rules"])[0])
+    args = argv or sys.argv[1:] or ["rules"]
+    rules = Path(args[0])
+    data = Path(args[1]) if len(args) > 1 else DATA
     day = datetime.now(UTC).date()
     book, problems = load_rulebook(rules, today=day)  # speeds read no price: the offers may stay
     if book is None:
         raise SystemExit("rules do not load:\n" + "\n".join(str(p) for p in problems))
     a, catalog = book.assumptions, book.catalog
-    runs = read_training(rules / "accuracy" / TRAINING_CSV)
+    runs = read_training(data / TRAINING_CSV)
     gpus = {g.id: g for g in catalog}
     runs = compared(runs, gpus)
     print("fit over all sources:", fit(runs, gpus, a, day))

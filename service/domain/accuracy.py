@@ -20,7 +20,7 @@ ESTIMATES = (
     ("memory", "memory one model copy needs, GB (against a published ceiling)"),
     ("gpu_hours", "GPU-hours of one training run"),
     ("images", "images/s of one GPU"),
-    # issue 41: training runs at their measured GPU count (rules/accuracy/training.csv)
+    # issue 41: training runs at their measured GPU count (calibration/training.csv)
     ("train_tps", "training tokens/s per GPU"),
     ("train_memory", "training peak memory per GPU, GB"),
     ("train_memory_ceiling", "training memory per GPU, GB (against a published ceiling)"),
