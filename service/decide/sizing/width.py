@@ -160,6 +160,16 @@ def serving_speed(s: Sizing, brief: Brief, shape: Shape, a: Assumptions, n: int,
     _speed_at(s, _serving_gpu(s, brief, shape, a, memo, synchrony), n)
 
 
+def decode_only_step_s(s: Sizing, brief: Brief, shape: Shape, a: Assumptions, n: int, memo: Memo) -> float:
+    """The decode step, in seconds, of one copy on n GPUs whose steps carry no prompt tokens: a disaggregated
+    deployment's decode worker, whose prompts are prefilled on other GPUs and arrive as KV cache (Dynamo, SGLang's
+    PD disaggregation). The brief's sessions all decode at its context; serving_speed's step but no prompt's
+    chunks ride in it (the product sizes aggregated copies; this is the figure a measured decode worker is held
+    against)."""
+    g = _serving_gpu(s, brief, shape, a, memo, 1.0)  # every prompt prefilled apart: none in the decode steps
+    return _decode_step(g, _width(g, n))
+
+
 def _speed_at(s: Sizing, g: _ServingGpu, n: int) -> None:
     """serving_speed at n GPUs on the GPU's figures `g` (pick_width asks them once for every width)."""
     s.effective_tflops = g.effective_tflops
@@ -330,12 +340,9 @@ def _serving_width(g: _ServingGpu, n: int) -> tuple[float, float, float]:
     """(decode step, mean TTFT, TTFT at the p95 prompt) of one model copy on n GPUs: serving_speed's figures, in
     its order of operations."""
     eff = g.eff
-    c, s_in, s_out, pps = g.c, g.s_in, g.s_out, g.pps
+    c, s_in, s_out = g.c, g.s_in, g.s_out
     w = _width(g, n)
-    step = serving.step_seconds(
-        g.weights * w.stages, g.decode_flops, g.kv_read, g.decode_attn, g.decode_prefill_attn, w.bw, eff.mbu,
-        w.tflops, g.mfu, w.attn_tflops, w.overhead + _traffic(g, w, c + pps), g.overlap,
-    )
+    step = _decode_step(g, w)
     if not w.prefilled:
         _prefill_times(g, w, n)
     single = w.single
@@ -349,6 +356,14 @@ def _serving_width(g: _ServingGpu, n: int) -> tuple[float, float, float]:
     if g.p95_in > s_in:  # a longer prompt waits for its own extra tokens on top
         ttft += w.extra
     return step, ttft_avg, ttft
+
+
+def _decode_step(g: _ServingGpu, w: _Width) -> float:
+    """One decode step of the copy: its sessions' tokens and the prompt tokens that ride with them (g.pps)."""
+    return serving.step_seconds(
+        g.weights * w.stages, g.decode_flops, g.kv_read, g.decode_attn, g.decode_prefill_attn, w.bw, g.eff.mbu,
+        w.tflops, g.mfu, w.attn_tflops, w.overhead + _traffic(g, w, g.c + g.pps), g.overlap,
+    )
 
 
 def _prefill_times(g: _ServingGpu, w: _Width, n: int) -> None:
