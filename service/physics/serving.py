@@ -220,3 +220,39 @@ def mla_prefill_attention_width(heads: int, qk_nope_dim: int, rope_dim: int, v_d
     if heads <= 0 or qk_nope_dim + rope_dim <= 0 or v_dim <= 0:
         return 0.0
     return heads * (max(0, qk_nope_dim) + max(0, rope_dim) + v_dim) / 2.0
+
+
+def expert_all_to_all_seconds(tokens: float, experts_per_token: int, hidden: int, latency_s: float,
+                              gbs: float, dispatch_bytes: float = 1.0, combine_bytes: float = 2.0) -> float:
+    """One MoE layer's expert-parallel dispatch and combine on one GPU (DeepEP's low-latency kernels): each sends
+    its `tokens` tokens' activations to their `experts_per_token` experts (FP8 out, `dispatch_bytes` an element)
+    and takes their outputs back (16-bit, `combine_bytes`), each all-to-all its latency plus its bytes at the GPU's
+    measured all-to-all rate `gbs` (one way)."""
+    if tokens <= 0 or experts_per_token <= 0 or hidden <= 0:
+        return 0.0
+    _check(gbs=gbs)
+    moved = tokens * experts_per_token * hidden * (dispatch_bytes + combine_bytes)
+    return 2.0 * max(0.0, latency_s) + moved / (gbs * 1e9)
+
+
+def attention_dp_decode_step_s(gpus: int, shared_gb: float, experts_gb: float, linear_flops: float, kv_gb: float,
+                               attn_flops: float, bandwidth_tbs: float, mbu: float, tflops: float, mfu: float,
+                               attn_tflops: float, floor_s: float, overlap: float, moe_layers: int,
+                               sequences: int, experts_per_token: int, hidden: int, a2a_latency_s: float,
+                               a2a_gbs: float) -> float:
+    """One decode step of an MoE copy on `gpus` GPUs with attention data parallel and the experts expert-parallel
+    over the same GPUs (SGLang `--enable-dp-attention` with DeepEP, TensorRT-LLM attention DP with wide EP): each
+    GPU decodes its own share of the `sequences`, so no tensor-parallel all-reduce; it reads the weights every
+    token uses (`shared_gb`: attention, dense layers, shared experts, embeddings) whole, and its share of the routed
+    experts the step touches (`experts_gb` over all GPUs) and of the KV cache; its FLOPs are its tokens'. Each MoE
+    layer then dispatches and combines its tokens (expert_all_to_all_seconds). The figures given are the whole
+    copy's (the step's weights, FLOPs and KV over every GPU); the rates are one GPU's."""
+    if gpus < 1:
+        raise ValueError(f"gpus must be at least 1, got {gpus!r}")
+    step = step_seconds(shared_gb + experts_gb / gpus, linear_flops / gpus, kv_gb / gpus, attn_flops / gpus, 0.0,
+                        bandwidth_tbs, mbu, tflops, mfu, attn_tflops, floor_s, overlap)
+    if gpus == 1:
+        return step
+    per_gpu = sequences / gpus
+    return step + max(0, moe_layers) * expert_all_to_all_seconds(per_gpu, experts_per_token, hidden, a2a_latency_s,
+                                                                 a2a_gbs)

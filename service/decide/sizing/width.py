@@ -160,6 +160,39 @@ def serving_speed(s: Sizing, brief: Brief, shape: Shape, a: Assumptions, n: int,
     _speed_at(s, _serving_gpu(s, brief, shape, a, memo, synchrony), n)
 
 
+def decode_only_step_s(s: Sizing, brief: Brief, shape: Shape, a: Assumptions, n: int, memo: Memo) -> float:
+    """The decode step, in seconds, of one copy on n GPUs whose steps carry no prompt tokens: a disaggregated
+    deployment's decode worker, whose prompts are prefilled on other GPUs and arrive as KV cache (Dynamo, SGLang's
+    PD disaggregation). The brief's sessions all decode at its context; serving_speed's step but no prompt's
+    chunks ride in it (the product sizes aggregated copies; this is the figure a measured decode worker is held
+    against)."""
+    g = _serving_gpu(s, brief, shape, a, memo, 1.0)  # every prompt prefilled apart: none in the decode steps
+    return _decode_step(g, _width(g, n))
+
+
+def attention_dp_decode_step_s(s: Sizing, brief: Brief, shape: Shape, a: Assumptions, n: int, memo: Memo) -> float:
+    """decode_only_step_s for a decode worker that runs attention data parallel over its n GPUs and the experts
+    expert-parallel over the same n (the disaggregated DeepSeek workers of SGLang and TensorRT-LLM): each GPU
+    decodes a share of the sessions, reads the shared weights whole and its share of the experts and the KV cache,
+    all-reduces nothing, and dispatches and combines its tokens at every MoE layer (expert_all_to_all_by_gpu).
+    Every layer is counted an MoE layer, as expert_parallel_s counts them (DeepSeek-V3: 58 of 61)."""
+    if not shape.routed:
+        raise ValueError("attention data parallel with expert parallelism needs a routed MoE")
+    g = _serving_gpu(s, brief, shape, a, memo, 1.0)  # every prompt prefilled apart: none in the decode steps
+    gpu = s.gpu
+    shared = mem.weights_gb(shape.shared_params_billion, shape.bytes_per_param)
+    a2a = a.values.get("expert_all_to_all_by_gpu", {}).get(gpu.id)
+    if a2a:
+        latency_us, gbs = float(a2a["latency_us"]), float(a2a["gbs"])
+    else:  # not measured: the all-reduce latency of the link it crosses and the link's one-way rate
+        fast = gpu.fast_interconnect and n <= max(gpu.nvlink_domain, 1)
+        latency_us, gbs = (g.fast_us if fast else g.slow_us), (g.link / 2 if g.link > 0 else 1.0)
+    return serving.attention_dp_decode_step_s(
+        n, shared, max(0.0, g.weights - shared), g.decode_flops, g.kv_read, g.decode_attn, gpu.bandwidth_tbs,
+        g.eff.mbu, g.tflops, g.mfu, g.attn_base, g.eff.floor_s, g.overlap, g.layers, g.c, shape.experts_per_token,
+        g.hidden, latency_us / 1e6, gbs)
+
+
 def _speed_at(s: Sizing, g: _ServingGpu, n: int) -> None:
     """serving_speed at n GPUs on the GPU's figures `g` (pick_width asks them once for every width)."""
     s.effective_tflops = g.effective_tflops
@@ -330,12 +363,9 @@ def _serving_width(g: _ServingGpu, n: int) -> tuple[float, float, float]:
     """(decode step, mean TTFT, TTFT at the p95 prompt) of one model copy on n GPUs: serving_speed's figures, in
     its order of operations."""
     eff = g.eff
-    c, s_in, s_out, pps = g.c, g.s_in, g.s_out, g.pps
+    c, s_in, s_out = g.c, g.s_in, g.s_out
     w = _width(g, n)
-    step = serving.step_seconds(
-        g.weights * w.stages, g.decode_flops, g.kv_read, g.decode_attn, g.decode_prefill_attn, w.bw, eff.mbu,
-        w.tflops, g.mfu, w.attn_tflops, w.overhead + _traffic(g, w, c + pps), g.overlap,
-    )
+    step = _decode_step(g, w)
     if not w.prefilled:
         _prefill_times(g, w, n)
     single = w.single
@@ -353,6 +383,14 @@ def _serving_width(g: _ServingGpu, n: int) -> tuple[float, float, float]:
     if g.p95_in > s_in:  # a longer prompt waits for its own extra tokens on top
         ttft += w.extra
     return step, ttft_avg, ttft
+
+
+def _decode_step(g: _ServingGpu, w: _Width) -> float:
+    """One decode step of the copy: its sessions' tokens and the prompt tokens that ride with them (g.pps)."""
+    return serving.step_seconds(
+        g.weights * w.stages, g.decode_flops, g.kv_read, g.decode_attn, g.decode_prefill_attn, w.bw, g.eff.mbu,
+        w.tflops, g.mfu, w.attn_tflops, w.overhead + _traffic(g, w, g.c + g.pps), g.overlap,
+    )
 
 
 _FAR = 1e300  # far below float's overflow (1.8e308): a few terms under it, summed or 6x one, stay finite
