@@ -91,7 +91,7 @@ def errors(bundle: Any, rows: list[Row], day: Any, signed: list[tuple[str, str, 
         precision = m.precision if m.precision != "UNSPECIFIED" else "BF16"
         classes = classes_of(brief.workload, precision, moe, brief.traffic.avg_input_tokens, gpu.vendor,
                              gpu.gpu_class)
-        est = _at_width(bundle, brief, gpu, row.gpus, day, ARRIVALS.get(row.arrivals))
+        est = _at_width(bundle, brief, gpu, row.gpus, day, ARRIVALS.get(row.arrivals), row.deployment)
         for key in ("itl", "ttft", "throughput"):
             if key in row.measured and row.measured[key] > 0:
                 err = (est[key] - row.measured[key]) / row.measured[key] * 100
