@@ -27,9 +27,11 @@ def test_every_inferencex_campaign_of_the_fp4_rows_has_its_settings_cited(catalo
     table = read_deployments(TABLE)
     rows = [r for r in read_rows(catalog_bundle, FOLDER)[0] if r.dataset == "aiconfigurator-sample"]
     campaigns = {r.group for r in rows}
-    assert len(campaigns) == 35 and campaigns == {g for g, _ in table}
+    assert len(campaigns) == 35 and campaigns == {g for g, q in table if q == "nvfp4"}
+    # and the FP8 rows of aiconfigurator-silicon_refs.csv that ran a speculative configuration
+    assert {g for g, q in table if q != "nvfp4"} <= {r.group for r in read_rows(catalog_bundle, FOLDER)[0]}
     for (group, quant), line in table.items():
-        assert quant == "nvfp4"
+        assert quant in ("nvfp4", "fp8")
         if line["kv_cache_precision"] or line["token_budget"] or line["memory_fraction"]:
             # a fact is read somewhere: the commit and the script it was read from
             assert line["commit"] and line["script"].startswith("benchmarks/"), group
@@ -79,12 +81,18 @@ def test_the_rows_carry_what_was_run(catalog_bundle: Any) -> None:
     assert h200 and {r.brief.model.kv_cache_precision for r in h200} == {"BF16"}
     # DeepSeek-R1 FP4 on B200 TensorRT-LLM, the campaigns of 2026-01-14 and 2026-02-06 ran MTP: not expressed
     mtp = [r for r in rows.values() if r.deployment.speculative == "mtp"]
-    assert len(mtp) == 12 and all("speculative decoding" in r.unexpressed for r in mtp)
-    assert {r.group.rsplit(":", 1)[1] for r in mtp} == {"2026-01-14", "2026-02-06"}
+    assert all("speculative decoding" in r.unexpressed for r in mtp)
+    fp4 = [r for r in mtp if r.dataset == "aiconfigurator-sample"]
+    assert len(fp4) == 12 and {r.group.rsplit(":", 1)[1] for r in fp4} == {"2026-01-14", "2026-02-06"}
+    assert {r.id for r in mtp if r.dataset == "aiconfigurator"} == {
+        "2026_03_25_deepseek_r1_h200_sxm_trtllm_fp8_agg_1024x8192_c16_tp8_0_ep8_0_1260",
+        "2026_04_06_deepseek_r1_b200_sxm_trtllm_fp8_agg_8192x1024_c32_tp8_ep1_577",
+        "2026_04_06_qwen3_5_397b_b200_sxm_sglang_fp8_agg_1024x1024_c32_tp4_ep1_1913"}
     # a refs row of a listed campaign and quantisation takes its settings; another campaign's does not
     assert rows["dsr1_b300_sglang_fp4_agg_1024x1024_c32_cfg717"].deployment.token_budget == 16384
+    listed = {"dsr1_b300_sglang_fp4_agg_1024x1024_c32_cfg717", *(r.id for r in mtp)}
     refs = [r for r in rows.values() if r.dataset == "aiconfigurator" and r.group.startswith("inferencex:")
-            and r.id != "dsr1_b300_sglang_fp4_agg_1024x1024_c32_cfg717"]
+            and r.id not in listed]
     assert refs and all(r.deployment == Deployment() for r in refs)
 
 
