@@ -91,6 +91,7 @@ class Row:
     # why a stated rule keeps the row out of the comparison (harness.unexpressed); "" = compared
     unexpressed: str = ""
     deployment: Deployment = Deployment()  # engine settings as measured beyond the brief (default: the engine's)
+    class_input_tokens: int = 0  # the nominal prompt length its class is read at (0 = the brief's; twelfth pass)
 
 
 # How a measurement's client sent the prompts, as the share of the other sessions' prefill a prompt waits for
@@ -146,7 +147,9 @@ def read_aiconfigurator(path: Path, models: set[str], catalog: set[str], dataset
                     workload="REALTIME_INFERENCE",
                     model=Model(name=model, precision=precision, context_tokens=isl + osl,
                                 kv_cache_precision=settings.get("kv_cache_precision") or "UNSPECIFIED"),
-                    traffic=Traffic(concurrent_sessions=concurrency, avg_input_tokens=isl, avg_output_tokens=osl),
+                    # the client's drawn lengths' mean (the script's nominal ISL sets the token budget)
+                    traffic=Traffic(concurrent_sessions=concurrency, avg_input_tokens=mean_length(isl, settings),
+                                    avg_output_tokens=mean_length(osl, settings)),
                     toolchain=(ENGINES.get(r["backend"], r["backend"]),),  # the engine it was measured on
                 )
                 gpus, attention_dp, pipeline = _deployment(r)
@@ -154,12 +157,15 @@ def read_aiconfigurator(path: Path, models: set[str], catalog: set[str], dataset
                                 {"itl": _num(r["silicon_tpot_ms"]), "ttft": _num(r["silicon_ttft_ms"])},
                                 f"{r['backend']} {r['backend_version']}".strip(), group=group,
                                 attention_dp=attention_dp, pipeline=pipeline,
-                                deployment=_settings(settings, isl, concurrency)))
+                                deployment=_settings(settings, isl, concurrency), class_input_tokens=isl))
     return rows, skipped
 
 
 DEPLOYMENT_COLUMNS = ("group", "quant", "config_key", "commit", "script", "kv_cache_dtype", "kv_cache_precision",
-                      "token_budget", "memory_fraction", "memory_fraction_of", "max_running", "speculative", "note")
+                      "token_budget", "memory_fraction", "memory_fraction_of", "max_running", "speculative",
+                      "num_prompts", "max_concurrency", "request_rate", "warmups", "random_range_ratio", "client",
+                      "note")
+_PER_CONC = re.compile(r"^(>=)?(\d+)xCONC$")
 
 
 def read_deployments(path: Path) -> dict[tuple[str, str], dict[str, str]]:
@@ -181,10 +187,33 @@ def read_deployments(path: Path) -> dict[tuple[str, str], dict[str, str]]:
             if r["speculative"] not in ("", "mtp", "unknown"):
                 raise ValueError(f"{where}: speculative {r['speculative']!r} is not mtp or unknown")
             _budget(r["token_budget"], 1024, 1)  # raises on a form it does not know
+            _client(r, where)
             if (r["group"], r["quant"]) in out:
                 raise ValueError(f"{where}: listed twice")
             out[(r["group"], r["quant"])] = r
     return out
+
+
+def _client(r: dict[str, str], where: str) -> None:
+    """The benchmark client's invocation as run (twelfth pass): all blank (not read) or every field in its form."""
+    fields = ("num_prompts", "max_concurrency", "request_rate", "warmups", "random_range_ratio", "client")
+    if not any(r[f] for f in fields):
+        return
+    ratio = _num(r["random_range_ratio"]) if r["random_range_ratio"] else -1.0
+    if (not _PER_CONC.match(r["num_prompts"]) or r["max_concurrency"] != "CONC" or r["request_rate"] != "inf"
+            or not (r["warmups"] == "none" or _PER_CONC.match(r["warmups"])) or not 0 < ratio <= 1
+            or not r["client"]):
+        raise ValueError(f"{where}: the client's invocation must give num_prompts NxCONC, max_concurrency CONC, "
+                         "request_rate inf, warmups none or NxCONC, random_range_ratio in (0, 1] and where it was read")
+
+
+def mean_length(nominal: int, r: dict[str, str]) -> int:
+    """The mean of the lengths InferenceX's client drew (utils/bench_serving/benchmark_serving.py sample_uniform:
+    uniform over [int(L x random_range_ratio), L], the nominal L the script passes); L when not read."""
+    if not r.get("random_range_ratio"):
+        return nominal
+    low = int(nominal * float(r["random_range_ratio"]))
+    return (low + nominal + 1) // 2
 
 
 _BUDGET = re.compile(r"^(?:(\d+)|2xISL|CONC\+ISL(?:>=(\d+))?)$")

@@ -159,7 +159,9 @@ def _estimates(bundle: Bundle, row: Row, day: date) -> tuple[Any, str]:  # noqa:
     m = brief.model
     moe = 0 < m.active_params_billion < m.params_billion  # as the answer classes a candidate (decide/accuracy.py)
     precision = m.precision if m.precision != "UNSPECIFIED" else "BF16"
-    classes = classes_of(brief.workload, precision, moe, brief.traffic.avg_input_tokens, gpu.vendor, gpu.gpu_class)
+    # a row's class is its nominal prompt's (a campaign of 8k prompts drawn 6.5k-8k is long context)
+    prompt = row.class_input_tokens or brief.traffic.avg_input_tokens
+    classes = classes_of(brief.workload, precision, moe, prompt, gpu.vendor, gpu.gpu_class)
     est = {
         "itl": perf.itl_ms, "ttft": perf.ttft_ms, "throughput": perf.tokens_per_second_per_replica,
         "gpu_hours": perf.gpu_hours, "images": perf.images_per_second_per_replica,
