@@ -7,7 +7,8 @@
   file that the selection rule of rules/accuracy/README.md takes, copied verbatim (Apache-2.0), read the same way.
 - inferencex-deployments.csv (issue 36, ninth pass): per InferenceX campaign, the engine settings its launch script
   ran with (KV cache dtype, tokens per step, memory share, running-request cap, speculative decoding), each with the
-  InferenceX commit and script it was read from; applied to every row of the campaign (`Deployment`).
+  InferenceX commit and script it was read from; applied to every row of the campaign (`Deployment`); and (twelfth
+  pass) its benchmark client: requests per session, warm-up, and the length spread, whose mean lengths size the rows.
 - published.csv: published tables the tests already cite, one row per measurement with its source.
 - published-serving.csv (issue 36): published serving measurements found for calibration, each with its source
   URL and the deployment as measured; `group` names the source its rows move with in source-held-out folds.
