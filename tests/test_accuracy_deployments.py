@@ -104,7 +104,11 @@ def test_one_expressibility_rule_for_every_row(catalog_bundle: Any) -> None:
     marked = {i for i, r in read.items() if r.unexpressed and r.dataset != "aiconfigurator-sample"}
     assert marked == {"deepseek_r1_deepseek_r1_gb200_trtllm_agg_4000x1000_c_tp8_epnone_1",
                       "qwen3_32b_qwen3_32b_gb200_trtllm_agg_4000x1000_c_tp2_epnone_2",
-                      "trtllm-dsr1-fp4-8xb200-c3072-fp16kv", "trtllm-dsr1-fp8-8xh200-c1024"}
+                      "trtllm-dsr1-fp4-8xb200-c3072-fp16kv", "trtllm-dsr1-fp8-8xh200-c1024",
+                      # ninth pass: InferenceX runs of MTP configurations (inferencex-deployments.csv)
+                      "2026_03_25_deepseek_r1_h200_sxm_trtllm_fp8_agg_1024x8192_c16_tp8_0_ep8_0_1260",
+                      "2026_04_06_deepseek_r1_b200_sxm_trtllm_fp8_agg_8192x1024_c32_tp8_ep1_577",
+                      "2026_04_06_qwen3_5_397b_b200_sxm_sglang_fp8_agg_1024x1024_c32_tp4_ep1_1913"}
     kept = {r.id for r in serving_rows(catalog_bundle, FOLDER)}
     both = {r.id for r in serving_rows(catalog_bundle, FOLDER, unexpressed=True)}
     assert not kept & marked and marked <= both

@@ -118,7 +118,7 @@ def test_a_serving_row_states_the_kv_cache_dtype_it_ran_with_and_a_wrong_word_is
     assert rows["trtllm-dsr1-fp4-8xb200-c3072-fp16kv"].brief.model.kv_cache_precision == "FP16"
     assert rows["vllm-blog-llama-3.1-8b-h100-c8-20k"].brief.model.kv_cache_precision == "BF16"
     assert rows["trtllm-dsr1-fp8-8xh200-c1024"].brief.model.kv_cache_precision == "UNSPECIFIED"
-    text = (FOLDER / "published-serving.csv").read_text(encoding="utf-8").replace(",FP16\n", ",FP12\n", 1)
+    text = (FOLDER / "published-serving.csv").read_text(encoding="utf-8").replace(",FP16,49152\n", ",FP12,49152\n", 1)
     bad = tmp_path / "published-serving.csv"
     bad.write_text(text, encoding="utf-8")
     with pytest.raises(ValueError, match="kv_cache_precision 'FP12'"):

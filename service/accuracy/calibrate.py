@@ -90,9 +90,9 @@ def errors(bundle: Any, rows: list[Row], day: Any, signed: list[tuple[str, str, 
         m = brief.model
         moe = 0 < m.active_params_billion < m.params_billion
         precision = m.precision if m.precision != "UNSPECIFIED" else "BF16"
-        classes = classes_of(brief.workload, precision, moe, brief.traffic.avg_input_tokens, gpu.vendor,
-                             gpu.gpu_class)
-        est = _at_width(bundle, brief, gpu, row.gpus, day, ARRIVALS.get(row.arrivals))
+        prompt = row.class_input_tokens or brief.traffic.avg_input_tokens  # the nominal prompt's class
+        classes = classes_of(brief.workload, precision, moe, prompt, gpu.vendor, gpu.gpu_class)
+        est = _at_width(bundle, brief, gpu, row.gpus, day, ARRIVALS.get(row.arrivals), row.deployment)
         for key in ("itl", "ttft", "throughput"):
             if key in row.measured and row.measured[key] > 0:
                 err = (est[key] - row.measured[key]) / row.measured[key] * 100

@@ -5,6 +5,10 @@
   GPU or a model the rules do not have) is kept with why: that list is the harness's to-do.
 - aiconfigurator-silicon_sample-fp4.csv (issue 36, seventh pass): the FP4 rows of AIConfigurator's full measurement
   file that the selection rule of calibration/README.md takes, copied verbatim (Apache-2.0), read the same way.
+- inferencex-deployments.csv (issue 36, ninth pass): per InferenceX campaign, the engine settings its launch script
+  ran with (KV cache dtype, tokens per step, memory share, running-request cap, speculative decoding), each with the
+  InferenceX commit and script it was read from; applied to every row of the campaign (`Deployment`); and (twelfth
+  pass) its benchmark client: requests per session, warm-up, and the length spread, whose mean lengths size the rows.
 - published.csv: published tables the tests already cite, one row per measurement with its source.
 - published-serving.csv (issue 36): published serving measurements found for calibration, each with its source
   URL and the deployment as measured; `group` names the source its rows move with in source-held-out folds.
@@ -22,6 +26,7 @@ from ..domain.brief import Brief, Media, Model, Traffic, Training
 
 AICONFIGURATOR = "aiconfigurator-silicon_refs.csv"
 AICONFIGURATOR_SAMPLE = "aiconfigurator-silicon_sample-fp4.csv"
+INFERENCEX_DEPLOYMENTS = "inferencex-deployments.csv"
 PUBLISHED = "published.csv"
 PUBLISHED_SERVING = "published-serving.csv"
 DATASETS = {
@@ -55,6 +60,20 @@ SUCCESS_UNITS = {"BATCH_INFERENCE": "TOKEN", "PRETRAINING": "TRAINING_RUN", "MED
 
 
 @dataclass(frozen=True)
+class Deployment:
+    """Engine settings a measurement ran with that the brief does not carry (inferencex-deployments.csv); 0 / "" =
+    the engine's default as the product assumes it."""
+
+    token_budget: int = 0  # most tokens one engine step runs (vLLM max-num-batched-tokens, SGLang
+    # chunked-prefill-size, TensorRT-LLM max_num_tokens)
+    memory_fraction: float = 0.0  # share of each GPU's memory the engine takes (vLLM gpu-memory-utilization: weights,
+    # KV cache and activations; SGLang mem-fraction-static: weights and KV cache)
+    max_running: int = 0  # most requests the engine runs at once (max-num-seqs, max-running-requests, max_batch_size)
+    speculative: str = ""  # "mtp" = speculative decoding (multi-token prediction / EAGLE) as measured
+    cited: str = ""  # the InferenceX commit and script the settings were read from
+
+
+@dataclass(frozen=True)
 class Row:
     """One measured configuration: the brief that describes it, the GPU and GPUs per model copy it ran on (0 =
     the product's own count, for training), and the measured figures by estimate key."""
@@ -72,6 +91,8 @@ class Row:
     pipeline: int = 1  # pipeline stages as measured
     # why a stated rule keeps the row out of the comparison (harness.unexpressed); "" = compared
     unexpressed: str = ""
+    deployment: Deployment = Deployment()  # engine settings as measured beyond the brief (default: the engine's)
+    class_input_tokens: int = 0  # the nominal prompt length its class is read at (0 = the brief's; twelfth pass)
 
 
 # How a measurement's client sent the prompts, as the share of the other sessions' prefill a prompt waits for
@@ -96,8 +117,10 @@ def _int(text: str | None) -> int:
 
 
 def read_aiconfigurator(path: Path, models: set[str], catalog: set[str], dataset: str = "aiconfigurator",
+                        deployments: dict[tuple[str, str], dict[str, str]] | None = None,
                         ) -> tuple[list[Row], list[Skipped]]:
-    """`models`: names the registry resolves (ids and aliases, lower case); `catalog`: GPU ids."""
+    """`models`: names the registry resolves (ids and aliases, lower case); `catalog`: GPU ids; `deployments`: the
+    engine settings of InferenceX's campaigns by (group, gemm_quant_mode) (read_deployments)."""
     rows: list[Row] = []
     skipped: list[Skipped] = []
     with path.open(newline="", encoding="utf-8") as f:
@@ -119,18 +142,110 @@ def read_aiconfigurator(path: Path, models: set[str], catalog: set[str], dataset
                 isl, osl = _int(r["isl"]), _int(r["osl"])
                 concurrency = _concurrency(r)
                 precision = PRECISIONS.get(r["gemm_quant_mode"], "BF16")
+                group = _aic_group(r)
+                settings = (deployments or {}).get((group, r["gemm_quant_mode"]), {})
                 brief = Brief(
                     workload="REALTIME_INFERENCE",
-                    model=Model(name=model, precision=precision, context_tokens=isl + osl),
-                    traffic=Traffic(concurrent_sessions=concurrency, avg_input_tokens=isl, avg_output_tokens=osl),
+                    model=Model(name=model, precision=precision, context_tokens=isl + osl,
+                                kv_cache_precision=settings.get("kv_cache_precision") or "UNSPECIFIED"),
+                    # the client's drawn lengths' mean (the script's nominal ISL sets the token budget)
+                    traffic=Traffic(concurrent_sessions=concurrency, avg_input_tokens=mean_length(isl, settings),
+                                    avg_output_tokens=mean_length(osl, settings)),
                     toolchain=(ENGINES.get(r["backend"], r["backend"]),),  # the engine it was measured on
                 )
                 gpus, attention_dp, pipeline = _deployment(r)
                 rows.append(Row(rid, dataset, brief, gpu, gpus,
                                 {"itl": _num(r["silicon_tpot_ms"]), "ttft": _num(r["silicon_ttft_ms"])},
-                                f"{r['backend']} {r['backend_version']}".strip(), group=_aic_group(r),
-                                attention_dp=attention_dp, pipeline=pipeline))
+                                f"{r['backend']} {r['backend_version']}".strip(), group=group,
+                                attention_dp=attention_dp, pipeline=pipeline,
+                                deployment=_settings(settings, isl, concurrency), class_input_tokens=isl))
     return rows, skipped
+
+
+DEPLOYMENT_COLUMNS = ("group", "quant", "config_key", "commit", "script", "kv_cache_dtype", "kv_cache_precision",
+                      "token_budget", "memory_fraction", "memory_fraction_of", "max_running", "speculative",
+                      "num_prompts", "max_concurrency", "request_rate", "warmups", "random_range_ratio", "client",
+                      "note")
+_PER_CONC = re.compile(r"^(>=)?(\d+)xCONC$")
+
+
+def read_deployments(path: Path) -> dict[tuple[str, str], dict[str, str]]:
+    """inferencex-deployments.csv by (campaign group, gemm_quant_mode); each value checked as it is read."""
+    out: dict[tuple[str, str], dict[str, str]] = {}
+    with path.open(newline="", encoding="utf-8") as f:
+        reader = csv.DictReader(f)
+        if tuple(reader.fieldnames or ()) != DEPLOYMENT_COLUMNS:
+            raise ValueError(f"{path.name}: columns {reader.fieldnames} are not {DEPLOYMENT_COLUMNS}")
+        for r in reader:
+            where = f"{path.name} {r['group']}"
+            if r["kv_cache_precision"] and r["kv_cache_precision"] not in BRIEF_PRECISIONS:
+                raise ValueError(f"{where}: kv_cache_precision {r['kv_cache_precision']!r} is not one of "
+                                 f"{BRIEF_PRECISIONS}")
+            if r["memory_fraction_of"] not in ("", "gpu", "free") or bool(r["memory_fraction"]) != bool(
+                    r["memory_fraction_of"]):
+                raise ValueError(f"{where}: memory_fraction_of {r['memory_fraction_of']!r} must be gpu or free, "
+                                 "given with memory_fraction")
+            if r["speculative"] not in ("", "mtp", "unknown"):
+                raise ValueError(f"{where}: speculative {r['speculative']!r} is not mtp or unknown")
+            _budget(r["token_budget"], 1024, 1)  # raises on a form it does not know
+            _client(r, where)
+            if (r["group"], r["quant"]) in out:
+                raise ValueError(f"{where}: listed twice")
+            out[(r["group"], r["quant"])] = r
+    return out
+
+
+def _client(r: dict[str, str], where: str) -> None:
+    """The benchmark client's invocation as run (twelfth pass): all blank (not read) or every field in its form."""
+    fields = ("num_prompts", "max_concurrency", "request_rate", "warmups", "random_range_ratio", "client")
+    if not any(r[f] for f in fields):
+        return
+    ratio = _num(r["random_range_ratio"]) if r["random_range_ratio"] else -1.0
+    if (not _PER_CONC.match(r["num_prompts"]) or r["max_concurrency"] != "CONC" or r["request_rate"] != "inf"
+            or not (r["warmups"] == "none" or _PER_CONC.match(r["warmups"])) or not 0 < ratio <= 1
+            or not r["client"]):
+        raise ValueError(f"{where}: the client's invocation must give num_prompts NxCONC, max_concurrency CONC, "
+                         "request_rate inf, warmups none or NxCONC, random_range_ratio in (0, 1] and where it was read")
+
+
+def mean_length(nominal: int, r: dict[str, str]) -> int:
+    """The mean of the lengths InferenceX's client drew (utils/bench_serving/benchmark_serving.py sample_uniform:
+    uniform over [int(L x random_range_ratio), L], the nominal L the script passes); L when not read."""
+    if not r.get("random_range_ratio"):
+        return nominal
+    low = int(nominal * float(r["random_range_ratio"]))
+    return (low + nominal + 1) // 2
+
+
+_BUDGET = re.compile(r"^(?:(\d+)|2xISL|CONC\+ISL(?:>=(\d+))?)$")
+
+
+def _budget(text: str, isl: int, concurrency: int) -> int:
+    """Tokens per step of a token_budget cell at a row's prompt length and concurrency: `N`; `2xISL` (InferenceX's
+    vLLM scripts: --max-num-batched-tokens ISL*2); `CONC+ISL` (its TensorRT-LLM scripts: --max_num_tokens
+    (CONC+ISL+64+63)/64*64), optionally `>=N` at least N; blank = the engine's default (0)."""
+    if not text:
+        return 0
+    found = _BUDGET.match(text)
+    if not found:
+        raise ValueError(f"token_budget {text!r} is not N, 2xISL or CONC+ISL[>=N]")
+    if found.group(1):
+        return int(found.group(1))
+    if text == "2xISL":
+        return 2 * isl
+    return max(int(found.group(2) or 0), (concurrency + isl + 64 + 63) // 64 * 64)
+
+
+def _settings(r: dict[str, str], isl: int, concurrency: int) -> Deployment:
+    """The settings the product can apply to one row: tokens per step, a memory share of the whole GPU (a share of
+    the memory left after the weights, TensorRT-LLM's free_gpu_memory_fraction, is recorded and not applied), a cap
+    on running requests, speculative decoding."""
+    if not r:
+        return Deployment()
+    return Deployment(token_budget=_budget(r["token_budget"], isl, concurrency),
+                      memory_fraction=_num(r["memory_fraction"]) if r["memory_fraction_of"] == "gpu" else 0.0,
+                      max_running=_int(r["max_running"]), speculative=r["speculative"],
+                      cited=f"InferenceX {r['commit']} {r['script']}" if r["commit"] else "")
 
 
 def _deployment(r: dict[str, str]) -> tuple[int, int, int]:

@@ -32,11 +32,14 @@ from .datasets import (
     AICONFIGURATOR,
     AICONFIGURATOR_SAMPLE,
     ARRIVALS,
+    INFERENCEX_DEPLOYMENTS,
     PUBLISHED,
     PUBLISHED_SERVING,
+    Deployment,
     Row,
     Skipped,
     read_aiconfigurator,
+    read_deployments,
     read_published,
 )
 
@@ -72,10 +75,12 @@ def read_rows(bundle: Bundle, folder: Path) -> tuple[list[Row], list[Skipped]]:
     book = bundle.book
     models = set(name_index(book.models))
     catalog = {g.id: g for g in book.catalog}
-    rows, skipped = read_aiconfigurator(folder / AICONFIGURATOR, models, set(catalog))
+    settings = folder / INFERENCEX_DEPLOYMENTS
+    deployments = read_deployments(settings) if settings.exists() else {}
+    rows, skipped = read_aiconfigurator(folder / AICONFIGURATOR, models, set(catalog), deployments=deployments)
     sample = folder / AICONFIGURATOR_SAMPLE
     if sample.exists():
-        more, left = read_aiconfigurator(sample, models, set(catalog), "aiconfigurator-sample")
+        more, left = read_aiconfigurator(sample, models, set(catalog), "aiconfigurator-sample", deployments)
         rows, skipped = rows + more, skipped + left
     serving = folder / PUBLISHED_SERVING
     more = read_published(serving, "published-serving") if serving.exists() else []
@@ -89,6 +94,9 @@ def unexpressed(row: Row, gpu: Gpu | None) -> str:
     tensor parallel over its GPUs (the experts tensor or expert parallel over the same GPUs), at most
     MAX_TENSOR_PARALLEL wide and inside one NVLink domain, with pipeline stages beyond that; and a closed loop of the
     stated sessions."""
+    if row.deployment.speculative == "mtp":
+        return ("speculative decoding (multi-token prediction) as measured: each decode step may emit several tokens "
+                "a sequence, which the product does not size (one token per sequence per step)")
     if row.attention_dp > 1:
         return (f"attention data parallel {row.attention_dp} as measured: each GPU keeps its own sessions' attention, "
                 "which the product does not size (tensor-parallel attention only)")
@@ -151,7 +159,9 @@ def _estimates(bundle: Bundle, row: Row, day: date) -> tuple[Any, str]:  # noqa:
     m = brief.model
     moe = 0 < m.active_params_billion < m.params_billion  # as the answer classes a candidate (decide/accuracy.py)
     precision = m.precision if m.precision != "UNSPECIFIED" else "BF16"
-    classes = classes_of(brief.workload, precision, moe, brief.traffic.avg_input_tokens, gpu.vendor, gpu.gpu_class)
+    # a row's class is its nominal prompt's (a campaign of 8k prompts drawn 6.5k-8k is long context)
+    prompt = row.class_input_tokens or brief.traffic.avg_input_tokens
+    classes = classes_of(brief.workload, precision, moe, prompt, gpu.vendor, gpu.gpu_class)
     est = {
         "itl": perf.itl_ms, "ttft": perf.ttft_ms, "throughput": perf.tokens_per_second_per_replica,
         "gpu_hours": perf.gpu_hours, "images": perf.images_per_second_per_replica,
@@ -163,12 +173,18 @@ def _estimates(bundle: Bundle, row: Row, day: date) -> tuple[Any, str]:  # noqa:
     # A measured concurrency is one copy's: an answer that splits the sessions over copies is sized again at one.
     # So is a width whose engine admits fewer sessions at once than the row ran (its static memory pool).
     shape = shape_of(brief, book.assumptions) if serving else None
+    engine = row.deployment
     queued = shape is not None and brief.workload in GENERATION and \
-        0 < _held(gpu, brief, shape, book.assumptions, width) < shape.sequences
-    if serving and (width != perf.tensor_parallel or row.arrivals or perf.replicas > 1 or queued):
+        0 < _held(gpu, brief, shape, book.assumptions, width, engine) < shape.sequences
+    # engine settings the answer cannot be asked for (a brief names no token budget, memory share or request cap)
+    settings = bool(engine.token_budget or engine.memory_fraction or engine.max_running)
+    if serving and (width != perf.tensor_parallel or row.arrivals or perf.replicas > 1 or queued or settings):
         # The same sizing at the measured width and, when the row says how its client sent the prompts, with
-        # that arrival pattern in place of the one the product assumes for users.
-        est.update(_at_width(bundle, brief, gpu, width, day, ARRIVALS.get(row.arrivals)))
+        # that arrival pattern in place of the one the product assumes for users; with the engine's settings as
+        # measured.
+        est.update(_at_width(bundle, brief, gpu, width, day, ARRIVALS.get(row.arrivals), engine))
+        if settings:
+            notes.append(f"engine settings as measured ({engine.cited})")
         if width != perf.tensor_parallel:
             notes.append(f"at the measured {width} GPUs (the answer chose {perf.tensor_parallel})")
         if row.arrivals:
@@ -177,18 +193,19 @@ def _estimates(bundle: Bundle, row: Row, day: date) -> tuple[Any, str]:  # noqa:
 
 
 def _at_width(bundle: Bundle, brief: Brief, gpu: Gpu, width: int, day: date,
-              synchrony: float | None = None) -> dict[str, float]:
+              synchrony: float | None = None, engine: Deployment = Deployment()) -> dict[str, float]:  # noqa: B008
     """ITL, TTFT and tokens/s of one copy on `width` GPUs: the sizing the answer runs, at a width the product
-    would not have chosen, with prompts arriving as `synchrony` says (None: as the product assumes).
+    would not have chosen, with prompts arriving as `synchrony` says (None: as the product assumes) and the engine
+    settings a measurement ran with (`engine`: tokens per step, memory share, request cap; default: the engine's).
     (When the brief can name its parallelism, asking the answer for it replaces this.)"""
-    a = bundle.book.assumptions
+    a = _with_budget(bundle.book.assumptions, brief, engine.token_budget)
     shape = shape_of(brief, a)
     assert shape is not None  # the answer sized this brief
     s = size(gpu, brief, shape, a, (), day)
     # A measured width whose memory cannot hold every session's KV cache runs the sessions it holds; the others'
     # clients wait for a slot (the product never answers with such a width: it adds GPUs or copies).
     clients = shape.sequences
-    held = _held(gpu, brief, shape, a, width) if brief.workload in GENERATION else clients
+    held = _held(gpu, brief, shape, a, width, engine) if brief.workload in GENERATION else clients
     if 0 < held < clients:
         shape = dataclasses.replace(shape, sequences=held)
     inference_speed(s, brief, shape, a, width, {}, synchrony)
@@ -199,13 +216,33 @@ def _at_width(bundle: Bundle, brief: Brief, gpu: Gpu, width: int, day: date,
     return {"itl": s.itl_ms, "ttft": s.est_ttft_ms + wait_ms, "throughput": s.tokens_per_second}
 
 
-def _held(gpu: Gpu, brief: Brief, shape: Any, a: Any, width: int) -> int:  # noqa: ANN401
+def _with_budget(a: Any, brief: Brief, budget: int) -> Any:  # noqa: ANN401
+    """`a` with the brief's engine stepping at most `budget` tokens (0 or no named engine: `a` itself). A fresh
+    copy each call: calibrate refits `serving_engines` in place between calls."""
+    name = engine_of(brief.toolchain)
+    table = a.values.get("serving_engines", {})
+    if not budget or name not in table:
+        return a
+    return dataclasses.replace(a, values={**a.values, "serving_engines": {
+        **table, name: {**table[name], "token_budget": budget}}})
+
+
+def _held(gpu: Gpu, brief: Brief, shape: Any, a: Any, width: int,  # noqa: ANN401
+          engine: Deployment = Deployment()) -> int:  # noqa: B008
     """Sessions one copy of `width` GPUs admits at once: in the static pool of an engine that keeps one
-    (engine_static_memory_fraction: weights and KV cache in that share of each GPU, by tensor-parallel width),
-    else in the memory the product sizes against (safety_headroom)."""
-    fractions = a.values.get("engine_static_memory_fraction", {}).get(engine_of(brief.toolchain) or "", {})
+    (engine_static_memory_fraction: weights and KV cache in that share of each GPU, by tensor-parallel width; or
+    the share the measurement set, `engine.memory_fraction`), else in the memory the product sizes against
+    (safety_headroom, or vLLM's gpu-memory-utilization as measured); at most `engine.max_running`."""
+    name = engine_of(brief.toolchain) or ""
+    fractions = a.values.get("engine_static_memory_fraction", {}).get(name, {})
     tp = min(width, scale_up(gpu), MAX_TENSOR_PARALLEL)
     frac = next((f for w, f in sorted(((int(k), v) for k, v in fractions.items()), reverse=True) if tp >= w), None)
-    if frac is None:
-        return sessions_held(gpu, brief, shape, a, width, usable_gb(gpu, a))
-    return sessions_held(gpu, brief, shape, a, width, gpu.capacity_gb * float(frac), static_only=True)
+    if engine.memory_fraction and name == "sglang":
+        frac = engine.memory_fraction
+    if frac is not None:
+        held = sessions_held(gpu, brief, shape, a, width, gpu.capacity_gb * float(frac), static_only=True)
+    elif engine.memory_fraction:  # vLLM's share holds its weights, KV cache and activations, as safety_headroom
+        held = sessions_held(gpu, brief, shape, a, width, gpu.capacity_gb * engine.memory_fraction)
+    else:
+        held = sessions_held(gpu, brief, shape, a, width, usable_gb(gpu, a))
+    return min(held, engine.max_running) if engine.max_running and held > 0 else held
