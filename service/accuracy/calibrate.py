@@ -8,7 +8,10 @@ GPUs allow: PREFILL_FIRST_RANGE, BANDWIDTH_USE) fits, per engine, `prefill_first
 `decode_bandwidth_use`, `prefill_layer_ms` (and with --with-request `request_ms`; rules/assumptions.yaml
 `serving_engines`) to the smallest median
 |TTFT error| + 0.5 x median |TPOT error| (a throughput figure counts with TPOT). Nothing is fitted per model, GPU
-or row.
+or row. With `--balance sources` the medians are weighted so that every source (a row's `group`) counts as much as
+any other, whatever its number of rows; with `--balance classes` the objective is the mean over the classes
+(dense, MoE, FP4, long context, consumer) of each class's own objective (issue 36: 286 of 385 rows are one
+harness's FP4 MoE campaigns, and an unweighted fit follows them).
 
 The held-out error is k-fold over SOURCES, not rows (issue 36): a row's `group` (its source URL, table or
 measurement campaign) moves with every other row of that source, so a fold never sees a sibling of the rows it is
@@ -53,7 +56,11 @@ FIELDS = (("prefill_first", PREFILL_FIRST), ("decode_bandwidth_use", BANDWIDTH_U
 # `--with-request` fits request_ms too: over today's rows its folds chose 16-40 ms (SGLang), 32-60 (TensorRT-LLM),
 # 44-52 (vLLM) and held out worse than the cited figures (docs/calibration.md), so it is not fitted by default.
 REQUEST = ("request_ms", REQUEST_MS)
-Err = tuple[str, float, tuple[str, ...]]  # estimate, |error| %, the row's classes
+Err = tuple[str, float, tuple[str, ...], str]  # estimate, |error| %, the row's classes, its source
+BALANCE = ("none", "sources", "classes")
+# The classes `--balance classes` weighs equally (amd is left out: its rows are one table of one GPU, and their
+# bandwidth use is the GPU's figure, not the engine's).
+BALANCED_CLASSES = ("dense", "moe", "fp4", "long_context", "consumer")
 
 
 def serving_rows(bundle: Any, folder: Path, unexpressed: bool = False) -> list[Row]:  # noqa: ANN401
@@ -96,7 +103,7 @@ def errors(bundle: Any, rows: list[Row], day: Any, signed: list[tuple[str, str, 
         for key in ("itl", "ttft", "throughput"):
             if key in row.measured and row.measured[key] > 0:
                 err = (est[key] - row.measured[key]) / row.measured[key] * 100
-                out.append((key, abs(err), classes))
+                out.append((key, abs(err), classes, row.group or row.id))
                 if signed is not None:
                     signed.append((row.id, key, err))
     return out
@@ -111,12 +118,54 @@ def score(errs: list[Err] | list[tuple[str, float]]) -> tuple[float, float, floa
     return t + 0.5 * p, t, p
 
 
+def weighted_median(points: list[tuple[float, float]]) -> float:
+    """The median of (value, weight) pairs: the value where the cumulative weight reaches half the total (the mean
+    of the two values around it when it lands exactly on half, so equal weights give statistics.median)."""
+    ordered = sorted(points)
+    total = sum(w for _, w in ordered)
+    run = 0.0
+    for i, (value, weight) in enumerate(ordered):
+        run += weight
+        if abs(run - total / 2) <= 1e-9 * total and i + 1 < len(ordered):
+            return (value + ordered[i + 1][0]) / 2
+        if run > total / 2:
+            return value
+    return ordered[-1][0] if ordered else 0.0
+
+
+def source_score(errs: list[Err]) -> tuple[float, float, float]:
+    """score() with every source weighing the same: each point of an estimate (TTFT; TPOT or throughput) weighs
+    1 / (that source's points of it)."""
+    out = []
+    for ttft in (True, False):
+        mine = [e for e in errs if (e[0] == "ttft") == ttft]
+        count: dict[str, int] = {}
+        for e in mine:
+            count[e[3]] = count.get(e[3], 0) + 1
+        out.append(weighted_median([(e[1], 1 / count[e[3]]) for e in mine]) if mine else 0.0)
+    return out[0] + 0.5 * out[1], out[0], out[1]
+
+
+def objective(errs: list[Err], balance: str = "none") -> float:
+    """What the fit minimises: score() over every point ("none"), weighted per source ("sources"), or the mean of
+    each class's score() over the BALANCED_CLASSES that hold points ("classes")."""
+    if balance == "sources":
+        return source_score(errs)[0]
+    if balance == "classes":
+        per = [score([e for e in errs if cls in e[2]])[0] for cls in BALANCED_CLASSES
+               if any(cls in e[2] for e in errs)]
+        return sum(per) / len(per) if per else 0.0
+    return score(errs)[0]
+
+
 def fit(bundle: Any, rows: list[Row], day: Any, passes: int = 2,  # noqa: ANN401
-        fields: tuple[tuple[str, tuple[Any, ...]], ...] = FIELDS) -> dict[str, dict[str, float]]:
-    """Coordinate descent over `fields` for the engines `rows` name; leaves the best values in the bundle."""
+        fields: tuple[tuple[str, tuple[Any, ...]], ...] = FIELDS, balance: str = "none",
+        ) -> dict[str, dict[str, float]]:
+    """Coordinate descent over `fields` for the engines `rows` name, minimising objective(balance); leaves the best
+    values in the bundle."""
     table = bundle.book.assumptions.values["serving_engines"]
     engines = sorted({engine_of(r.brief.toolchain) for r in rows} & set(table))
-    best = score(errors(bundle, rows, day))[0]
+    best = objective(errors(bundle, rows, day), balance)
     for _ in range(passes):
         moved = False
         for engine in engines:
@@ -129,7 +178,7 @@ def fit(bundle: Any, rows: list[Row], day: Any, passes: int = 2,  # noqa: ANN401
                     if not lo <= value <= hi:
                         continue
                     table[engine][name] = value
-                    s = score(others + errors(bundle, mine, day))[0]
+                    s = objective(others + errors(bundle, mine, day), balance)
                     if s < best - 1e-9:
                         best, keep, moved = s, value, True
                 table[engine][name] = keep
@@ -162,7 +211,7 @@ def by_class(errs: list[Err]) -> dict[str, dict[str, tuple[int, float]]]:
     out: dict[str, dict[str, tuple[int, float]]] = {}
     for cls in ("all", "dense", "moe", "fp4", "long_context", "consumer", "amd"):
         for key in ("ttft", "itl", "throughput"):
-            got = [e for k, e, c in errs if k == key and (cls == "all" or cls in c)]
+            got = [e for k, e, c, _ in errs if k == key and (cls == "all" or cls in c)]
             if got:
                 out.setdefault(cls, {})[key] = (len(got), statistics.median(got))
     return out
@@ -188,6 +237,8 @@ def main(argv: list[str] | None = None) -> int:
                          "of InferenceX's campaigns together)")
     ap.add_argument("--with-unexpressed", action="store_true",
                     help="keep the rows a stated rule marks not expressed (calibration/README.md), to compare")
+    ap.add_argument("--balance", choices=BALANCE, default="none",
+                    help="weigh every source (sources) or every class (classes) equally in the fit's objective")
     args = ap.parse_args(argv)
     fields = (*FIELDS, REQUEST) if args.with_request else FIELDS
     day = datetime.now(UTC).date()
@@ -206,7 +257,8 @@ def main(argv: list[str] | None = None) -> int:
         for k, test in enumerate(source_folds(rows, args.folds)):
             for e, v in start.items():
                 table[e].update(v)
-            chosen = fit(bundle, [r for r in rows if r not in test], day, fields=fields)
+            chosen = fit(bundle, [r for r in rows if r not in test], day, fields=fields,
+                         balance=args.balance)
             held += errors(bundle, test, day, per_row)
             print(f"  fold {k + 1} ({len(test)} rows, {len({r.group for r in test})} sources): {chosen}")
         print(_table(f"held out ({args.folds}-fold over sources, each fold fitted on the others):", held))
@@ -216,7 +268,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"  {key:<11}{err:+8.1f}%  {rid}")
         for e, v in start.items():
             table[e].update(v)
-        values = fit(bundle, rows, day, fields=fields)
+        values = fit(bundle, rows, day, fields=fields, balance=args.balance)
         print(f"fitted on all: {values}")
         print(_table("refit on all (in-sample):", errors(bundle, rows, day)))
     return 0
