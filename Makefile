@@ -101,7 +101,7 @@ lint: $(GEN) $(DEV)
 bench: $(GEN) $(DEV)
 	$(PY) -m service.bench $(BENCH_ARGS)
 
-# The estimates against measured datasets (calibration/), per estimate and per class; offline, ~1 s.
+# The estimates against measured datasets (calibration/), per estimate and per class; offline, ~10 s.
 # ACCURACY_ARGS: --write rewrites rules/accuracy/results.yaml (what answers cite) and calibration/rows.yaml (every
 # compared row), --check fails when either is stale,
 # --rows prints every compared row.

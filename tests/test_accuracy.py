@@ -11,7 +11,7 @@ import pytest
 from ruamel.yaml import YAML
 
 from service.accuracy.harness import Point, evaluate
-from service.accuracy.results import ROWS, ROWS_HEADER, dump, dump_rows, summary
+from service.accuracy.results import ROWS, dump, dump_rows, summary
 from service.accuracy.run import RESULTS, produce
 from service.domain.accuracy import AccuracyTable, Band, classes_of, margins
 from service.domain.brief import AdviceRequest, Brief, Latency, Model, Traffic
@@ -42,15 +42,14 @@ def test_the_checked_in_results_are_what_make_accuracy_produces(catalog_bundle: 
     # A change detector, not a guarantee: each memory, speed and cost formula has behaviour tests of its own
     # (test_memory_terms.py, test_formulas.py, ...). What answers cite must be what the code does.
     doc = produce(catalog_bundle, FOLDER, TODAY)
-    produced = dump(doc) + dump_rows(doc)
-    kept = (Path(__file__).parents[1] / "rules" / "accuracy" / RESULTS).read_text(encoding="utf-8") + \
-        (FOLDER / ROWS).read_text(encoding="utf-8")
+    produced = (dump(doc), dump_rows(doc))
+    kept = tuple(path.read_text(encoding="utf-8")
+                 for path in (Path(__file__).parents[1] / "rules" / "accuracy" / RESULTS, FOLDER / ROWS))
     if produced != kept:
         yaml = YAML(typ="safe", pure=True)
 
-        def both(text: str) -> dict[str, Any]:
-            served, rows = text.split(ROWS_HEADER, 1) if ROWS_HEADER in text else (text, "")
-            return {**yaml.load(served), **(yaml.load(rows) or {})}
+        def both(texts: tuple[str, ...]) -> dict[str, Any]:
+            return {k: v for text in texts for k, v in (yaml.load(text) or {}).items()}
         moved = _moved(both(kept), both(produced)) or ["(the same figures, written differently)"]
         pytest.fail(
             f"{len(moved)} figures in rules/accuracy/results.yaml and calibration/rows.yaml moved with this change:\n  "

@@ -33,10 +33,9 @@ from ..decide.models import resolve
 from ..decide.sizing import width as width_module
 from ..decide.sizing.engines import engine_of
 from ..domain.accuracy import classes_of
-from .datasets import ARRIVALS, Row
+from .datasets import ARRIVALS, DATA, Row
 from .harness import _at_width, read_rows
 from .run import catalog_bundle
-from .training import DATA
 
 PREFILL_FIRST = tuple(round(0.05 * i, 2) for i in range(21))
 # Decode GEMV-like kernels on NVIDIA datacenter GPUs reach 0.6-0.9 of HBM bandwidth (a GPU family measured lower,

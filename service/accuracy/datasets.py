@@ -29,6 +29,7 @@ AICONFIGURATOR_SAMPLE = "aiconfigurator-silicon_sample-fp4.csv"
 INFERENCEX_DEPLOYMENTS = "inferencex-deployments.csv"
 PUBLISHED = "published.csv"
 PUBLISHED_SERVING = "published-serving.csv"
+DATA = Path("calibration")  # the measured datasets, beside rules/ (calibration/README.md)
 DATASETS = {
     "aiconfigurator": (AICONFIGURATOR, "ai-dynamo/aiconfigurator tools/accuracy_tracking/silicon_refs.csv "
                                        "(commit 68fc4519)", "Apache-2.0"),

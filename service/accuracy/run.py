@@ -15,7 +15,7 @@ from ..market.progress import Progress
 from ..rulebook.folder import load_rulebook
 from ..rulebook.version import Bundle
 from . import training
-from .datasets import AICONFIGURATOR, AICONFIGURATOR_SAMPLE, PUBLISHED, PUBLISHED_SERVING
+from .datasets import DATA, DATASETS
 from .harness import evaluate
 from .report import render
 from .results import ROWS, dump, dump_rows, results
@@ -41,15 +41,11 @@ def produce(bundle: Bundle, folder: Path, day: date | None = None) -> dict[str, 
     with Progress("make accuracy", "dataset rows evaluated") as progress:
         points, skipped = evaluate(bundle, folder, day, progress)
         progress.note(f"{len(points):,} points compared")
-    counts = {"aiconfigurator": _rows(folder / AICONFIGURATOR), "published": _rows(folder / PUBLISHED),
-              "aiconfigurator-sample": _rows(folder / AICONFIGURATOR_SAMPLE)
-              if (folder / AICONFIGURATOR_SAMPLE).exists() else 0,
-              "published-serving": _rows(folder / PUBLISHED_SERVING) if (folder / PUBLISHED_SERVING).exists() else 0}
+    counts = {d: _rows(folder / f) if (folder / f).exists() else 0 for d, (f, _, _) in DATASETS.items()}
     # Training runs (issue 41): held out by source, each row estimated by a fit that did not see it.
     runs = training.read_training(folder / training.TRAINING_CSV)
     held, folds = training.points(runs, bundle.book.catalog, bundle.book.assumptions, day)
     skipped += training.skipped(runs, {g.id: g for g in bundle.book.catalog})
-    counts["training"] = _rows(folder / training.TRAINING_CSV)
     doc = results(points + held, skipped, counts)
     doc["training_folds"] = folds
     return doc
@@ -63,9 +59,10 @@ def _rows(path: Path) -> int:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m service.accuracy", description=__doc__)
     ap.add_argument("--rules", type=Path, default=Path("rules"), help="rules folder (default: rules)")
-    ap.add_argument("--write", action="store_true", help="rewrite <rules>/accuracy/results.yaml")
-    ap.add_argument("--check", action="store_true", help="exit 1 when <rules>/accuracy/results.yaml is stale")
-    ap.add_argument("--data", type=Path, default=training.DATA,
+    ap.add_argument("--write", action="store_true",
+                    help="rewrite <rules>/accuracy/results.yaml and <data>/rows.yaml")
+    ap.add_argument("--check", action="store_true", help="exit 1 when either of those files is stale")
+    ap.add_argument("--data", type=Path, default=DATA,
                     help="the measured datasets (default: calibration)")
     ap.add_argument("--rows", action="store_true", help="also print every compared row")
     args = ap.parse_args(argv)

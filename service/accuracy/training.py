@@ -26,11 +26,10 @@ from ..domain.assumptions import Assumptions
 from ..domain.brief import Brief, Model, Traffic, Training
 from ..domain.catalog import Gpu
 from ..physics import memory as mem
-from .datasets import Skipped
+from .datasets import DATA, Skipped
 from .harness import Point
 
 TRAINING_CSV = "training.csv"
-DATA = Path("calibration")  # the measured datasets, beside rules/ (calibration/README.md)
 # The named efficiencies fitted, each over its grid (coordinate descent, a few sweeps).
 FITTED: dict[str, tuple[float, ...]] = {
     "mfu_training": tuple(round(0.40 + 0.02 * i, 2) for i in range(21)),
