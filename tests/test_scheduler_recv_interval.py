@@ -56,13 +56,19 @@ def test_the_script_forms_of_a_poll_interval(tmp_path: Path) -> None:
 def test_every_sglang_campaign_read_ran_it_and_no_other_engine_has_it(catalog_bundle: Any) -> None:
     table = read_deployments(TABLE)
     sglang = {k: v for k, v in table.items() if ":sglang " in k[0] and v["commit"]}
-    assert len(sglang) == 7
+    # DeepSeek-R1 FP8 on H200 (dsr1_fp8_h200.sh) is the one SGLang script read that sets none: SGLang's default
+    h200 = ("inferencex:deepseek-r1:h200_sxm:sglang 0.5.9:2026-03-25", "fp8")
+    assert len(sglang) == 9 and not sglang.pop(h200)["scheduler_recv_interval"]
     assert {v["scheduler_recv_interval"] for v in sglang.values()} == {"10,CONC>=16:30"}
     assert all(not v["scheduler_recv_interval"] for k, v in table.items() if k not in sglang)
     rows = {r.id: r for r in read_rows(catalog_bundle, FOLDER)[0]}
     assert rows["dsr1_b300_sglang_fp4_agg_1024x1024_c32_cfg717"].deployment.recv_interval == 30
     assert rows["dsr1_b300_sglang_fp4_agg_1024x1024_c4_cfg717"].deployment.recv_interval == 10
     assert rows["minimaxm2_5_b300_vllm_fp4_agg_8192x1024_c64_cfg728"].deployment.recv_interval == 0
+    # the same model, engine and day on 8 B200 (30 at 16 sessions) and on 8 H200 (the default)
+    b200, h200 = (rows[f"2026_04_06_deepseek_r1_{gpu}_sxm_sglang_fp8_agg_1024x1024_c16_tp8_ep1_{n}"]
+                  for gpu, n in (("b200", 286), ("h200", 238)))
+    assert (b200.deployment.recv_interval, h200.deployment.recv_interval) == (30, 0)
 
 
 def _brief(sessions: int) -> Brief:
