@@ -90,7 +90,12 @@ def test_the_rows_carry_what_was_run(catalog_bundle: Any) -> None:
         "2026_04_06_qwen3_5_397b_b200_sxm_sglang_fp8_agg_1024x1024_c32_tp4_ep1_1913"}
     # a refs row of a listed campaign and quantisation takes its settings; another campaign's does not
     assert rows["dsr1_b300_sglang_fp4_agg_1024x1024_c32_cfg717"].deployment.token_budget == 16384
-    listed = {"dsr1_b300_sglang_fp4_agg_1024x1024_c32_cfg717", *(r.id for r in mtp)}
+    # (and, sixteenth pass, the two DeepSeek-R1 FP8 SGLang campaigns of 2026-03-25, read at 12ba0ae0)
+    fp8 = {"2026_04_06_deepseek_r1_b200_sxm_sglang_fp8_agg_1024x1024_c16_tp8_ep1_286",
+           "2026_04_06_deepseek_r1_h200_sxm_sglang_fp8_agg_1024x1024_c16_tp8_ep1_238",
+           "dsr1_h200_sglang_fp8_agg_1024x1024_c16_cfg81"}
+    assert {rows[i].deployment.token_budget for i in fp8} == {32768}
+    listed = {"dsr1_b300_sglang_fp4_agg_1024x1024_c32_cfg717", *(r.id for r in mtp), *fp8}
     refs = [r for r in rows.values() if r.dataset == "aiconfigurator" and r.group.startswith("inferencex:")
             and r.id not in listed]
     assert refs and all(r.deployment == Deployment() for r in refs)

@@ -60,6 +60,21 @@ BALANCE = ("none", "sources", "classes")
 # The classes `--balance classes` weighs equally (amd is left out: its rows are one table of one GPU, and their
 # bandwidth use is the GPU's figure, not the engine's).
 BALANCED_CLASSES = ("dense", "moe", "fp4", "long_context", "consumer")
+# `--by FEATURE`: what a row's held-out errors are grouped by (issue 36, round 5's sixteenth pass: which feature the
+# error follows), each read off the row as measured and its resolved brief.
+BY: dict[str, Any] = {
+    "engine": lambda r, b: engine_of(r.brief.toolchain),
+    "gpu": lambda r, b: r.gpu,
+    "model": lambda r, b: b.model.name,
+    "attention": lambda r, b: b.model.attention if b.model.attention != "UNSPECIFIED" else "GQA",
+    "experts": lambda r, b: f"{b.model.experts} top-{b.model.experts_per_token}" if b.model.experts else "dense",
+    "sessions": lambda r, b: str(b.traffic.concurrent_sessions or b.traffic.batch_size),
+    "prompt": lambda r, b: str(r.class_input_tokens or b.traffic.avg_input_tokens),
+    "gpus": lambda r, b: str(r.gpus),
+    "token_budget": lambda r, b: str(r.deployment.token_budget or "default"),
+    "recv_interval": lambda r, b: str(r.deployment.recv_interval or "default"),
+    "source": lambda r, b: r.group or r.id,
+}
 
 
 def serving_rows(bundle: Any, folder: Path, unexpressed: bool = False) -> list[Row]:  # noqa: ANN401
@@ -216,6 +231,30 @@ def by_class(errs: list[Err]) -> dict[str, dict[str, tuple[int, float]]]:
     return out
 
 
+def by_feature(rows: list[Row], per_row: list[tuple[str, str, float]], feature: str, bundle: Any,  # noqa: ANN401
+               ) -> str:
+    """The held-out signed errors `per_row` grouped by a feature of their rows (BY): per level and estimate, the
+    points, the median signed and the median |error| %, the largest groups first."""
+    read = BY[feature]
+    level = {r.id: read(r, resolve(r.brief, bundle.book.models)) for r in rows}
+    groups: dict[tuple[str, str], list[float]] = {}
+    for rid, key, err in per_row:
+        groups.setdefault((level[rid], key), []).append(err)
+    lines = [f"held out by {feature}: points, median signed / median |error| %",
+             f"  {feature:<40}{'TTFT':>22}{'ITL/TPOT':>22}"]
+    points: dict[str, int] = {}
+    for (name, _), errs in groups.items():
+        points[name] = points.get(name, 0) + len(errs)
+    for name in sorted(points, key=lambda n: (-points[n], n)):
+        cells = []
+        for key in ("ttft", "itl"):
+            got = groups.get((name, key), [])
+            cells.append(f"{len(got)}: {statistics.median(got):+.1f} / {statistics.median(abs(e) for e in got):.1f}"
+                         if got else "-")
+        lines.append(f"  {name[:40]:<40}" + "".join(f"{c:>22}" for c in cells))
+    return "\n".join(lines)
+
+
 def _table(title: str, errs: list[Err]) -> str:
     lines = [title, f"  {'class':<14}{'TTFT':>18}{'ITL/TPOT':>18}{'throughput':>18}"]
     for cls, per in by_class(errs).items():
@@ -238,6 +277,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="keep the rows a stated rule marks not expressed (calibration/README.md), to compare")
     ap.add_argument("--balance", choices=BALANCE, default="none",
                     help="weigh every source (sources) or every class (classes) equally in the fit's objective")
+    ap.add_argument("--by", action="append", default=[], choices=sorted(BY), metavar="FEATURE",
+                    help=f"group the held-out errors by a feature of the rows ({', '.join(sorted(BY))})")
     args = ap.parse_args(argv)
     fields = (*FIELDS, REQUEST) if args.with_request else FIELDS
     day = datetime.now(UTC).date()
@@ -261,6 +302,8 @@ def main(argv: list[str] | None = None) -> int:
             held += errors(bundle, test, day, per_row)
             print(f"  fold {k + 1} ({len(test)} rows, {len({r.group for r in test})} sources): {chosen}")
         print(_table(f"held out ({args.folds}-fold over sources, each fold fitted on the others):", held))
+        for feature in args.by:
+            print(by_feature(rows, per_row, feature, bundle))
         if args.rows:
             print("held out, per row (signed: negative = the estimate is faster / fewer than measured):")
             for rid, key, err in sorted(per_row, key=lambda r: (r[1], -abs(r[2]))):

@@ -71,6 +71,8 @@ class Deployment:
     # KV cache and activations; SGLang mem-fraction-static: weights and KV cache)
     max_running: int = 0  # most requests the engine runs at once (max-num-seqs, max-running-requests, max_batch_size)
     speculative: str = ""  # "mtp" = speculative decoding (multi-token prediction / EAGLE) as measured
+    recv_interval: int = 0  # decode steps between the scheduler's polls for new requests (SGLang
+    # --scheduler-recv-interval; 0 = the engine's default)
     cited: str = ""  # the InferenceX commit and script the settings were read from
 
 
@@ -165,8 +167,8 @@ def read_aiconfigurator(path: Path, models: set[str], catalog: set[str], dataset
 
 DEPLOYMENT_COLUMNS = ("group", "quant", "config_key", "commit", "script", "kv_cache_dtype", "kv_cache_precision",
                       "token_budget", "memory_fraction", "memory_fraction_of", "max_running", "speculative",
-                      "num_prompts", "max_concurrency", "request_rate", "warmups", "random_range_ratio", "client",
-                      "note")
+                      "scheduler_recv_interval", "num_prompts", "max_concurrency", "request_rate", "warmups",
+                      "random_range_ratio", "client", "note")
 _PER_CONC = re.compile(r"^(>=)?(\d+)xCONC$")
 
 
@@ -189,6 +191,7 @@ def read_deployments(path: Path) -> dict[tuple[str, str], dict[str, str]]:
             if r["speculative"] not in ("", "mtp", "unknown"):
                 raise ValueError(f"{where}: speculative {r['speculative']!r} is not mtp or unknown")
             _budget(r["token_budget"], 1024, 1)  # raises on a form it does not know
+            _recv_interval(r["scheduler_recv_interval"], 1)  # so does this
             _client(r, where)
             if (r["group"], r["quant"]) in out:
                 raise ValueError(f"{where}: listed twice")
@@ -237,15 +240,33 @@ def _budget(text: str, isl: int, concurrency: int) -> int:
     return max(int(found.group(2) or 0), (concurrency + isl + 64 + 63) // 64 * 64)
 
 
+_RECV = re.compile(r"^(\d+)(?:,CONC>=(\d+):(\d+))?$")
+
+
+def _recv_interval(text: str, concurrency: int) -> int:
+    """Decode steps between SGLang's polls for new requests at a row's concurrency: `N`, or `N,CONC>=C:M` (InferenceX's
+    SGLang scripts: --scheduler-recv-interval 10, 30 at 16 or more concurrent requests); blank = the engine's
+    default (0)."""
+    if not text:
+        return 0
+    found = _RECV.match(text)
+    if not found or int(found.group(1)) < 1 or (found.group(3) is not None and int(found.group(3)) < 1):
+        raise ValueError(f"scheduler_recv_interval {text!r} is not N or N,CONC>=C:M")
+    if found.group(2) is not None and concurrency >= int(found.group(2)):
+        return int(found.group(3))
+    return int(found.group(1))
+
+
 def _settings(r: dict[str, str], isl: int, concurrency: int) -> Deployment:
     """The settings the product can apply to one row: tokens per step, a memory share of the whole GPU (a share of
     the memory left after the weights, TensorRT-LLM's free_gpu_memory_fraction, is recorded and not applied), a cap
-    on running requests, speculative decoding."""
+    on running requests, speculative decoding, the scheduler's poll interval."""
     if not r:
         return Deployment()
     return Deployment(token_budget=_budget(r["token_budget"], isl, concurrency),
                       memory_fraction=_num(r["memory_fraction"]) if r["memory_fraction_of"] == "gpu" else 0.0,
                       max_running=_int(r["max_running"]), speculative=r["speculative"],
+                      recv_interval=_recv_interval(r["scheduler_recv_interval"], concurrency),
                       cited=f"InferenceX {r['commit']} {r['script']}" if r["commit"] else "")
 
 

@@ -176,8 +176,9 @@ def _estimates(bundle: Bundle, row: Row, day: date) -> tuple[Any, str]:  # noqa:
     engine = row.deployment
     queued = shape is not None and brief.workload in GENERATION and \
         0 < _held(gpu, brief, shape, book.assumptions, width, engine) < shape.sequences
-    # engine settings the answer cannot be asked for (a brief names no token budget, memory share or request cap)
-    settings = bool(engine.token_budget or engine.memory_fraction or engine.max_running)
+    # engine settings the answer cannot be asked for (a brief names no token budget, memory share, request cap or
+    # scheduler poll interval)
+    settings = bool(engine.token_budget or engine.memory_fraction or engine.max_running or engine.recv_interval)
     if serving and (width != perf.tensor_parallel or row.arrivals or perf.replicas > 1 or queued or settings):
         # The same sizing at the measured width and, when the row says how its client sent the prompts, with
         # that arrival pattern in place of the one the product assumes for users; with the engine's settings as
@@ -196,9 +197,10 @@ def _at_width(bundle: Bundle, brief: Brief, gpu: Gpu, width: int, day: date,
               synchrony: float | None = None, engine: Deployment = Deployment()) -> dict[str, float]:  # noqa: B008
     """ITL, TTFT and tokens/s of one copy on `width` GPUs: the sizing the answer runs, at a width the product
     would not have chosen, with prompts arriving as `synchrony` says (None: as the product assumes) and the engine
-    settings a measurement ran with (`engine`: tokens per step, memory share, request cap; default: the engine's).
-    (When the brief can name its parallelism, asking the answer for it replaces this.)"""
-    a = _with_budget(bundle.book.assumptions, brief, engine.token_budget)
+    settings a measurement ran with (`engine`: tokens per step, memory share, request cap, scheduler poll interval;
+    default: the engine's). (When the brief can name its parallelism, asking the answer for it replaces this.)"""
+    a = _with_recv_interval(_with_budget(bundle.book.assumptions, brief, engine.token_budget), brief,
+                            engine.recv_interval)
     shape = shape_of(brief, a)
     assert shape is not None  # the answer sized this brief
     s = size(gpu, brief, shape, a, (), day)
@@ -225,6 +227,16 @@ def _with_budget(a: Any, brief: Brief, budget: int) -> Any:  # noqa: ANN401
         return a
     return dataclasses.replace(a, values={**a.values, "serving_engines": {
         **table, name: {**table[name], "token_budget": budget}}})
+
+
+def _with_recv_interval(a: Any, brief: Brief, interval: int) -> Any:  # noqa: ANN401
+    """`a` with the brief's engine polling for new requests every `interval` decode steps (0 or no named engine: `a`
+    itself); a fresh copy, as _with_budget."""
+    name = engine_of(brief.toolchain)
+    if not interval or not name:
+        return a
+    return dataclasses.replace(a, values={**a.values, "scheduler_recv_interval": {
+        **a.values.get("scheduler_recv_interval", {}), name: interval}})
 
 
 def _held(gpu: Gpu, brief: Brief, shape: Any, a: Any, width: int,  # noqa: ANN401

@@ -167,6 +167,18 @@ def lone_first_token(prefill_s: float, step_s: float, others: int, output_tokens
     return ttft
 
 
+def receive_wait_s(step_s: float, interval: int, others: int) -> float:
+    """What a prompt waits, beyond the step in flight (lone_first_token's half step), for a scheduler that takes new
+    requests from its front end only every `interval` decode steps (SGLang `--scheduler-recv-interval`: each decode
+    iteration adds 1 to a counter, a prefill 1,000, and the scheduler polls when the counter reaches the interval,
+    so right after a prefill and every `interval` steps while the engine decodes). A prompt arriving at a uniform
+    point of that cycle waits on average (interval - 1) / 2 whole steps more. None while no other session decodes
+    (an idle engine polls at once) or at an interval of 1 (every step: the default)."""
+    if others <= 0 or interval <= 1 or not step_s > 0:
+        return 0.0
+    return (interval - 1) / 2 * step_s
+
+
 def blend_arrivals(alone_s: float, wave_s: float, synchrony: float) -> float:
     """Mean TTFT between prompts that arrive alone (`alone_s`) and prompts that arrive together with every other
     session's (`wave_s`): `synchrony` is the share of the wave's extra wait a prompt meets (0 = clients arrive

@@ -31,6 +31,7 @@ class Efficiency:
     prefill_first: float  # share of the other sessions' prefill a prompt waits for before its first token (the
     # rest is mixed into the decode steps): 1 = prefill batches run first, apart (SGLang), 0 = mixed (chunked)
     prefill_layer_s: float = 0.0  # host time a prefill step spends per layer launching its kernels
+    recv_interval: int = 1  # decode steps between the scheduler's polls for new requests (1 = every step)
 
 
 def engine_of(toolchain: tuple[str, ...]) -> str:
@@ -70,6 +71,8 @@ def efficiency(gpu: Gpu, toolchain: tuple[str, ...], a: Assumptions) -> Efficien
     # A GPU family whose matmul share was measured since the catalog assumed one (prefill_matmul_efficiency_by_gpu)
     measured = a.values.get("prefill_matmul_efficiency_by_gpu", {}).get(gpu.id)
     scale = (float(measured) if measured else gpu.matmul_efficiency or ref) / ref
+    recv = int(a.values.get("scheduler_recv_interval", {}).get(named, 1)) if named else 1
     return Efficiency(engine=named or "general", named=bool(named), mbu=mbu, mfu=mfu * scale,
                       floor_s=floor_ms / 1000, budget_tokens=max(1, int(budget)), request_s=request_ms / 1000,
-                      prefill_first=min(1.0, max(0.0, first)), prefill_layer_s=layer_ms / 1000)
+                      prefill_first=min(1.0, max(0.0, first)), prefill_layer_s=layer_ms / 1000,
+                      recv_interval=max(1, recv))

@@ -371,6 +371,9 @@ def _serving_width(g: _ServingGpu, n: int) -> tuple[float, float, float]:
     single = w.single
     # Apart from the wave, a prompt that arrives alone waits for its own prefill and what of another's is in flight.
     alone = serving.lone_first_token(single, step, c - 1, s_out, eff.request_s)
+    # A scheduler that polls for new requests every few decode steps holds a prompt that arrives while the others
+    # decode until its next poll (one that arrives during a prefill is taken at the next step).
+    alone += serving.receive_wait_s(step, eff.recv_interval, c - 1)
     # One session has no wave to arrive with: its prompt is alone however the client sends it.
     if c <= 1 or (eff.prefill_first == 0.0 and _wave_unread(g, w, single, step)):
         wave = alone
