@@ -23,7 +23,7 @@ K8S_OVERLAYS := dev production
 # `$(VENV)/bin/buf build --exclude-source-info -o protos/releases/vX.Y.Z.binpb` and point this at it.
 PROTO_RELEASE := protos/releases/v1.0.0.binpb
 
-.PHONY: all venv dev gen client builtin-rules run mcp-config test mutate lint bench accuracy rules-check rules-test k8s deploy-check clean
+.PHONY: all venv dev gen client builtin-rules run mcp-config test mutate lint bench accuracy peer-estimates rules-check rules-test k8s deploy-check clean
 
 all: test
 
@@ -93,7 +93,7 @@ mutate: $(GEN) $(DEV)
 	$(PY) tests/mutation_report.py
 
 lint: $(GEN) $(DEV)
-	$(VENV)/bin/ruff check service tests client deploy
+	$(VENV)/bin/ruff check service tests client deploy tools
 	$(VENV)/bin/buf lint
 	$(VENV)/bin/buf breaking --against $(PROTO_RELEASE)
 
@@ -107,6 +107,22 @@ bench: $(GEN) $(DEV)
 # --rows prints every compared row.
 accuracy: $(GEN)
 	$(PY) -m service.accuracy $(ACCURACY_ARGS)
+
+# AIConfigurator's own estimates of the measured rows (calibration/peer-aiconfigurator.csv), which `make accuracy`
+# sets beside ours (docs/accuracy.md, "Beside AIConfigurator"). A dev tool in an environment of its own
+# (.venv-peer: aiconfigurator and its numpy/pandas/scipy stack), never a dependency of the service; offline once
+# installed, about 45 minutes on 2 cores. AIC_VERSION: the aiconfigurator release to ask.
+AIC_VERSION ?= 0.12.0
+PEER_VENV := .venv-peer
+PEER_STAMP := $(PEER_VENV)/.installed-$(AIC_VERSION)
+
+$(PEER_STAMP):
+	$(PYTHON) -m venv $(PEER_VENV)
+	$(PEER_VENV)/bin/pip install --quiet aiconfigurator==$(AIC_VERSION)
+	touch $(PEER_STAMP)
+
+peer-estimates: $(PEER_STAMP)
+	HF_HUB_OFFLINE=1 $(PEER_VENV)/bin/python tools/peer_aiconfigurator.py
 
 # Checks the folder and runs its rule tests, as the server vets a version before serving it (a failing rule test
 # is a rejection there, so it fails here). `rules-test` runs the tests alone and also requires every rule covered.
@@ -135,4 +151,4 @@ deploy-check: k8s
 	$(VENV)/bin/hadolint deploy/Dockerfile
 
 clean:
-	rm -rf $(VENV) service/gen .pytest_cache .ruff_cache build client/build
+	rm -rf $(VENV) $(PEER_VENV) service/gen .pytest_cache .ruff_cache build client/build

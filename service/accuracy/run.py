@@ -17,6 +17,7 @@ from ..rulebook.version import Bundle
 from . import training
 from .datasets import DATA, DATASETS
 from .harness import evaluate
+from .peer import section
 from .report import render
 from .results import ROWS, dump, dump_rows, results
 
@@ -71,6 +72,12 @@ def main(argv: list[str] | None = None) -> int:
         bundle = catalog_bundle(args.rules, Path(work))
         doc = produce(bundle, args.data)
     print(render(doc, rows=args.rows))
+    # AIConfigurator's own estimates beside ours, when calibration/ has them (make peer-estimates)
+    beside, problem = section(doc, args.data)
+    if beside:
+        print("\n" + beside)
+    if problem:
+        print(problem, file=sys.stderr)
     outputs = ((folder / RESULTS, dump(doc)), (args.data / ROWS, dump_rows(doc)))
     if args.write:
         for target, text in outputs:
@@ -80,5 +87,5 @@ def main(argv: list[str] | None = None) -> int:
         stale = [t for t, text in outputs if not t.exists() or t.read_text(encoding="utf-8") != text]
         for target in stale:
             print(f"{target} is stale: run `make accuracy ACCURACY_ARGS=--write`", file=sys.stderr)
-        return 1 if stale else 0
+        return 1 if stale or problem else 0
     return 0
