@@ -107,3 +107,21 @@ def test_a_smaller_token_budget_multiplies_the_launch_time_but_not_the_prompt_s_
     assert big == pytest.approx(gpu_only + 320, rel=1e-9)
     assert small == pytest.approx(big, rel=0.05)  # four small steps' GPU time is about the one big step's
     assert per_step >= 4 * 320
+
+
+def test_an_mla_attention_layer_adds_its_extra_launches_to_the_prefill_host_time(bundle):
+    # DeepSeek-R1: 61 layers, MoE and MLA. Absent from the rules the MLA term is 0 (the shipped estimates); set, each
+    # layer costs the host moe_layer_launches + mla_attention_launches dense layers' worth; a GQA model is unmoved.
+    a = bundle.book.assumptions
+    mla = shape_of(resolve(_brief("deepseek-r1", 1024), bundle.book.models), a)
+    gqa = shape_of(resolve(_brief("mixtral-8x7b-instruct", 1024), bundle.book.models), a)
+    assert mla is not None and gqa is not None and mla.arch.kind == "MLA" and gqa.arch.kind != "MLA"
+    moe = a.num("moe_layer_launches")
+    assert "mla_attention_launches" not in a.values
+    assert width_module.prefill_host_s(mla, 0.001, a) == pytest.approx(mla.arch.layers * 0.001 * moe)
+    try:
+        a.values["mla_attention_launches"] = 0.6
+        assert width_module.prefill_host_s(mla, 0.001, a) == pytest.approx(mla.arch.layers * 0.001 * (moe + 0.6))
+        assert width_module.prefill_host_s(gqa, 0.001, a) == pytest.approx(gqa.arch.layers * 0.001 * moe)
+    finally:
+        a.values.pop("mla_attention_launches", None)

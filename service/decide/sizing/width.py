@@ -498,11 +498,14 @@ def _linear_flops(g: _ServingGpu, tokens: float) -> float:
 def prefill_host_s(shape: Shape, layer_s: float, a: Assumptions) -> float:
     """Host time of a prefill at `layer_s` a layer (the engine's `prefill_layer_ms` every step, or its
     `prefill_prompt_layer_ms` once a prompt) over the model's layers, an MoE layer counted `moe_layer_launches`
-    times (router, top-k, permutation, grouped GEMMs and combine launch more kernels)."""
+    times (router, top-k, permutation, grouped GEMMs and combine launch more kernels) and an MLA attention block
+    adding `mla_attention_launches` (the latent's down and up projections, their norms, the rope part's copies)."""
     if layer_s <= 0:
         return 0.0
     moe = shape.routed or shape.moe_estimated
     factor = float(a.values.get("moe_layer_launches", 1.0)) if moe else 1.0
+    if shape.arch.kind == "MLA":
+        factor += float(a.values.get("mla_attention_launches", 0.0))
     return shape.arch.layers * layer_s * factor
 
 
