@@ -55,23 +55,6 @@ FIELDS = (("prefill_first", PREFILL_FIRST), ("decode_bandwidth_use", BANDWIDTH_U
 # `--with-request` fits request_ms too: over today's rows its folds chose 16-40 ms (SGLang), 32-60 (TensorRT-LLM),
 # 44-52 (vLLM) and held out worse than the cited figures (docs/calibration.md), so it is not fitted by default.
 REQUEST = ("request_ms", REQUEST_MS)
-# Issue 36, fifteenth pass (`--split`): a prefill step's launch time per dense layer, cited rather than fitted: a
-# Llama-3.1-8B step on an H100 SXM takes 8.4 ms launched eagerly and 5.1 ms replayed as a CUDA graph (cloudai.pt,
-# "CUDA Graphs + torch.compile: 1.65x LLM Decode Speedup"): 3.3 ms of launches over 32 layers, about 10 kernels a
-# layer at about 10 us each. Prefill steps run outside CUDA graphs (vLLM captures steps of at most
-# max_cudagraph_capture_size = min(2 x max_num_seqs, 512) tokens: CompilationConfig). What the engines' fitted
-# prefill_layer_ms carried beyond it moves to once a prompt (prefill_prompt_layer_ms), fitted per engine.
-LAUNCH_LAYER_MS = 0.1
-SPLIT = ("prefill_prompt_layer_ms", PREFILL_LAYER_MS)
-# Issue 36, seventeenth pass (`--mla`): the dense layers' worth of kernel launches an MLA attention block adds over a
-# GQA one in a prefill step (the rules' `mla_attention_launches`, absent there so 0), counted rather than fitted: a
-# GQA block launches about 6 kernels (norm, QKV GEMM, rotary, KV-cache write, attention, output GEMM: SGLang
-# models/llama.py LlamaAttention, commit bf7a0e23), an MLA block about 12 (norm, the fused q_a / kv_a GEMM, q_a
-# norm, q_b GEMM, kv_a norm, rotary, the rope part copied into q, the latent written to the KV cache, kv_b GEMM,
-# k_nope and k_pe joined, attention, output GEMM: SGLang models/deepseek_common/attention_forward_methods/
-# forward_mha.py forward_normal_prepare / forward_normal_core, commit dec8155f; TensorRT-LLM _torch/modules/
-# attention.py MLA forward_context_default, commit 00547a25): 6 more, 0.6 of a dense layer's 10.
-MLA_ATTENTION_LAUNCHES = 0.6
 Err = tuple[str, float, tuple[str, ...], str]  # estimate, |error| %, the row's classes, its source
 BALANCE = ("none", "sources", "classes")
 # The classes `--balance classes` weighs equally (amd is left out: its rows are one table of one GPU, and their
@@ -296,26 +279,12 @@ def main(argv: list[str] | None = None) -> int:
                     help="weigh every source (sources) or every class (classes) equally in the fit's objective")
     ap.add_argument("--by", action="append", default=[], choices=sorted(BY), metavar="FEATURE",
                     help=f"group the held-out errors by a feature of the rows ({', '.join(sorted(BY))})")
-    ap.add_argument("--split", action="store_true",
-                    help="every prefill step at the cited launch time (LAUNCH_LAYER_MS) and the engines' "
-                         "prefill_layer_ms moved to once a prompt (prefill_prompt_layer_ms), fitted instead")
-    ap.add_argument("--mla", action="store_true",
-                    help="an MLA attention layer's prefill host time counted MLA_ATTENTION_LAUNCHES dense layers "
-                         "more (the rules' mla_attention_launches)")
     args = ap.parse_args(argv)
     fields = (*FIELDS, REQUEST) if args.with_request else FIELDS
-    if args.split:
-        fields = tuple(SPLIT if name == "prefill_layer_ms" else (name, grid) for name, grid in fields)
     day = datetime.now(UTC).date()
     with tempfile.TemporaryDirectory() as work:
         bundle = catalog_bundle(args.rules, Path(work))
         table = bundle.book.assumptions.values["serving_engines"]
-        if args.mla:
-            bundle.book.assumptions.values["mla_attention_launches"] = MLA_ATTENTION_LAUNCHES
-        if args.split:
-            for row in table.values():
-                row["prefill_prompt_layer_ms"] = row.get("prefill_layer_ms", 0.0)
-                row["prefill_layer_ms"] = LAUNCH_LAYER_MS
         start = {e: dict(v) for e, v in table.items()}
         rows = [merge_groups(r, args.merge_groups)
                 for r in serving_rows(bundle, args.data, args.with_unexpressed)]

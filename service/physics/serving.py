@@ -137,21 +137,6 @@ def wave_fits_one_step(sessions: int, prompt_tokens: int, budget_tokens: int) ->
             <= (budget_tokens if budget_tokens > 1 else 1))
 
 
-def chunked_prefill_seconds(full_chunks: int, full_s: float, rest_s: float, step_host_s: float,
-                            prompt_host_s: float = 0.0) -> float:
-    """A prompt prefilled alone in chunks of the token budget: `full_chunks` full ones of `full_s` each, then one of
-    `rest_s` with what is left (0: none). Each chunk is an engine step whose kernels the host launches one by one
-    (prefill runs outside CUDA graphs): the launches overlap the GPU's work, so a step takes at least `step_host_s`
-    (paid again every step, however small the chunk). `prompt_host_s` is the host's time the prompt costs once,
-    however many chunks it is cut into, apart from its steps (AIConfigurator's per-request dispatch time)."""
-    if full_chunks < 0:
-        raise ValueError(f"full_chunks must be at least 0, got {full_chunks!r}")
-    step = step_host_s if step_host_s > 0.0 else 0.0  # max(0, x), NaN included
-    full = (full_s if full_s > step else step) * full_chunks if full_chunks else 0.0
-    rest = (rest_s if rest_s > step else step) if rest_s > 0.0 else 0.0
-    return full + rest + (prompt_host_s if prompt_host_s > 0.0 else 0.0)
-
-
 def lone_first_token(prefill_s: float, step_s: float, others: int, output_tokens: int, request_s: float = 0.0,
                      iterations: int = 30) -> float:
     """TTFT of a prompt that arrives on its own while `others` sessions cycle: the step in flight when it arrives

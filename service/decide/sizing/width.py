@@ -212,7 +212,7 @@ class _ServingGpu:
     __slots__ = ("gpu", "a", "tflops", "sync", "eff", "mfu", "attn_base", "effective_tflops", "c", "s_in", "s_out",
                  "p95_in", "pps", "weights", "kv_read", "decode_attn", "decode_flops", "decode_prefill_attn",
                  "layers", "hidden", "shape", "active", "tile", "overlap", "ep_s", "up", "link", "fast_us",
-                 "slow_us", "prefills", "attn_width", "host_s", "prompt_host_s")
+                 "slow_us", "prefills", "attn_width", "host_s")
 
 
 def _attention(shape: Shape, prefills: dict[Any, Any], tokens: int, width: float = 0.0) -> float:
@@ -288,8 +288,7 @@ def _serving_gpu(s: Sizing, brief: Brief, shape: Shape, a: Assumptions, memo: Me
     g.decode_prefill_attn = pps * attn / (s_in if s_in > 1 else 1)  # max(1, s_in)
     g.layers, g.hidden = arch.layers, arch.hidden_size
     g.ep_s = expert_parallel_s(brief, shape, gpu, a)
-    g.host_s = prefill_host_s(shape, eff.prefill_layer_s, a)  # every prefill step
-    g.prompt_host_s = prefill_host_s(shape, eff.prefill_prompt_layer_s, a)  # once a prompt
+    g.host_s = prefill_host_s(shape, eff, a)
     memo[gkey] = g
     return g
 
@@ -381,9 +380,7 @@ def _serving_width(g: _ServingGpu, n: int) -> tuple[float, float, float]:
     else:
         if w.chunk is None:
             _wave_times(g, w, n)
-        # Every prompt of the wave costs the host its own time once, besides the steps it waits for.
-        wave = serving.time_to_first_token(w.chunk, w.whole, c, s_in, eff.budget_tokens, step,
-                                           eff.request_s) + g.prompt_host_s
+        wave = serving.time_to_first_token(w.chunk, w.whole, c, s_in, eff.budget_tokens, step, eff.request_s)
     ttft_avg = serving.blend_arrivals(alone, wave, eff.prefill_first)
     ttft = ttft_avg
     if g.p95_in > s_in:  # a longer prompt waits for its own extra tokens on top
@@ -415,8 +412,7 @@ def _wave_unread(g: _ServingGpu, w: _Width, single: float, step: float) -> bool:
     math, at most their sum. At most c + 1 chunks of it, so the wave adds at most 6 c^2 x `single`: under 6e300
     when `single` x c^2 is under 1e300. The caller has checked c > 1 and prefill_first 0."""
     c = g.c
-    return (single > 0.0 and single * c * c < _FAR and w.overhead >= 0.0 and g.host_s >= 0.0
-            and 0.0 <= g.prompt_host_s < _FAR and g.s_in >= 1
+    return (single > 0.0 and single * c * c < _FAR and w.overhead >= 0.0 and g.host_s >= 0.0 and g.s_in >= 1
             and 0.0 <= g.eff.request_s < _FAR and step < _FAR and g.layers >= 0
             and (not g.shape.routed or g.shape.shared_params_billion >= 0.0))
 
@@ -449,12 +445,11 @@ def _prefill(g: _ServingGpu, w: _Width, n: int, tokens: int, prompt: int) -> flo
 
 
 def _chunked(g: _ServingGpu, w: _Width, n: int, prompt: int) -> float:
-    """One prompt alone, chunk by chunk: its full chunks of the budget, then the last one with what is left (each
-    at least the step's launch time: `_prefill`), and the host's time the prompt costs once."""
+    """One prompt alone, chunk by chunk: its full chunks of the budget, then the last one with what is left."""
     budget = g.eff.budget_tokens
     full, rest = divmod(prompt, budget)
-    return serving.chunked_prefill_seconds(full, _prefill(g, w, n, budget, prompt) if full else 0.0,
-                                           _prefill(g, w, n, rest, prompt) if rest else 0.0, 0.0, g.prompt_host_s)
+    return (_prefill(g, w, n, budget, prompt) * full if full else 0.0) + (_prefill(g, w, n, rest, prompt) if rest
+                                                                          else 0.0)
 
 
 def _prefill_times(g: _ServingGpu, w: _Width, n: int) -> None:
@@ -495,18 +490,14 @@ def _linear_flops(g: _ServingGpu, tokens: float) -> float:
     return 2 * (shared + (active - shared) / use) * tokens
 
 
-def prefill_host_s(shape: Shape, layer_s: float, a: Assumptions) -> float:
-    """Host time of a prefill at `layer_s` a layer (the engine's `prefill_layer_ms` every step, or its
-    `prefill_prompt_layer_ms` once a prompt) over the model's layers, an MoE layer counted `moe_layer_launches`
-    times (router, top-k, permutation, grouped GEMMs and combine launch more kernels) and an MLA attention block
-    adding `mla_attention_launches` (the latent's down and up projections, their norms, the rope part's copies)."""
-    if layer_s <= 0:
+def prefill_host_s(shape: Shape, eff: Efficiency, a: Assumptions) -> float:
+    """Host time of one prefill step: the engine's launch time per layer over the model's layers, an MoE layer
+    counted `moe_layer_launches` times (router, top-k, permutation, grouped GEMMs and combine launch more kernels)."""
+    if eff.prefill_layer_s <= 0:
         return 0.0
     moe = shape.routed or shape.moe_estimated
     factor = float(a.values.get("moe_layer_launches", 1.0)) if moe else 1.0
-    if shape.arch.kind == "MLA":
-        factor += float(a.values.get("mla_attention_launches", 0.0))
-    return shape.arch.layers * layer_s * factor
+    return shape.arch.layers * eff.prefill_layer_s * factor
 
 
 def decode_attention_flops(shape: Shape, sequences: int) -> float:
