@@ -157,6 +157,12 @@ class Dispatcher:
         """A unary method: `behavior(request, context)` is a coroutine function (run on the loop, e.g. health
         Check) or a plain function (run in a worker thread with a CallContext, after `limiter` admits it)."""
         on_loop = asyncio.iscoroutinefunction(behavior)
+        if not on_loop:
+            # The reply is encoded in the answer's thread, not on the loop (where grpc would call `serialize`):
+            # the loop is what health checks wait for. A behavior may also return the bytes itself (Recommend
+            # does, having measured its size on them), and they go out as they are.
+            behavior = _encoding(behavior, serialize)
+            serialize = _as_is
 
         async def handle(requests: Any, context: grpc.aio.ServicerContext) -> Any:
             metadata = tuple(context.invocation_metadata() or ())
@@ -244,6 +250,18 @@ class Dispatcher:
 
         answers = self.answers if method.endswith("/Recommend") else self.pool
         return await answers.run(behavior, request, call, done)
+
+
+def _encoding(behavior: SyncBehavior, serialize: Callable[[Any], bytes]) -> SyncBehavior:
+    def encoded(request: Any, context: Any) -> bytes:
+        response = behavior(request, context)
+        return response if isinstance(response, bytes) else serialize(response)
+
+    return encoded
+
+
+def _as_is(raw: bytes) -> bytes:
+    return raw
 
 
 def _busy(limiter: Limiter) -> Aborted:
