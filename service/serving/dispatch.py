@@ -184,12 +184,13 @@ class Dispatcher:
             metadata = tuple(context.invocation_metadata() or ())
             rid = str(dict(metadata).get(REQUEST_ID) or uuid.uuid4())[:128]
             structlog.contextvars.bind_contextvars(request_id=rid, method=method)
+            peer = context.peer()  # once: each call asks Core for a fresh copy of the same string
             started = time.perf_counter()
             code = grpc.StatusCode.OK
             if counted:
                 self.inflight.arrive()
             try:
-                if limiter is not None and limiter.refuses(context.peer()):
+                if limiter is not None and limiter.refuses(peer):
                     # Refused before anything is sent or read: under a flood most calls end here, and each
                     # round trip to Core they skip is loop time a health check gets (25-connection flood:
                     # health p99 about 100 -> 86 ms, make bench BENCH_ARGS=--overload).
@@ -199,7 +200,7 @@ class Dispatcher:
                 if on_loop:
                     response = await behavior(request, context)  # type: ignore[misc]
                 else:
-                    response = await self._in_thread(method, behavior, request, context, metadata, limiter)
+                    response = await self._in_thread(method, behavior, request, context, metadata, peer, limiter)
                 context.set_trailing_metadata(((REQUEST_ID, rid),))
                 return response
             except Aborted as stop:
@@ -222,7 +223,6 @@ class Dispatcher:
                     self.inflight.leave()
                 elapsed = time.perf_counter() - started
                 name = getattr(code, "name", str(code))
-                peer = context.peer()
                 if not peer.startswith("unix:"):  # the probe's heartbeat (heartbeat.py), twice a second
                     log.info("rpc", code=name, ms=round(elapsed * 1000, 2), peer=peer)
                     metrics.observe_rpc(method, name, elapsed)
@@ -243,8 +243,7 @@ class Dispatcher:
         return request
 
     async def _in_thread(self, method: str, behavior: SyncBehavior, request: Any, context: grpc.aio.ServicerContext,
-                         metadata: tuple[tuple[str, Any], ...], limiter: Limiter | None) -> Any:
-        peer = context.peer()
+                         metadata: tuple[tuple[str, Any], ...], peer: str, limiter: Limiter | None) -> Any:
         call = CallContext(metadata, peer, context.time_remaining())
         context.add_done_callback(lambda _ctx: call.gone.set())
         if limiter is not None:
