@@ -1,9 +1,9 @@
 """Where a Recommend answer runs, once admitted: three ways, chosen by `GPU_ADVISOR_ANSWER_ON` (default
 `thread`); `make bench BENCH_ARGS=--answer-modes` measures them against each other (docs/benchmarks.md).
 
-- `thread`: a bounded pool whose most recently idle thread works next (`workers.Workers`), through
-  `run_in_executor`. The answer and the event loop then take turns at the GIL: the loop wakes for every
-  completion-queue event while the answer runs and each turn is a forced switch.
+- `thread`: a bounded pool whose most recently idle thread works next (`workers.Workers`, its `run_soon`;
+  another executor through `run_in_executor`). The answer and the event loop then take turns at the GIL: the
+  loop wakes for every completion-queue event while the answer runs and each turn is a forced switch.
 - `queue`: one long-lived answer thread fed by a queue; the result comes back to the loop by one
   `call_soon_threadsafe` per call (no concurrent.futures.Future, no wrap_future). The GIL is still shared.
 - `loop`: on the event loop itself, in stages, no thread (`loop_answers.py`, needs greenlet).
