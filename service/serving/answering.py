@@ -1,9 +1,9 @@
 """Where a Recommend answer runs, once admitted: three ways, chosen by `GPU_ADVISOR_ANSWER_ON` (default
 `thread`); `make bench BENCH_ARGS=--answer-modes` measures them against each other (docs/benchmarks.md).
 
-- `thread`: a bounded pool whose most recently idle thread works next (`workers.Workers`), through
-  `run_in_executor`. The answer and the event loop then take turns at the GIL: the loop wakes for every
-  completion-queue event while the answer runs and each turn is a forced switch.
+- `thread`: a bounded pool whose most recently idle thread works next (`workers.Workers`, its `run_soon`;
+  another executor through `run_in_executor`). The answer and the event loop then take turns at the GIL: the
+  loop wakes for every completion-queue event while the answer runs and each turn is a forced switch.
 - `queue`: one long-lived answer thread fed by a queue; the result comes back to the loop by one
   `call_soon_threadsafe` per call (no concurrent.futures.Future, no wrap_future). The GIL is still shared.
 - `loop`: on the event loop itself, in stages, no thread (`loop_answers.py`, needs greenlet).
@@ -49,12 +49,34 @@ class PoolAnswers:
 
     async def run(self, behavior: Behavior, request: Any, call: Any, done: Callable[[], None]) -> Any:
         loop = asyncio.get_running_loop()
+        run_soon = getattr(self.executor, "run_soon", None)
+        if run_soon is None:  # another executor: through concurrent.futures
+            try:
+                work = loop.run_in_executor(self.executor, contextvars.copy_context().run, behavior, request, call)
+            except BaseException:
+                done()  # not started (the pool is shut down)
+                raise
+            return await _settled(work, call, done)
+        # `Workers`: one loop future, settled by one call_soon_threadsafe from the answer's thread, where
+        # run_in_executor makes a concurrent Future, wraps it in a loop future, and the wait shields it in a third.
+        result: asyncio.Future[Any] = loop.create_future()
+        context = contextvars.copy_context()
+
+        def deliver(outcome: tuple[bool, Any]) -> None:
+            with contextlib.suppress(RuntimeError):  # the loop closed meanwhile (server stopped): nobody waits
+                loop.call_soon_threadsafe(_finish, result, outcome, done)
+
         try:
-            work = loop.run_in_executor(self.executor, contextvars.copy_context().run, behavior, request, call)
+            run_soon(lambda: context.run(behavior, request, call), deliver)
         except BaseException:
             done()  # not started (the pool is shut down)
             raise
-        return await _settled(work, call, done)
+        try:
+            return await result
+        except asyncio.CancelledError:
+            # The caller left: the answer stops at its next stage; `done` frees the slot only when it has.
+            call.gone.set()
+            raise
 
     def close(self) -> None:
         return None
@@ -90,6 +112,11 @@ class QueueAnswers:
 
     def close(self) -> None:
         self._inbox.put(None)
+
+
+def _finish(result: asyncio.Future[Any], outcome: tuple[bool, Any], done: Callable[[], None]) -> None:
+    done()
+    _settle(result, outcome)
 
 
 def _settle(result: asyncio.Future[Any], outcome: tuple[bool, Any]) -> None:

@@ -27,7 +27,8 @@ from . import metrics
 ENV = "GPU_ADVISOR_RESPONSE_CACHE"
 DEFAULT_SIZE = 256  # answers; ~37 KB each without a trace (measured on the bench's briefs): ~10 MB
 MAX_BYTES = 32 * 1024 * 1024
-Handler = Callable[[pb.RecommendRequest, grpc.ServicerContext], pb.RecommendResponse]
+Reply = pb.RecommendResponse | bytes  # the message, or its bytes as they go on the wire
+Handler = Callable[[pb.RecommendRequest, grpc.ServicerContext], Reply]
 Key = tuple[str, str, bytes]
 
 
@@ -50,6 +51,11 @@ class ResponseCache:
         return revision, day, request.SerializeToString(deterministic=True)
 
     def get(self, key: Key) -> pb.RecommendResponse | None:
+        raw = self.get_raw(key)
+        return None if raw is None else pb.RecommendResponse.FromString(raw)
+
+    def get_raw(self, key: Key) -> bytes | None:
+        """The stored answer's bytes (immutable: nobody can change what is stored through them)."""
         with self._lock:
             if key[0] != self._revision:  # the rules changed: nothing stored can be asked for again
                 self._items.clear()
@@ -63,10 +69,10 @@ class ResponseCache:
             self._items.move_to_end(key)
             self.hits += 1
         metrics.response_cache("hit")
-        return pb.RecommendResponse.FromString(raw)
+        return raw
 
-    def put(self, key: Key, response: pb.RecommendResponse) -> None:
-        raw = response.SerializeToString()
+    def put(self, key: Key, response: Reply) -> None:
+        raw = response if isinstance(response, bytes) else response.SerializeToString()
         if len(raw) > self.max_bytes or key[0] != self._revision:
             return
         with self._lock:
@@ -83,15 +89,17 @@ class ResponseCache:
     def bytes(self) -> int:
         return self._bytes
 
-    def wrap(self, store: RuleStore, handler: Handler) -> Handler:
-        """`handler` (Servicer.Recommend) answering from the cache when it can."""
+    def wrap(self, store: RuleStore, handler: Handler, encoded: bool = False) -> Handler:
+        """`handler` (Servicer.Recommend) answering from the cache when it can. `encoded`: the handler returns
+        the reply's bytes (the served `recommend_encoded`), and so does a hit: the stored bytes as they are, not
+        decoded into a fresh message to be encoded again."""
 
         def recommend(request: pb.RecommendRequest, context: grpc.ServicerContext) -> Any:
             bundle = store.active()
             if bundle is None:
                 return handler(request, context)  # answers UNAVAILABLE itself
             key = self.key(bundle.revision, request)
-            hit = self.get(key)
+            hit = self.get_raw(key) if encoded else self.get(key)
             if hit is not None:
                 return hit
             response = handler(request, context)

@@ -41,6 +41,22 @@ class Aborted(Exception):  # noqa: N818 - a control-flow signal, like grpc's own
         self.code, self.details, self.trailing = code, details, trailing
 
 
+class Gone:
+    """Set on the loop when the call ends or the caller leaves; read by the answer at its stages. A flag, not a
+    `threading.Event`: nothing waits on it, and an Event's condition and lock cost about 4 µs a call."""
+
+    __slots__ = ("_set",)
+
+    def __init__(self) -> None:
+        self._set = False
+
+    def set(self) -> None:
+        self._set = True
+
+    def is_set(self) -> bool:
+        return self._set
+
+
 class CallContext:
     """The part of `grpc.ServicerContext` the servicer uses, for a call whose answer runs in a worker thread."""
 
@@ -48,7 +64,7 @@ class CallContext:
         self._metadata = metadata
         self._peer = peer
         self._deadline = None if seconds_left is None else time.monotonic() + seconds_left
-        self.gone = threading.Event()  # set on the loop when the call ends or the caller leaves
+        self.gone = Gone()
         self._trailing: tuple[tuple[str, Any], ...] = ()
         # An answer on the loop (loop_answers.LoopAnswers): gives the loop a turn at the stage boundaries, where
         # the servicer asks is_active().
@@ -157,17 +173,24 @@ class Dispatcher:
         """A unary method: `behavior(request, context)` is a coroutine function (run on the loop, e.g. health
         Check) or a plain function (run in a worker thread with a CallContext, after `limiter` admits it)."""
         on_loop = asyncio.iscoroutinefunction(behavior)
+        if not on_loop:
+            # The reply is encoded in the answer's thread, not on the loop (where grpc would call `serialize`):
+            # the loop is what health checks wait for. A behavior may also return the bytes itself (Recommend
+            # does, having measured its size on them), and they go out as they are.
+            behavior = _encoding(behavior, serialize)
+            serialize = _as_is
 
         async def handle(requests: Any, context: grpc.aio.ServicerContext) -> Any:
             metadata = tuple(context.invocation_metadata() or ())
             rid = str(dict(metadata).get(REQUEST_ID) or uuid.uuid4())[:128]
             structlog.contextvars.bind_contextvars(request_id=rid, method=method)
+            peer = context.peer()  # once: each call asks Core for a fresh copy of the same string
             started = time.perf_counter()
             code = grpc.StatusCode.OK
             if counted:
                 self.inflight.arrive()
             try:
-                if limiter is not None and limiter.refuses(context.peer()):
+                if limiter is not None and limiter.refuses(peer):
                     # Refused before anything is sent or read: under a flood most calls end here, and each
                     # round trip to Core they skip is loop time a health check gets (25-connection flood:
                     # health p99 about 100 -> 86 ms, make bench BENCH_ARGS=--overload).
@@ -177,7 +200,7 @@ class Dispatcher:
                 if on_loop:
                     response = await behavior(request, context)  # type: ignore[misc]
                 else:
-                    response = await self._in_thread(method, behavior, request, context, metadata, limiter)
+                    response = await self._in_thread(method, behavior, request, context, metadata, peer, limiter)
                 context.set_trailing_metadata(((REQUEST_ID, rid),))
                 return response
             except Aborted as stop:
@@ -200,7 +223,6 @@ class Dispatcher:
                     self.inflight.leave()
                 elapsed = time.perf_counter() - started
                 name = getattr(code, "name", str(code))
-                peer = context.peer()
                 if not peer.startswith("unix:"):  # the probe's heartbeat (heartbeat.py), twice a second
                     log.info("rpc", code=name, ms=round(elapsed * 1000, 2), peer=peer)
                     metrics.observe_rpc(method, name, elapsed)
@@ -221,8 +243,7 @@ class Dispatcher:
         return request
 
     async def _in_thread(self, method: str, behavior: SyncBehavior, request: Any, context: grpc.aio.ServicerContext,
-                         metadata: tuple[tuple[str, Any], ...], limiter: Limiter | None) -> Any:
-        peer = context.peer()
+                         metadata: tuple[tuple[str, Any], ...], peer: str, limiter: Limiter | None) -> Any:
         call = CallContext(metadata, peer, context.time_remaining())
         context.add_done_callback(lambda _ctx: call.gone.set())
         if limiter is not None:
@@ -244,6 +265,18 @@ class Dispatcher:
 
         answers = self.answers if method.endswith("/Recommend") else self.pool
         return await answers.run(behavior, request, call, done)
+
+
+def _encoding(behavior: SyncBehavior, serialize: Callable[[Any], bytes]) -> SyncBehavior:
+    def encoded(request: Any, context: Any) -> bytes:
+        response = behavior(request, context)
+        return response if isinstance(response, bytes) else serialize(response)
+
+    return encoded
+
+
+def _as_is(raw: bytes) -> bytes:
+    return raw
 
 
 def _busy(limiter: Limiter) -> Aborted:

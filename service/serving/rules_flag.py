@@ -16,7 +16,8 @@ from ..decide.run import compiled
 from ..rulebook.store import RuleStore
 from ..wire.api import pb
 
-Handler = Callable[[pb.RecommendRequest, grpc.ServicerContext], pb.RecommendResponse]
+Reply = pb.RecommendResponse | bytes  # the message, or its bytes as they go on the wire
+Handler = Callable[[pb.RecommendRequest, grpc.ServicerContext], Reply]
 KEY = "summary.newer_rules_rejected"
 
 
@@ -33,10 +34,12 @@ def mark(response: pb.RecommendResponse, last_error: str, sentence: str) -> pb.R
 
 
 def flag_newer_rules(store: RuleStore, handler: Handler) -> Handler:
-    def recommend(request: pb.RecommendRequest, context: grpc.ServicerContext) -> pb.RecommendResponse:
-        response = handler(request, context)
+    def recommend(request: pb.RecommendRequest, context: grpc.ServicerContext) -> Reply:
+        reply = handler(request, context)
         status = store.status()
         if status.last_error:
+            # Rare (a refused edit in the folder): bytes are decoded, marked and encoded again.
+            response = pb.RecommendResponse.FromString(reply) if isinstance(reply, bytes) else reply
             bundle = store.active()
             sentence = ""
             if bundle is not None:
@@ -45,6 +48,7 @@ def flag_newer_rules(store: RuleStore, handler: Handler) -> Handler:
                 if msgs.has(KEY, locale) or msgs.has(KEY, "en"):
                     sentence = msgs.text(KEY, locale, {"revision": bundle.revision})
             mark(response, status.last_error, sentence)
-        return response
+            return response.SerializeToString() if isinstance(reply, bytes) else response
+        return reply
 
     return recommend

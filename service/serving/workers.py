@@ -16,7 +16,9 @@ from collections.abc import Callable
 from concurrent import futures
 from typing import Any
 
-_Job = tuple[futures.Future[Any], Callable[..., Any], tuple[Any, ...], dict[str, Any]]
+Outcome = tuple[bool, Any]  # (True, the result) or (False, the exception raised)
+# Who hears the outcome: a Future (`submit`), or a function called with it in the worker thread (`run_soon`).
+_Job = tuple[futures.Future[Any] | Callable[[Outcome], None], Callable[..., Any], tuple[Any, ...], dict[str, Any]]
 
 
 class Workers(futures.Executor):
@@ -34,7 +36,17 @@ class Workers(futures.Executor):
 
     def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> futures.Future[Any]:
         future: futures.Future[Any] = futures.Future()
-        job: _Job = (future, fn, args, kwargs)
+        self._put((future, fn, args, kwargs))
+        return future
+
+    def run_soon(self, fn: Callable[[], Any], deliver: Callable[[Outcome], None]) -> None:
+        """`fn()` in a worker thread, then `deliver(outcome)` from that thread, once it is marked idle: what
+        `submit` does without a Future (its lock, its condition and the callbacks that carry its result on).
+        `deliver` must not raise. A job still waiting when the pool shuts down with `cancel_futures` hears
+        (False, CancelledError())."""
+        self._put((deliver, fn, (), {}))
+
+    def _put(self, job: _Job) -> None:
         with self._lock:
             if self._shutdown:
                 raise RuntimeError("cannot schedule new futures after shutdown")
@@ -49,13 +61,12 @@ class Workers(futures.Executor):
                 thread.start()
             else:
                 self._backlog.put(job)
-        return future
 
     def _work(self, inbox: queue.SimpleQueue[_Job | None]) -> None:
         while (job := inbox.get()) is not None:
-            future, fn, args, kwargs = job
-            outcome: tuple[bool, Any] | None = None
-            if future.set_running_or_notify_cancel():
+            target, fn, args, kwargs = job
+            outcome: Outcome | None = None
+            if not isinstance(target, futures.Future) or target.set_running_or_notify_cancel():
                 try:
                     outcome = (True, fn(*args, **kwargs))
                 except BaseException as exc:  # noqa: BLE001 - it belongs to whoever awaits the future
@@ -68,12 +79,14 @@ class Workers(futures.Executor):
                         inbox.put(None)
                     else:
                         self._idle.append(inbox)
-            if outcome is not None:
-                ok, value = outcome
-                if ok:
-                    future.set_result(value)
-                else:
-                    future.set_exception(value)
+            if outcome is None:
+                continue
+            if not isinstance(target, futures.Future):
+                target(outcome)
+            elif outcome[0]:
+                target.set_result(outcome[1])
+            else:
+                target.set_exception(outcome[1])
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
         with self._lock:
@@ -81,9 +94,13 @@ class Workers(futures.Executor):
             if cancel_futures:
                 while True:
                     try:
-                        self._backlog.get_nowait()[0].cancel()
+                        target = self._backlog.get_nowait()[0]
                     except queue.Empty:
                         break
+                    if isinstance(target, futures.Future):
+                        target.cancel()
+                    else:
+                        target((False, futures.CancelledError()))
             for inbox in self._idle:
                 inbox.put(None)
             self._idle.clear()
