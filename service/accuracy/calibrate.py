@@ -55,6 +55,9 @@ FIELDS = (("prefill_first", PREFILL_FIRST), ("decode_bandwidth_use", BANDWIDTH_U
 # `--with-request` fits request_ms too: over today's rows its folds chose 16-40 ms (SGLang), 32-60 (TensorRT-LLM),
 # 44-52 (vLLM) and held out worse than the cited figures (docs/calibration.md), so it is not fitted by default.
 REQUEST = ("request_ms", REQUEST_MS)
+# Issue 36, eighteenth pass: the GPU time per layer of a decode step that no byte or FLOP count gives (small
+# kernels' floors in a CUDA graph), 0-60 us a layer (an MoE layer twice).
+DECODE_LAYER = ("decode_layer_us", tuple(range(0, 64, 4)))
 Err = tuple[str, float, tuple[str, ...], str]  # estimate, |error| %, the row's classes, its source
 BALANCE = ("none", "sources", "classes")
 # The classes `--balance classes` weighs equally (amd is left out: its rows are one table of one GPU, and their
@@ -269,6 +272,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--data", type=Path, default=DATA, help="the measured datasets (default: calibration)")
     ap.add_argument("--folds", type=int, default=4)
     ap.add_argument("--with-request", action="store_true", help="fit serving_engines request_ms too")
+    ap.add_argument("--with-decode-layer", action="store_true", help="fit serving_engines decode_layer_us too")
+    ap.add_argument("--decode-chunks", action="store_true",
+                    help="prompt tokens ride in the decode steps as whole chunks (width.PROMPTS_AS_CHUNKS)")
     ap.add_argument("--rows", action="store_true", help="print every row's held-out signed error, worst first")
     ap.add_argument("--merge-groups", action="append", default=[], metavar="PREFIX",
                     help="hold every row whose group starts with PREFIX out as one source (e.g. inferencex: for all "
@@ -281,10 +287,15 @@ def main(argv: list[str] | None = None) -> int:
                     help=f"group the held-out errors by a feature of the rows ({', '.join(sorted(BY))})")
     args = ap.parse_args(argv)
     fields = (*FIELDS, REQUEST) if args.with_request else FIELDS
+    fields = (*fields, DECODE_LAYER) if args.with_decode_layer else fields
+    width_module.PROMPTS_AS_CHUNKS = args.decode_chunks
     day = datetime.now(UTC).date()
     with tempfile.TemporaryDirectory() as work:
         bundle = catalog_bundle(args.rules, Path(work))
         table = bundle.book.assumptions.values["serving_engines"]
+        for name, _ in fields:  # a field no engine row states (decode_layer_us) starts at 0
+            for row in table.values():
+                row.setdefault(name, 0.0)
         start = {e: dict(v) for e, v in table.items()}
         rows = [merge_groups(r, args.merge_groups)
                 for r in serving_rows(bundle, args.data, args.with_unexpressed)]

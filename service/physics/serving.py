@@ -179,6 +179,32 @@ def receive_wait_s(step_s: float, interval: int, others: int) -> float:
     return (interval - 1) / 2 * step_s
 
 
+def riding_chunk(prompt_tokens_per_step: float, prompt_tokens: int, budget_tokens: int, decoding: int,
+                 ) -> tuple[float, float]:
+    """(tokens, share): the prompt tokens a decode step carries when it carries a chunk, and the share of decode
+    steps that carry one, for prompts arriving at `prompt_tokens_per_step` a step on average. A continuous-batching
+    scheduler puts the running decodes in a step first and fills the rest of its `budget_tokens` with a waiting
+    prompt (vLLM V1 chunked prefill, TensorRT-LLM in-flight batching, SGLang's mixed chunk), so a prompt rides in
+    one step as one chunk of min(prompt, budget - decoding) tokens, not a few tokens in every step; once prompts
+    come faster than one chunk a step, every step carries them. (0, 0) when none ride."""
+    if not prompt_tokens_per_step > 0:
+        return 0.0, 0.0
+    room = budget_tokens - decoding
+    chunk = float(min(max(1, prompt_tokens), room)) if room >= 1 else prompt_tokens_per_step
+    if chunk <= prompt_tokens_per_step:
+        return prompt_tokens_per_step, 1.0
+    return chunk, prompt_tokens_per_step / chunk
+
+
+def blend_steps(alone_s: float, mixed_s: float, share: float) -> float:
+    """The mean decode step when `share` of the steps carry a prompt chunk (`mixed_s`) and the rest only the
+    decodes (`alone_s`): what an output token waits for on average (AIConfigurator's agg TPOT averages its mix
+    and generation-only steps the same way)."""
+    if not 0 <= share <= 1:
+        raise ValueError(f"share must be in [0, 1], got {share!r}")
+    return alone_s + share * (mixed_s - alone_s)
+
+
 def blend_arrivals(alone_s: float, wave_s: float, synchrony: float) -> float:
     """Mean TTFT between prompts that arrive alone (`alone_s`) and prompts that arrive together with every other
     session's (`wave_s`): `synchrony` is the share of the wave's extra wait a prompt meets (0 = clients arrive
