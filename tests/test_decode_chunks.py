@@ -1,9 +1,10 @@
-"""Issue 36, eighteenth pass (docs/calibration.md): prompt tokens that ride in the decode steps as whole chunks in a
-share of the steps (`calibrate --decode-chunks`), and a per-layer GPU time of a decode step (`decode_layer_us`, a
-field calibrate fits). Measured, not shipped: the answers keep the spread form and no floor."""
+"""Issue 36, eighteenth and nineteenth passes (docs/calibration.md): prompt tokens that ride in the decode steps as
+whole chunks in a share of the steps (`calibrate --decode-chunks`), the least time of each kernel of a decode step
+(serving_engines `decode_kernel_us`, which calibrate fits), and 4-bit weights on a GPU without FP4 tensor cores."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
@@ -11,6 +12,7 @@ import pytest
 from service.accuracy.harness import _at_width
 from service.decide.models import resolve
 from service.decide.sizing import width
+from service.decide.sizing.shape import shape_of
 from service.domain.brief import Brief, Model, Traffic
 from service.physics import serving
 
@@ -51,6 +53,12 @@ def _gpt_oss(prompt: int) -> Brief:
                  toolchain=("vllm",))
 
 
+def _shape(bundle: Any, brief: Brief) -> Any:  # noqa: ANN401
+    shape = shape_of(resolve(brief, bundle.book.models), bundle.book.assumptions)
+    assert shape is not None
+    return shape
+
+
 def _itl(bundle: Any, brief: Brief) -> float:  # noqa: ANN401
     """ITL on one B200, sized afresh (the answers keep what they sized per brief)."""
     gpu = next(g for g in bundle.book.catalog if g.id == "b200")
@@ -67,3 +75,28 @@ def test_chunks_touch_the_experts_once_where_spread_tokens_touch_them_every_step
     chunks_8k, chunks_1k = _itl(catalog_bundle, _gpt_oss(8192)), _itl(catalog_bundle, _gpt_oss(1024))
     assert chunks_8k < spread_8k and chunks_1k <= spread_1k
     assert chunks_8k / chunks_1k < spread_8k / spread_1k
+
+
+def test_a_kernel_floor_is_paid_by_small_kernels_and_hidden_by_big_ones():
+    # 10 layers, 4 GEMMs and 5 other kernels a layer, a 5 us floor. A decode step whose GEMMs take 40 us in all
+    # (1 us each) and attention 20 us (2 us a layer) pays 4 x 4 + 3 + 5 x 5 = 44 us a layer beyond them.
+    assert serving.kernel_floors_s(40e-6, 20e-6, 10, 4.0, 5.0, 5e-6) == pytest.approx(10 * 44e-6)
+    # A high-batch step's GEMMs (400 us a layer) and attention (100 us) hide theirs: only the other kernels' floors.
+    assert serving.kernel_floors_s(4e-3, 1e-3, 10, 4.0, 5.0, 5e-6) == pytest.approx(10 * 25e-6)
+    assert serving.kernel_floors_s(4e-3, 1e-3, 10, 4.0, 5.0, 0.0) == 0.0
+    # The floors only add: a step is never shorter than its bytes and FLOPs say.
+    plain = serving.step_seconds(1.0, 1e9, 0.1, 1e6, 0.0, 8.0, 0.75, 2000.0, 0.5)
+    floored = serving.step_seconds(1.0, 1e9, 0.1, 1e6, 0.0, 8.0, 0.75, 2000.0, 0.5, floors=(36, 4.0, 5.0, 3e-6))
+    assert floored > plain
+
+
+def test_four_bit_weights_read_slower_without_fp4_tensor_cores(catalog_bundle: Any):  # noqa: ANN401
+    # gpt-oss-120b's MXFP4 experts: dequantized on an H200 (no FP4 tensor cores), native on a B200.
+    # No rule row states the share (the nineteenth pass tried 0.5, `calibrate --fp4-read-share`): 1, unchanged.
+    shipped = catalog_bundle.book.assumptions
+    gpus = {g.id: g for g in catalog_bundle.book.catalog}
+    shape = _shape(catalog_bundle, _gpt_oss(1024))
+    assert width.fp4_read_share(shape, gpus["h200"], shipped) == 1.0
+    a = dataclasses.replace(shipped, values={**shipped.values, "fp4_decode_read_share": 0.5})
+    assert width.fp4_read_share(shape, gpus["h200"], a) == 0.5
+    assert width.fp4_read_share(shape, gpus["b200"], a) == 1.0

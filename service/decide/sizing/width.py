@@ -194,7 +194,7 @@ def attention_dp_decode_step_s(s: Sizing, brief: Brief, shape: Shape, a: Assumpt
     return serving.attention_dp_decode_step_s(
         n, shared, max(0.0, g.weights - shared), g.decode_flops, g.kv_read, g.decode_attn, gpu.bandwidth_tbs,
         g.eff.mbu, g.tflops, g.mfu, g.attn_base, g.eff.floor_s, g.overlap, g.layers, g.c, shape.experts_per_token,
-        g.hidden, latency_us / 1e6, gbs)
+        g.hidden, latency_us / 1e6, gbs, g.floors)
 
 
 def _speed_at(s: Sizing, g: _ServingGpu, n: int) -> None:
@@ -217,7 +217,7 @@ class _ServingGpu:
                  "p95_in", "pps", "weights", "kv_read", "decode_attn", "decode_flops", "decode_prefill_attn",
                  "layers", "hidden", "shape", "active", "tile", "overlap", "ep_s", "up", "link", "fast_us",
                  "slow_us", "prefills", "attn_width", "host_s", "ride", "ride_share", "alone_weights", "ride_weights",
-                 "decode_floor")
+                 "floors")
 
 
 def _attention(shape: Shape, prefills: dict[Any, Any], tokens: int, width: float = 0.0) -> float:
@@ -288,6 +288,11 @@ def _serving_gpu(s: Sizing, brief: Brief, shape: Shape, a: Assumptions, memo: Me
         memo[rkey] = (alone, mixed, mem.kv_cache_gb(arch, shape.avg_tokens_per_sequence, c, shape.kv_bytes),
                       decode_attention_flops(shape, c))
     g.alone_weights, g.ride_weights, g.kv_read, g.decode_attn = memo[rkey]
+    dequant = fp4_read_share(shape, gpu, a)
+    if dequant < 1.0:  # 4-bit weights on a GPU without FP4 tensor cores: their GEMMs read at that share
+        kept = mem.weights_gb(shape.shared_params_billion, shape.bytes_per_param) if shape.routed else 0.0
+        g.alone_weights, g.ride_weights = (kept + max(0.0, w - kept) / dequant
+                                           for w in (g.alone_weights, g.ride_weights))
     alone, mixed = g.alone_weights, g.ride_weights
     g.weights = mixed if share >= 1.0 else alone + share * (mixed - alone)  # the mean step's read
     g.active = active = shape.active_params_billion * 1e9
@@ -297,7 +302,7 @@ def _serving_gpu(s: Sizing, brief: Brief, shape: Shape, a: Assumptions, memo: Me
     g.layers, g.hidden = arch.layers, arch.hidden_size
     g.ep_s = expert_parallel_s(brief, shape, gpu, a)
     g.host_s = prefill_host_s(shape, eff, a)
-    g.decode_floor = decode_layers_s(shape, eff, a)
+    g.floors = decode_kernel_floors(shape, eff, a)
     memo[gkey] = g
     return g
 
@@ -404,14 +409,14 @@ def _decode_step(g: _ServingGpu, w: _Width) -> float:
     if share < 1.0:
         alone = serving.step_seconds(
             g.alone_weights * w.stages, 2 * g.active * c, g.kv_read, g.decode_attn, 0.0, w.bw, g.eff.mbu, w.tflops,
-            g.mfu, w.attn_tflops, w.overhead + g.decode_floor + _traffic(g, w, c), g.overlap,
+            g.mfu, w.attn_tflops, w.overhead + _traffic(g, w, c), g.overlap, g.floors,
         )
         if share <= 0.0:
             return alone
     mixed = serving.step_seconds(
         g.ride_weights * w.stages, 2 * g.active * (c + ride), g.kv_read, g.decode_attn,
         g.decode_prefill_attn / share, w.bw, g.eff.mbu, w.tflops, g.mfu, w.attn_tflops,
-        w.overhead + g.decode_floor + _traffic(g, w, c + ride), g.overlap,
+        w.overhead + _traffic(g, w, c + ride), g.overlap, g.floors,
     )
     return mixed if share >= 1.0 else serving.blend_steps(alone, mixed, share)
 
@@ -520,15 +525,28 @@ def prefill_host_s(shape: Shape, eff: Efficiency, a: Assumptions) -> float:
     return shape.arch.layers * eff.prefill_layer_s * factor
 
 
-def decode_layers_s(shape: Shape, eff: Efficiency, a: Assumptions) -> float:
-    """GPU time a decode step spends on its layers whatever it reads or computes: the engine's time per layer
-    (each of a layer's small kernels takes a few microseconds even replayed in a CUDA graph), an MoE layer counted
-    `moe_layer_launches` times as its prefill launches are."""
-    if eff.decode_layer_s <= 0:
-        return 0.0
+def decode_kernel_floors(shape: Shape, eff: Efficiency, a: Assumptions) -> tuple[int, float, float, float] | None:
+    """(layers, GEMM kernels a layer, other kernels a layer, seconds) for serving.kernel_floors_s: the engine's
+    least time per kernel of a decode step (each of a layer's kernels takes a few microseconds even replayed in a
+    CUDA graph, a big one hides it), a dense layer's kernels as decode_layer_kernels counts them, an MoE layer's
+    `moe_layer_launches` times that. None when the engine states no floor."""
+    if eff.decode_kernel_s <= 0:
+        return None
+    kernels = a.values.get("decode_layer_kernels", {})
     moe = shape.routed or shape.moe_estimated
     factor = float(a.values.get("moe_layer_launches", 1.0)) if moe else 1.0
-    return shape.arch.layers * eff.decode_layer_s * factor
+    return (shape.arch.layers, float(kernels.get("gemm", 0.0)) * factor, float(kernels.get("other", 0.0)) * factor,
+            eff.decode_kernel_s)
+
+
+def fp4_read_share(shape: Shape, gpu: Gpu, a: Assumptions) -> float:
+    """The share of the bandwidth a decode step's weight read reaches when its weights are 4-bit (MXFP4, NVFP4,
+    INT4) on a GPU with no FP4 tensor cores: its kernels dequantize them to 16 bits (fp4_decode_read_share); 1
+    otherwise."""
+    if shape.precision not in ("FP4", "INT4") or gpu.tflops_fp4 > 0:
+        return 1.0
+    share = float(a.values.get("fp4_decode_read_share", 1.0))
+    return share if 0.0 < share < 1.0 else 1.0
 
 
 def decode_attention_flops(shape: Shape, sequences: int) -> float:
