@@ -55,9 +55,6 @@ FIELDS = (("prefill_first", PREFILL_FIRST), ("decode_bandwidth_use", BANDWIDTH_U
 # `--with-request` fits request_ms too: over today's rows its folds chose 16-40 ms (SGLang), 32-60 (TensorRT-LLM),
 # 44-52 (vLLM) and held out worse than the cited figures (docs/calibration.md), so it is not fitted by default.
 REQUEST = ("request_ms", REQUEST_MS)
-# Issue 36, nineteenth pass: the least GPU time of each kernel of a decode step (a kernel's fixed latency in a
-# CUDA graph, hidden by a big kernel's bytes: width.decode_kernel_floors), 0-8 us.
-DECODE_LAYER = ("decode_kernel_us", (0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 10.0, 12.0))
 Err = tuple[str, float, tuple[str, ...], str]  # estimate, |error| %, the row's classes, its source
 BALANCE = ("none", "sources", "classes")
 # The classes `--balance classes` weighs equally (amd is left out: its rows are one table of one GPU, and their
@@ -272,12 +269,6 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--data", type=Path, default=DATA, help="the measured datasets (default: calibration)")
     ap.add_argument("--folds", type=int, default=4)
     ap.add_argument("--with-request", action="store_true", help="fit serving_engines request_ms too")
-    ap.add_argument("--with-decode-layer", action="store_true", help="fit serving_engines decode_kernel_us too")
-    ap.add_argument("--fp4-read-share", type=float, default=None, metavar="SHARE",
-                    help="share of the bandwidth 4-bit weights decode at on a GPU without FP4 tensor cores "
-                         "(assumption fp4_decode_read_share; issue 36 nineteenth pass tried 0.5)")
-    ap.add_argument("--decode-chunks", action="store_true",
-                    help="prompt tokens ride in the decode steps as whole chunks (width.PROMPTS_AS_CHUNKS)")
     ap.add_argument("--rows", action="store_true", help="print every row's held-out signed error, worst first")
     ap.add_argument("--merge-groups", action="append", default=[], metavar="PREFIX",
                     help="hold every row whose group starts with PREFIX out as one source (e.g. inferencex: for all "
@@ -290,17 +281,10 @@ def main(argv: list[str] | None = None) -> int:
                     help=f"group the held-out errors by a feature of the rows ({', '.join(sorted(BY))})")
     args = ap.parse_args(argv)
     fields = (*FIELDS, REQUEST) if args.with_request else FIELDS
-    fields = (*fields, DECODE_LAYER) if args.with_decode_layer else fields
-    width_module.PROMPTS_AS_CHUNKS = args.decode_chunks
     day = datetime.now(UTC).date()
     with tempfile.TemporaryDirectory() as work:
         bundle = catalog_bundle(args.rules, Path(work))
         table = bundle.book.assumptions.values["serving_engines"]
-        if args.fp4_read_share is not None:
-            bundle.book.assumptions.values["fp4_decode_read_share"] = args.fp4_read_share
-        for name, _ in fields:  # a field no engine row states (decode_kernel_us) starts at 0
-            for row in table.values():
-                row.setdefault(name, 0.0)
         start = {e: dict(v) for e, v in table.items()}
         rows = [merge_groups(r, args.merge_groups)
                 for r in serving_rows(bundle, args.data, args.with_unexpressed)]

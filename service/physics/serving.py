@@ -51,14 +51,12 @@ def _roofline(read_gb: float, flops: float, bandwidth_tbs: float, mbu: float, tf
 
 def step_seconds(weights_gb: float, linear_flops: float, kv_gb: float, decode_attn_flops: float,
                  prefill_attn_flops: float, bandwidth_tbs: float, mbu: float, tflops: float, mfu: float,
-                 attn_tflops: float = 0.0, overhead_s: float = 0.0, overlap: float = 1.0,
-                 floors: tuple[int, float, float, float] | None = None) -> float:
+                 attn_tflops: float = 0.0, overhead_s: float = 0.0, overlap: float = 1.0) -> float:
     """One engine step, kernel by kernel (they run one after another; inside each the reads and the math overlap):
     the GEMMs take the longer of reading the weights and computing the linear FLOPs (a small prefill chunk hides
     under the read, a big one does not); decode attention the longer of reading the KV cache and its FLOPs (MLA's
     absorbed attention at thousands of sequences is compute); a prefill chunk's attention is compute; plus the
-    step's floor (launches, sampling, scheduling, tensor-parallel all-reduces). `floors` (layers, GEMM kernels a
-    layer, other kernels a layer, seconds): each kernel of each layer takes at least that time (kernel_floors_s)."""
+    step's floor (launches, sampling, scheduling, tensor-parallel all-reduces)."""
     gemm = bound_seconds(weights_gb, linear_flops, bandwidth_tbs, mbu, tflops, mfu, overlap=overlap)
     # The GEMM's call has checked the shared arguments (the rates and the overlap), so the attention kernels skip
     # those checks. A kernel with nothing to read and nothing to compute takes 0.0: skipped, as a prefill step has
@@ -67,31 +65,7 @@ def step_seconds(weights_gb: float, linear_flops: float, kv_gb: float, decode_at
         kv_gb, 0.0, bandwidth_tbs, mbu, tflops, mfu, decode_attn_flops, attn_tflops, overlap)
     prefill_attn = 0.0 if prefill_attn_flops <= 0 else _roofline(
         0.0, 0.0, bandwidth_tbs, mbu, tflops, mfu, prefill_attn_flops, attn_tflops, 1.0)
-    if floors is not None:
-        return overhead_s + gemm + decode_attn + prefill_attn + kernel_floors_s(gemm, decode_attn, *floors)
     return overhead_s + gemm + decode_attn + prefill_attn
-
-
-def kernel_floors_s(gemm_s: float, attn_s: float, layers: int, gemm_kernels: float, other_kernels: float,
-                    floor_s: float) -> float:
-    """The time a decode step's kernels take beyond their bytes and FLOPs (`gemm_s`, `attn_s` over all `layers`)
-    because no kernel takes less than `floor_s` (its launch in a CUDA graph, its prologue and epilogue, a wave too
-    small to reach the bandwidth): each layer's `gemm_kernels` GEMMs share its GEMM time and its attention kernel
-    its attention time, and each takes the longer of that and the floor; its `other_kernels` (norms, rotary, the
-    KV-cache write, activation, routing) take the floor. A big kernel hides its floor, so a high-batch step pays
-    only the small kernels' (AIConfigurator's measured tables time each kernel so: a 4-row GEMM no less than
-    1.8-6.9 us on a B200, decode attention no less than 6.5 us)."""
-    if not floor_s > 0 or layers <= 0:
-        return 0.0
-    extra = other_kernels * floor_s
-    if gemm_kernels > 0:
-        per_gemm = gemm_s / (layers * gemm_kernels)
-        if per_gemm < floor_s:
-            extra += gemm_kernels * (floor_s - per_gemm)
-    per_attn = attn_s / layers
-    if per_attn < floor_s:
-        extra += floor_s - per_attn
-    return layers * extra
 
 
 def allreduce_transfer_seconds(nbytes: float, gpus: int, link_gbs: float) -> float:
@@ -205,32 +179,6 @@ def receive_wait_s(step_s: float, interval: int, others: int) -> float:
     return (interval - 1) / 2 * step_s
 
 
-def riding_chunk(prompt_tokens_per_step: float, prompt_tokens: int, budget_tokens: int, decoding: int,
-                 ) -> tuple[float, float]:
-    """(tokens, share): the prompt tokens a decode step carries when it carries a chunk, and the share of decode
-    steps that carry one, for prompts arriving at `prompt_tokens_per_step` a step on average. A continuous-batching
-    scheduler puts the running decodes in a step first and fills the rest of its `budget_tokens` with a waiting
-    prompt (vLLM V1 chunked prefill, TensorRT-LLM in-flight batching, SGLang's mixed chunk), so a prompt rides in
-    one step as one chunk of min(prompt, budget - decoding) tokens, not a few tokens in every step; once prompts
-    come faster than one chunk a step, every step carries them. (0, 0) when none ride."""
-    if not prompt_tokens_per_step > 0:
-        return 0.0, 0.0
-    room = budget_tokens - decoding
-    chunk = float(min(max(1, prompt_tokens), room)) if room >= 1 else prompt_tokens_per_step
-    if chunk <= prompt_tokens_per_step:
-        return prompt_tokens_per_step, 1.0
-    return chunk, prompt_tokens_per_step / chunk
-
-
-def blend_steps(alone_s: float, mixed_s: float, share: float) -> float:
-    """The mean decode step when `share` of the steps carry a prompt chunk (`mixed_s`) and the rest only the
-    decodes (`alone_s`): what an output token waits for on average (AIConfigurator's agg TPOT averages its mix
-    and generation-only steps the same way)."""
-    if not 0 <= share <= 1:
-        raise ValueError(f"share must be in [0, 1], got {share!r}")
-    return alone_s + share * (mixed_s - alone_s)
-
-
 def blend_arrivals(alone_s: float, wave_s: float, synchrony: float) -> float:
     """Mean TTFT between prompts that arrive alone (`alone_s`) and prompts that arrive together with every other
     session's (`wave_s`): `synchrony` is the share of the wave's extra wait a prompt meets (0 = clients arrive
@@ -303,7 +251,7 @@ def attention_dp_decode_step_s(gpus: int, shared_gb: float, experts_gb: float, l
                                attn_flops: float, bandwidth_tbs: float, mbu: float, tflops: float, mfu: float,
                                attn_tflops: float, floor_s: float, overlap: float, moe_layers: int,
                                sequences: int, experts_per_token: int, hidden: int, a2a_latency_s: float,
-                               a2a_gbs: float, floors: tuple[int, float, float, float] | None = None) -> float:
+                               a2a_gbs: float) -> float:
     """One decode step of an MoE copy on `gpus` GPUs with attention data parallel and the experts expert-parallel
     over the same GPUs (SGLang `--enable-dp-attention` with DeepEP, TensorRT-LLM attention DP with wide EP): each
     GPU decodes its own share of the `sequences`, so no tensor-parallel all-reduce; it reads the weights every
@@ -314,7 +262,7 @@ def attention_dp_decode_step_s(gpus: int, shared_gb: float, experts_gb: float, l
     if gpus < 1:
         raise ValueError(f"gpus must be at least 1, got {gpus!r}")
     step = step_seconds(shared_gb + experts_gb / gpus, linear_flops / gpus, kv_gb / gpus, attn_flops / gpus, 0.0,
-                        bandwidth_tbs, mbu, tflops, mfu, attn_tflops, floor_s, overlap, floors)
+                        bandwidth_tbs, mbu, tflops, mfu, attn_tflops, floor_s, overlap)
     if gpus == 1:
         return step
     per_gpu = sequences / gpus

@@ -32,7 +32,6 @@ class Efficiency:
     # rest is mixed into the decode steps): 1 = prefill batches run first, apart (SGLang), 0 = mixed (chunked)
     prefill_layer_s: float = 0.0  # host time a prefill step spends per layer launching its kernels
     recv_interval: int = 1  # decode steps between the scheduler's polls for new requests (1 = every step)
-    decode_kernel_s: float = 0.0  # least GPU time of each kernel of a decode step (width.decode_kernel_floors)
 
 
 def engine_of(toolchain: tuple[str, ...]) -> str:
@@ -56,13 +55,12 @@ def efficiency(gpu: Gpu, toolchain: tuple[str, ...], a: Assumptions) -> Efficien
         mbu, mfu = a.num("mbu_decode"), a.num("mfu_prefill")
         floor_ms, budget, request_ms = a.num("decode_step_floor_ms"), a.num("serving_max_batched_tokens"), 0.0
         first = a.num("prefill_first")
-        layer_ms, decode_us = 0.0, float(a.values.get("decode_kernel_us", 0.0))
+        layer_ms = 0.0
     else:
         mbu, mfu = float(row["decode_bandwidth_use"]), float(row["prefill_mfu"])
         floor_ms, budget, request_ms = float(row["step_floor_ms"]), float(row["token_budget"]), float(row["request_ms"])
         first = float(row["prefill_first"])
         layer_ms = float(row.get("prefill_layer_ms", 0.0))
-        decode_us = float(row.get("decode_kernel_us", 0.0))
     if gpu.id in by_gpu:  # measured for this GPU family: beats the engine's datacenter NVIDIA figure
         mbu = float(by_gpu[gpu.id])
     elif gpu.gpu_class == "consumer" and named != "llama.cpp":
@@ -77,4 +75,4 @@ def efficiency(gpu: Gpu, toolchain: tuple[str, ...], a: Assumptions) -> Efficien
     return Efficiency(engine=named or "general", named=bool(named), mbu=mbu, mfu=mfu * scale,
                       floor_s=floor_ms / 1000, budget_tokens=max(1, int(budget)), request_s=request_ms / 1000,
                       prefill_first=min(1.0, max(0.0, first)), prefill_layer_s=layer_ms / 1000,
-                      recv_interval=max(1, recv), decode_kernel_s=max(0.0, decode_us) / 1e6)
+                      recv_interval=max(1, recv))

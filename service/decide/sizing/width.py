@@ -23,10 +23,6 @@ from .shape import Shape
 # What serving_speed sets on a Sizing (and all it sets): the width search keeps them per width tried.
 SPEED_FIELDS = ("effective_tflops", "tokens_per_second", "step_ms", "itl_ms", "est_ttft_ms", "est_latency_ms")
 _speed_fields = operator.attrgetter(*SPEED_FIELDS)
-# Issue 36, eighteenth pass (docs/calibration.md; measured, not kept): the other sessions' prompt tokens a decode step
-# carries ride as whole chunks in a share of the steps (serving.riding_chunk: a chunk's tokens touch every expert once
-# where, spread a few a step, they touch many experts every step). Off: spread. `calibrate --decode-chunks` sets it.
-PROMPTS_AS_CHUNKS = False
 
 
 def pick_width(s: Sizing, brief: Brief, shape: Shape, a: Assumptions, n: int, sizes: tuple[int, ...], gpu: Gpu,
@@ -194,7 +190,7 @@ def attention_dp_decode_step_s(s: Sizing, brief: Brief, shape: Shape, a: Assumpt
     return serving.attention_dp_decode_step_s(
         n, shared, max(0.0, g.weights - shared), g.decode_flops, g.kv_read, g.decode_attn, gpu.bandwidth_tbs,
         g.eff.mbu, g.tflops, g.mfu, g.attn_base, g.eff.floor_s, g.overlap, g.layers, g.c, shape.experts_per_token,
-        g.hidden, latency_us / 1e6, gbs, g.floors)
+        g.hidden, latency_us / 1e6, gbs)
 
 
 def _speed_at(s: Sizing, g: _ServingGpu, n: int) -> None:
@@ -216,8 +212,7 @@ class _ServingGpu:
     __slots__ = ("gpu", "a", "tflops", "sync", "eff", "mfu", "attn_base", "effective_tflops", "c", "s_in", "s_out",
                  "p95_in", "pps", "weights", "kv_read", "decode_attn", "decode_flops", "decode_prefill_attn",
                  "layers", "hidden", "shape", "active", "tile", "overlap", "ep_s", "up", "link", "fast_us",
-                 "slow_us", "prefills", "attn_width", "host_s", "ride", "ride_share", "alone_weights", "ride_weights",
-                 "floors")
+                 "slow_us", "prefills", "attn_width", "host_s")
 
 
 def _attention(shape: Shape, prefills: dict[Any, Any], tokens: int, width: float = 0.0) -> float:
@@ -278,23 +273,15 @@ def _serving_gpu(s: Sizing, brief: Brief, shape: Shape, a: Assumptions, memo: Me
     # The others' prompts the engine does not prefill first ride in the decode steps (chunked prefill):
     # (c - 1) x input / output prompt tokens per step, that share of them.
     g.pps = pps = (c - 1) * s_in / (s_out if s_out > 1 else 1) * (1.0 - eff.prefill_first)  # max(1, s_out)
-    # Spread over every step (pps each), or with PROMPTS_AS_CHUNKS as whole chunks in a share of the steps.
-    g.ride, g.ride_share = ride, share = (serving.riding_chunk(pps, s_in, eff.budget_tokens, c) if PROMPTS_AS_CHUNKS
-                                          else (pps, 1.0) if pps > 0 else (0.0, 0.0))
-    rkey = ("decode_read", pps, ride)
+    rkey = ("decode_read", pps)
     if rkey not in memo:
-        # An MoE step reads the shared weights and the experts its tokens touch (every weight when dense).
-        alone, mixed = (mem.weights_gb(shape.params_read_billion(t), shape.bytes_per_param) for t in (c, c + ride))
-        memo[rkey] = (alone, mixed, mem.kv_cache_gb(arch, shape.avg_tokens_per_sequence, c, shape.kv_bytes),
-                      decode_attention_flops(shape, c))
-    g.alone_weights, g.ride_weights, g.kv_read, g.decode_attn = memo[rkey]
-    dequant = fp4_read_share(shape, gpu, a)
-    if dequant < 1.0:  # 4-bit weights on a GPU without FP4 tensor cores: their GEMMs read at that share
-        kept = mem.weights_gb(shape.shared_params_billion, shape.bytes_per_param) if shape.routed else 0.0
-        g.alone_weights, g.ride_weights = (kept + max(0.0, w - kept) / dequant
-                                           for w in (g.alone_weights, g.ride_weights))
-    alone, mixed = g.alone_weights, g.ride_weights
-    g.weights = mixed if share >= 1.0 else alone + share * (mixed - alone)  # the mean step's read
+        memo[rkey] = (
+            # An MoE step reads the shared weights and the experts its tokens touch (every weight when dense).
+            mem.weights_gb(shape.params_read_billion(c + pps), shape.bytes_per_param),
+            mem.kv_cache_gb(arch, shape.avg_tokens_per_sequence, c, shape.kv_bytes),
+            decode_attention_flops(shape, c),
+        )
+    g.weights, g.kv_read, g.decode_attn = memo[rkey]
     g.active = active = shape.active_params_billion * 1e9
     g.decode_flops = 2 * active * (c + pps)  # linear_flops untiled: decode's few rows per expert are read-bound
     attn = _attention(shape, prefills, s_in, g.attn_width)
@@ -302,7 +289,6 @@ def _serving_gpu(s: Sizing, brief: Brief, shape: Shape, a: Assumptions, memo: Me
     g.layers, g.hidden = arch.layers, arch.hidden_size
     g.ep_s = expert_parallel_s(brief, shape, gpu, a)
     g.host_s = prefill_host_s(shape, eff, a)
-    g.floors = decode_kernel_floors(shape, eff, a)
     memo[gkey] = g
     return g
 
@@ -403,22 +389,11 @@ def _serving_width(g: _ServingGpu, n: int) -> tuple[float, float, float]:
 
 
 def _decode_step(g: _ServingGpu, w: _Width) -> float:
-    """The mean decode step of the copy: its sessions' tokens, and in a share of the steps a chunk of the prompt
-    tokens that ride with them (g.pps on average: serving.riding_chunk)."""
-    c, ride, share = g.c, g.ride, g.ride_share
-    if share < 1.0:
-        alone = serving.step_seconds(
-            g.alone_weights * w.stages, 2 * g.active * c, g.kv_read, g.decode_attn, 0.0, w.bw, g.eff.mbu, w.tflops,
-            g.mfu, w.attn_tflops, w.overhead + _traffic(g, w, c), g.overlap, g.floors,
-        )
-        if share <= 0.0:
-            return alone
-    mixed = serving.step_seconds(
-        g.ride_weights * w.stages, 2 * g.active * (c + ride), g.kv_read, g.decode_attn,
-        g.decode_prefill_attn / share, w.bw, g.eff.mbu, w.tflops, g.mfu, w.attn_tflops,
-        w.overhead + _traffic(g, w, c + ride), g.overlap, g.floors,
+    """One decode step of the copy: its sessions' tokens and the prompt tokens that ride with them (g.pps)."""
+    return serving.step_seconds(
+        g.weights * w.stages, g.decode_flops, g.kv_read, g.decode_attn, g.decode_prefill_attn, w.bw, g.eff.mbu,
+        w.tflops, g.mfu, w.attn_tflops, w.overhead + _traffic(g, w, g.c + g.pps), g.overlap,
     )
-    return mixed if share >= 1.0 else serving.blend_steps(alone, mixed, share)
 
 
 _FAR = 1e300  # far below float's overflow (1.8e308): a few terms under it, summed or 6x one, stay finite
@@ -523,30 +498,6 @@ def prefill_host_s(shape: Shape, eff: Efficiency, a: Assumptions) -> float:
     moe = shape.routed or shape.moe_estimated
     factor = float(a.values.get("moe_layer_launches", 1.0)) if moe else 1.0
     return shape.arch.layers * eff.prefill_layer_s * factor
-
-
-def decode_kernel_floors(shape: Shape, eff: Efficiency, a: Assumptions) -> tuple[int, float, float, float] | None:
-    """(layers, GEMM kernels a layer, other kernels a layer, seconds) for serving.kernel_floors_s: the engine's
-    least time per kernel of a decode step (each of a layer's kernels takes a few microseconds even replayed in a
-    CUDA graph, a big one hides it), a dense layer's kernels as decode_layer_kernels counts them, an MoE layer's
-    `moe_layer_launches` times that. None when the engine states no floor."""
-    if eff.decode_kernel_s <= 0:
-        return None
-    kernels = a.values.get("decode_layer_kernels", {})
-    moe = shape.routed or shape.moe_estimated
-    factor = float(a.values.get("moe_layer_launches", 1.0)) if moe else 1.0
-    return (shape.arch.layers, float(kernels.get("gemm", 0.0)) * factor, float(kernels.get("other", 0.0)) * factor,
-            eff.decode_kernel_s)
-
-
-def fp4_read_share(shape: Shape, gpu: Gpu, a: Assumptions) -> float:
-    """The share of the bandwidth a decode step's weight read reaches when its weights are 4-bit (MXFP4, NVFP4,
-    INT4) on a GPU with no FP4 tensor cores: its kernels dequantize them to 16 bits (fp4_decode_read_share); 1
-    otherwise."""
-    if shape.precision not in ("FP4", "INT4") or gpu.tflops_fp4 > 0:
-        return 1.0
-    share = float(a.values.get("fp4_decode_read_share", 1.0))
-    return share if 0.0 < share < 1.0 else 1.0
 
 
 def decode_attention_flops(shape: Shape, sequences: int) -> float:
