@@ -285,3 +285,51 @@ def test_the_wave_guard_lets_zero_terms_through() -> None:
     g.shape = dataclasses.replace(g.shape, shared_params_billion=0.0)
     assert g.shape.routed
     assert wd._wave_unread(g, w, single, step)
+
+
+def test_a_scheduler_polling_every_few_steps_holds_a_prompt_while_one_other_decodes() -> None:
+    # SGLang polling every 10 decode steps: a prompt that arrives alone while the one other session decodes waits
+    # (10 - 1) / 2 steps more on average; alone on an idle engine it is taken at once
+    assert serving.receive_wait_s(0.01, 10, 1) == pytest.approx(0.045)
+    assert serving.receive_wait_s(0.01, 2, 3) == pytest.approx(0.005)  # every other step: half a step
+    h100 = gpu("h100-sxm")
+    for sessions, steps in ((2, 4.5), (1, 0.0)):
+        b, shape, _ = _gen(sessions, toolchain=("sglang",))
+        polled, every = rules(scheduler_recv_interval={"sglang": 10}), rules(scheduler_recv_interval={})
+        s, s1 = _sizing(h100), _sizing(h100)
+        wd.serving_speed(s, b, shape, polled, 1, {}, 0.0)  # prompts arrive on their own
+        wd.serving_speed(s1, b, shape, every, 1, {}, 0.0)
+        assert s.step_ms == s1.step_ms
+        assert s.est_ttft_ms - s1.est_ttft_ms == pytest.approx(steps * s.step_ms, rel=1e-9, abs=1e-9)
+
+
+def test_a_kernel_s_bound_by_default_is_the_roofline_of_its_read_and_math() -> None:
+    # 1 GB at 1 TB/s against 1e12 FLOPs at 1 PFLOPS: 1 ms each; no attention FLOPs, the longer of the two whole
+    assert serving.bound_seconds(1.0, 1e12, 1.0, 1.0, 1000.0, 1.0) == 1e-3
+    assert serving.bound_seconds(2.0, 1e12, 1.0, 1.0, 1000.0, 1.0) == 2e-3
+    # attention FLOPs with no rate of their own run at the GEMMs' rate
+    assert serving.bound_seconds(0.0, 1e12, 1.0, 1.0, 1000.0, 1.0, attn_flops=1e12) == pytest.approx(2e-3)
+    # a rate of 0, or none at all, is refused by its name, whichever it is (not divided by)
+    good = dict(bandwidth_tbs=1.0, mbu=1.0, tflops=1000.0, mfu=1.0)
+    for name in good:
+        for bad in (0, None):
+            with pytest.raises(ValueError, match=f"^{name} must be positive, got {bad}"):
+                serving.bound_seconds(1.0, 1e12, **{**good, name: bad})
+
+
+def test_a_share_of_prompts_arriving_together_is_a_share() -> None:
+    # synchrony is the share of the wave's extra wait a prompt meets: between 0 and 1, refused by name past either
+    assert serving.blend_arrivals(0.2, 0.6, 1.0) == pytest.approx(0.6)
+    for bad in (1.5, -0.5):
+        with pytest.raises(ValueError, match=rf"^synchrony must be in \[0, 1\], got {bad}$"):
+            serving.blend_arrivals(0.2, 0.6, bad)
+
+
+
+def test_a_saturated_engine_holds_a_lone_prompt_behind_a_prefill_95_percent_of_the_time() -> None:
+    # 14 others each prefilling 0.1 s per cycle of about 1.15 s (0.15 s to the first token, 100 steps of 10 ms)
+    # ask for 1.4 s of prefill a cycle, more than the engine has (rho about 1.2): the share of time a prefill is
+    # in flight is capped at 0.95 (M/D/1's wait grows without bound as rho nears 1), so the prompt waits half a
+    # step in flight, its own prefill and 0.95 x half a prefill
+    assert serving.lone_first_token(0.1, 0.01, 14, 100) == pytest.approx(0.005 + 0.1 + 0.95 * 0.05, rel=1e-12)
+    assert serving.lone_first_token(1.0, 0.01, 24, 10) == pytest.approx(0.005 + 1.0 + 0.95 * 0.5, rel=1e-12)
