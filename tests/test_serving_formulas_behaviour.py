@@ -333,3 +333,22 @@ def test_a_saturated_engine_holds_a_lone_prompt_behind_a_prefill_95_percent_of_t
     # step in flight, its own prefill and 0.95 x half a prefill
     assert serving.lone_first_token(0.1, 0.01, 14, 100) == pytest.approx(0.005 + 0.1 + 0.95 * 0.05, rel=1e-12)
     assert serving.lone_first_token(1.0, 0.01, 24, 10) == pytest.approx(0.005 + 1.0 + 0.95 * 0.5, rel=1e-12)
+
+
+def test_a_step_is_its_kernels_one_after_another() -> None:
+    st = serving.step_seconds
+    # rates of 1 TB/s and 1 TFLOPS at full use: 1 GB takes 1 ms, 1e9 FLOPs 1 ms, one FLOP 1 ps
+    assert st(1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 1.0, 1.0, 1.0) == 1e-3  # by default no floor and no other kernel
+    # the GEMMs overlap their read and math by the share given: 2 ms read, 1 ms math, half hidden
+    assert st(2.0, 1e9, 0.0, 0.0, 0.0, 1.0, 1.0, 1.0, 1.0, overlap=0.5) == pytest.approx(2.5e-3, rel=1e-12)
+    # decode attention: the KV read against its FLOPs, at the attention rate given, or the GEMMs' by default
+    assert st(0.0, 0.0, 0.0, 1e9, 0.0, 1.0, 1.0, 2.0, 1.0) == pytest.approx(0.5e-3, rel=1e-12)
+    assert st(0.0, 0.0, 0.0, 1e9, 0.0, 1.0, 1.0, 1.0, 1.0, attn_tflops=2.0) == pytest.approx(0.5e-3, rel=1e-12)
+    assert st(0.0, 0.0, 0.0, 1.0, 0.0, 1.0, 1.0, 1.0, 1.0) == 1e-12  # even one FLOP takes its time
+    # the KV read has no FLOPs of its own: at half overlap, 1 GB is 1 ms and nothing more
+    assert st(0.0, 0.0, 1.0, 0.0, 0.0, 1.0, 1.0, 1.0, 1.0, overlap=0.5) == 1e-3
+    # a prompt's attention is compute, at the attention rate, after the other kernels
+    assert st(0.0, 0.0, 0.0, 0.0, 1e9, 1.0, 1.0, 1.0, 1.0, attn_tflops=2.0) == pytest.approx(0.5e-3, rel=1e-12)
+    assert st(0.0, 0.0, 0.0, 0.0, 1.0, 1.0, 1.0, 1.0, 1.0) == 1e-12
+    # every kernel and the floor add up
+    assert st(1.0, 0.0, 1.0, 0.0, 1e9, 1.0, 1.0, 1.0, 1.0, overhead_s=1e-3) == pytest.approx(4e-3, rel=1e-12)
