@@ -352,3 +352,14 @@ def test_a_step_is_its_kernels_one_after_another() -> None:
     assert st(0.0, 0.0, 0.0, 0.0, 1.0, 1.0, 1.0, 1.0, 1.0) == 1e-12
     # every kernel and the floor add up
     assert st(1.0, 0.0, 1.0, 0.0, 1e9, 1.0, 1.0, 1.0, 1.0, overhead_s=1e-3) == pytest.approx(4e-3, rel=1e-12)
+
+
+def test_the_overlap_is_a_share_and_attention_runs_at_its_own_rate() -> None:
+    b = serving.bound_seconds
+    # no overlap: the read and the math one after the other (1 ms each)
+    assert b(1.0, 1e12, 1.0, 1.0, 1000.0, 1.0, overlap=0.0) == pytest.approx(2e-3, rel=1e-12)
+    for bad in (1.5, -0.5):
+        with pytest.raises(ValueError, match=rf"^overlap must be in \[0, 1\], got {bad}$"):
+            b(1.0, 1e12, 1.0, 1.0, 1000.0, 1.0, overlap=bad)
+    # attention FLOPs at their own rate: 1e12 at 500 TFLOPS is 2 ms, beside 1 ms of GEMM math
+    assert b(0.0, 1e12, 1.0, 1.0, 1000.0, 1.0, attn_flops=1e12, attn_tflops=500.0) == pytest.approx(3e-3, rel=1e-12)
